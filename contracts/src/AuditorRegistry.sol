@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Address} from "@openzeppelin/contracts/utils/Address.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
+import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
+
+import {IAuditorRegistry} from "./interfaces/IAuditorRegistry.sol";
+import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
+import {Params} from "./types/Params.sol";
+import {SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
+import {ParamsLib} from "./libraries/ParamsLib.sol";
+import {ReputationLib} from "./libraries/ReputationLib.sol";
+import {SortitionTree} from "./libraries/SortitionTree.sol";
+
+/// @title AuditorRegistry
+/// @notice Auditors, their stake, reputation and tier, and the stake-weighted committee draw.
+/// @dev Deployed behind an ERC-1967 proxy (UUPS); governance (a TimelockController) owns it and is
+///      the only party that can upgrade it, grant tier-3 credentials, or point it at a new audit
+///      contract. Token flows:
+///        staked tokens  = sum of stakes + sum of unbonding amounts + sum of claimable forfeits,
+///      which the invariant suite checks against the token balance.
+contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, OwnableUpgradeable, ReentrancyGuardTransient {
+    using SafeERC20 for IERC20;
+    using SafeCast for uint256;
+    using ParamsLib for Params;
+    using SortitionTree for SortitionTree.Tree;
+
+    /// @dev Draws rejected (member already seated, excluded, or short of unlocked stake) before the
+    ///      drawn members are taken out of the tree for the rest of the draw.
+    uint256 private constant _REJECTIONS_BEFORE_EXCLUSION = 8;
+    /// @dev Members that may be taken out of the tree in one draw beyond the committee itself.
+    uint256 private constant _MAX_EXTRA_EXCLUSIONS = 64;
+
+    /// @dev Slot layout:
+    ///      0: stake 96 | locked 96 | reputationWad 64      (written by every seat lock and settlement)
+    ///      1: treeWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8
+    ///      2: unbonding 96 | unbondingReadyAt 48
+    ///      3: encryptionKey
+    ///      Invariant: locked <= stake, so every open seat's penalty is backed.
+    struct Auditor {
+        uint96 stake;
+        uint96 locked;
+        uint64 reputationWad;
+        uint96 treeWeight;
+        uint32 treeIndex;
+        uint8 tier;
+        bool registered;
+        bool available;
+        bool credentialed;
+        uint96 unbonding;
+        uint48 unbondingReadyAt;
+        bytes32 encryptionKey;
+    }
+
+    /// @dev The state of one committee draw, in memory (too many values for the stack).
+    struct Draw {
+        uint8 tier;
+        bytes32 seed;
+        address excluded;
+        uint96 lockPerSeat;
+        address[] members;
+        uint256 seated;
+        address[] removed;
+        uint256 removedCount;
+        bool excluding;
+        uint256 rejections;
+        uint256 nonce;
+    }
+
+    IERC20 private _token;
+    IProtocolParams private _params;
+    address private _audit;
+
+    mapping(address account => Auditor) private _auditors;
+    mapping(address account => string) private _metadataURIs;
+    mapping(uint8 tier => SortitionTree.Tree) private _pools;
+    mapping(uint8 tier => uint256) private _eligibleCounts;
+    uint256 private _totalStake;
+
+    // Stakers' share of fees: a reward-per-stake accumulator (Synthetix StakingRewards).
+    uint256 private _rewardPerStakeWad;
+    uint256 private _unallocatedRewardWei;
+    mapping(address account => uint256) private _rewardPerStakePaidWad;
+    mapping(address account => uint256) private _accruedRewardWei;
+
+    mapping(address account => uint256) private _claimableTokens;
+
+    modifier onlyAudit() {
+        if (msg.sender != _audit) revert RegistryNotAuditContract(msg.sender);
+        _;
+    }
+
+    /// @custom:oz-upgrades-unsafe-allow constructor
+    constructor() {
+        _disableInitializers();
+    }
+
+    /// @notice Sets the owner (governance), the staking token and the parameter store.
+    function initialize(address owner_, IERC20 token, IProtocolParams params_) external initializer {
+        if (address(token) == address(0) || address(params_) == address(0)) revert RegistryZeroAddress();
+        __Ownable_init(owner_);
+        _token = token;
+        _params = params_;
+    }
+
+    // ------------------------------------------------------------------ auditors
+
+    /// @inheritdoc IAuditorRegistry
+    function register(uint8 tier, bytes32 encryptionKey, string calldata metadataURI, uint256 amount)
+        external
+        nonReentrant
+    {
+        Auditor storage au = _auditors[msg.sender];
+        if (au.registered) revert RegistryAlreadyRegistered(msg.sender);
+        if (!ParamsLib.isTier(tier)) revert RegistryUnknownTier(tier);
+        if (encryptionKey == bytes32(0)) revert RegistryZeroEncryptionKey();
+        if (tier == ParamsLib.TIER_HUMAN && !au.credentialed) revert RegistryCredentialRequired(msg.sender, tier);
+        Params memory p = _params.params();
+        uint256 needed = p.minStake(tier);
+        if (amount < needed) revert RegistryInsufficientStake(msg.sender, amount, needed);
+
+        _checkpoint(msg.sender, au);
+        au.registered = true;
+        au.tier = tier;
+        au.available = true;
+        au.reputationWad = p.initialReputationWad;
+        au.encryptionKey = encryptionKey;
+        _metadataURIs[msg.sender] = metadataURI;
+        _addStake(msg.sender, au, amount);
+        _sync(msg.sender, au, p);
+        emit AuditorRegistered(msg.sender, tier, encryptionKey, metadataURI);
+        emit Staked(msg.sender, amount, au.stake, _totalStake);
+        _token.safeTransferFrom(msg.sender, address(this), amount);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function updateProfile(bytes32 encryptionKey, string calldata metadataURI) external {
+        Auditor storage au = _registered(msg.sender);
+        if (encryptionKey == bytes32(0)) revert RegistryZeroEncryptionKey();
+        au.encryptionKey = encryptionKey;
+        _metadataURIs[msg.sender] = metadataURI;
+        emit ProfileUpdated(msg.sender, encryptionKey, metadataURI);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function stake(uint256 amount) external nonReentrant {
+        Auditor storage au = _registered(msg.sender);
+        if (amount == 0) revert RegistryZeroAmount();
+        _checkpoint(msg.sender, au);
+        _addStake(msg.sender, au, amount);
+        _sync(msg.sender, au, _params.params());
+        emit Staked(msg.sender, amount, au.stake, _totalStake);
+        _token.safeTransferFrom(msg.sender, address(this), amount);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function requestUnstake(uint256 amount) external {
+        Auditor storage au = _registered(msg.sender);
+        if (amount == 0) revert RegistryZeroAmount();
+        if (au.locked != 0) revert RegistryHasOpenSeats(msg.sender, au.locked);
+        if (au.unbonding != 0) revert RegistryUnbondingPending(msg.sender, au.unbonding, au.unbondingReadyAt);
+        if (amount > au.stake) revert RegistryExceedsStake(msg.sender, amount, au.stake);
+        Params memory p = _params.params();
+        uint256 remaining = au.stake - amount;
+        uint256 needed = p.minStake(au.tier);
+        // Stay at or above the tier minimum, or leave entirely.
+        if (remaining != 0 && remaining < needed) revert RegistryInsufficientStake(msg.sender, remaining, needed);
+
+        _checkpoint(msg.sender, au);
+        au.stake = uint96(remaining); // remaining < au.stake, a uint96
+        _totalStake -= amount;
+        au.unbonding = uint96(amount); // amount <= au.stake, a uint96
+        uint48 readyAt = (block.timestamp + p.unbondingDelaySeconds).toUint48();
+        au.unbondingReadyAt = readyAt;
+        _sync(msg.sender, au, p);
+        emit UnstakeRequested(msg.sender, amount, remaining, readyAt);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function executeUnstake() external nonReentrant {
+        Auditor storage au = _auditors[msg.sender];
+        uint256 amount = au.unbonding;
+        if (amount == 0) revert RegistryNothingUnbonding(msg.sender);
+        if (block.timestamp < au.unbondingReadyAt) {
+            revert RegistryUnbondingNotReady(msg.sender, au.unbondingReadyAt, block.timestamp);
+        }
+        au.unbonding = 0;
+        au.unbondingReadyAt = 0;
+        emit Unstaked(msg.sender, amount);
+        _token.safeTransfer(msg.sender, amount);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function setAvailable(bool available) external {
+        Auditor storage au = _registered(msg.sender);
+        au.available = available;
+        _sync(msg.sender, au, _params.params());
+        emit AvailabilityChanged(msg.sender, available);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function claimStakerReward() external nonReentrant {
+        Auditor storage au = _auditors[msg.sender];
+        _checkpoint(msg.sender, au);
+        uint256 owed = _accruedRewardWei[msg.sender];
+        if (owed == 0) revert RegistryNothingToClaim(msg.sender);
+        _accruedRewardWei[msg.sender] = 0;
+        emit StakerRewardClaimed(msg.sender, owed);
+        Address.sendValue(payable(msg.sender), owed);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function claimTokens() external nonReentrant {
+        uint256 owed = _claimableTokens[msg.sender];
+        if (owed == 0) revert RegistryNothingToClaim(msg.sender);
+        _claimableTokens[msg.sender] = 0;
+        emit TokensClaimed(msg.sender, owed);
+        _token.safeTransfer(msg.sender, owed);
+    }
+
+    // ------------------------------------------------------------------ governance
+
+    /// @inheritdoc IAuditorRegistry
+    function grantCredential(address account) external onlyOwner {
+        if (account == address(0)) revert RegistryZeroAddress();
+        Auditor storage au = _auditors[account];
+        au.credentialed = true;
+        _sync(account, au, _params.params());
+        emit CredentialGranted(account);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function revokeCredential(address account) external onlyOwner {
+        Auditor storage au = _auditors[account];
+        au.credentialed = false;
+        _sync(account, au, _params.params());
+        emit CredentialRevoked(account);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function setAuditContract(address audit) external onlyOwner {
+        if (audit == address(0)) revert RegistryZeroAddress();
+        emit AuditContractChanged(_audit, audit);
+        _audit = audit;
+    }
+
+    // ------------------------------------------------------------------ audit contract
+
+    /// @inheritdoc IAuditorRegistry
+    function drawCommittee(uint8 tier, uint256 size, bytes32 seed, address excluded, uint96 lockPerSeat)
+        external
+        onlyAudit
+        returns (address[] memory members, uint96[] memory weights)
+    {
+        uint256 eligible = _eligibleCounts[tier];
+        if (_inPool(excluded, tier)) --eligible; // excluded is counted in `eligible`
+        if (eligible < size) revert RegistryCommitteeUnavailable(tier, size, eligible);
+
+        Draw memory d = Draw({
+            tier: tier,
+            seed: seed,
+            excluded: excluded,
+            lockPerSeat: lockPerSeat,
+            members: new address[](size),
+            seated: 0,
+            removed: new address[](size + 1 + _MAX_EXTRA_EXCLUSIONS),
+            removedCount: 0,
+            excluding: false,
+            rejections: 0,
+            nonce: 0
+        });
+        SortitionTree.Tree storage pool = _pools[tier];
+        while (d.seated < size) {
+            _drawOne(pool, d);
+        }
+        for (uint256 i; i < d.removedCount; ++i) {
+            Auditor storage au = _auditors[d.removed[i]];
+            pool.update(au.treeIndex, 0, au.treeWeight);
+        }
+
+        members = d.members;
+        weights = new uint96[](size);
+        Params memory p = _params.params();
+        for (uint256 i; i < size; ++i) {
+            Auditor storage au = _auditors[members[i]];
+            weights[i] = au.stake;
+            au.locked += lockPerSeat; // _drawOne checked stake - locked >= lockPerSeat
+            _sync(members[i], au, p);
+        }
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function settleSeats(SeatSettlement[] calldata seats, SettlementTerms calldata terms)
+        external
+        onlyAudit
+        returns (uint256 forfeitedMask)
+    {
+        Params memory p = _params.params();
+        uint256 forfeitedTotal;
+        for (uint256 i; i < seats.length; ++i) {
+            SeatSettlement calldata seat = seats[i];
+            Auditor storage au = _auditors[seat.auditor];
+            au.locked -= terms.lockPerSeat;
+            uint64 before = au.reputationWad;
+            if (seat.outcome != SeatOutcome.Released) {
+                bool aligned = seat.outcome == SeatOutcome.Aligned;
+                bool forfeits = seat.outcome == SeatOutcome.Silent
+                    || (
+                        seat.outcome == SeatOutcome.Misaligned
+                            && seat.slashRollBps < ReputationLib.slashProbabilityBps(before, terms.pMinBps, terms.pMaxBps)
+                    );
+                au.reputationWad = ReputationLib.update(before, terms.gammaWad, aligned);
+                emit ReputationUpdated(seat.auditor, au.reputationWad);
+                if (forfeits) {
+                    _checkpoint(seat.auditor, au);
+                    au.stake -= terms.lockPerSeat; // locked + this lock <= stake before the unlock
+                    forfeitedTotal += terms.lockPerSeat;
+                    forfeitedMask |= 1 << i;
+                    emit StakeForfeited(
+                        seat.auditor,
+                        terms.lockPerSeat,
+                        terms.beneficiary,
+                        seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus"
+                    );
+                }
+            }
+            _sync(seat.auditor, au, p);
+        }
+        if (forfeitedTotal != 0) {
+            _totalStake -= forfeitedTotal;
+            _claimableTokens[terms.beneficiary] += forfeitedTotal;
+        }
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function slash(address account, uint256 amount, address beneficiary, string calldata reason) external onlyAudit {
+        Auditor storage au = _registered(account);
+        if (amount == 0) revert RegistryZeroAmount();
+        if (beneficiary == address(0)) revert RegistryZeroAddress();
+        uint256 free = au.stake - au.locked;
+        if (amount > free + au.unbonding) revert RegistryExceedsStake(account, amount, free + au.unbonding);
+        _checkpoint(account, au);
+        uint256 fromStake = amount < free ? amount : free;
+        au.stake -= uint96(fromStake); // fromStake <= free <= stake
+        _totalStake -= fromStake;
+        au.unbonding -= uint96(amount - fromStake); // checked: amount - fromStake <= unbonding
+        _claimableTokens[beneficiary] += amount;
+        _sync(account, au, _params.params());
+        emit StakeForfeited(account, amount, beneficiary, reason);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function notifyStakerReward() external payable onlyAudit {
+        uint256 amount = msg.value + _unallocatedRewardWei;
+        uint256 stakeTotal = _totalStake;
+        if (stakeTotal == 0) {
+            // Nobody to pay yet: carried into the next notification.
+            _unallocatedRewardWei = amount;
+            emit StakerRewardNotified(msg.value, _rewardPerStakeWad);
+            return;
+        }
+        uint256 increment = amount * ParamsLib.WAD / stakeTotal; // floor: never pays out more than received
+        _rewardPerStakeWad += increment;
+        _unallocatedRewardWei = amount - increment * stakeTotal / ParamsLib.WAD;
+        emit StakerRewardNotified(msg.value, _rewardPerStakeWad);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IAuditorRegistry
+    function auditor(address account) external view returns (AuditorInfo memory info) {
+        Auditor storage au = _auditors[account];
+        info = AuditorInfo({
+            registered: au.registered,
+            tier: au.tier,
+            available: au.available,
+            credentialed: au.credentialed,
+            stake: au.stake,
+            locked: au.locked,
+            unbonding: au.unbonding,
+            unbondingReadyAt: au.unbondingReadyAt,
+            reputationWad: au.reputationWad,
+            encryptionKey: au.encryptionKey,
+            metadataURI: _metadataURIs[account]
+        });
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function reputationOf(address account) external view returns (uint256) {
+        return _auditors[account].reputationWad;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function stakeOf(address account) external view returns (uint256) {
+        return _auditors[account].stake;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function encryptionKeyOf(address account) external view returns (bytes32) {
+        return _auditors[account].encryptionKey;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function totalStake() external view returns (uint256) {
+        return _totalStake;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function eligibleCount(uint8 tier) external view returns (uint256) {
+        return _eligibleCounts[tier];
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function eligibleStake(uint8 tier) external view returns (uint256) {
+        return _pools[tier].total();
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function pendingStakerReward(address account) external view returns (uint256) {
+        return _accruedRewardWei[account]
+            + uint256(_auditors[account].stake) * (_rewardPerStakeWad - _rewardPerStakePaidWad[account]) / ParamsLib.WAD;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function claimableTokens(address account) external view returns (uint256) {
+        return _claimableTokens[account];
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function stakingToken() external view returns (address) {
+        return address(_token);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function auditContract() external view returns (address) {
+        return _audit;
+    }
+
+    /// @notice The parameter store this registry reads its current rules from.
+    function protocolParams() external view returns (address) {
+        return address(_params);
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    function _authorizeUpgrade(address) internal override onlyOwner {}
+
+    function _registered(address account) private view returns (Auditor storage au) {
+        au = _auditors[account];
+        if (!au.registered) revert RegistryNotRegistered(account);
+    }
+
+    function _addStake(address account, Auditor storage au, uint256 amount) private {
+        uint256 next = uint256(au.stake) + amount;
+        if (next > type(uint96).max) revert RegistryStakeOverflow(account, next);
+        au.stake = uint96(next); // checked just above
+        _totalStake += amount;
+    }
+
+    /// @dev Brings the staker-reward accounting of `account` up to date; call before its stake changes.
+    function _checkpoint(address account, Auditor storage au) private {
+        uint256 accumulator = _rewardPerStakeWad;
+        uint256 paid = _rewardPerStakePaidWad[account];
+        if (accumulator == paid) return;
+        _accruedRewardWei[account] += uint256(au.stake) * (accumulator - paid) / ParamsLib.WAD;
+        _rewardPerStakePaidWad[account] = accumulator;
+    }
+
+    /// @dev Puts the auditor's draw weight in line with the current rules: its stake when it may be
+    ///      drawn, zero otherwise (eq. 3.2's indicator terms).
+    function _sync(address account, Auditor storage au, Params memory p) private {
+        uint8 tier = au.tier;
+        bool eligible = au.registered && au.available && au.stake >= p.minStake(tier)
+            && au.stake - au.locked >= p.penaltyPerSeat && (tier != ParamsLib.TIER_HUMAN || au.credentialed);
+        uint96 weight = eligible ? au.stake : 0;
+        uint96 previous = au.treeWeight;
+        if (weight == previous) return;
+        SortitionTree.Tree storage pool = _pools[tier];
+        if (au.treeIndex == 0) {
+            au.treeIndex = pool.append(account, weight).toUint32();
+        } else {
+            pool.update(au.treeIndex, previous, weight);
+        }
+        au.treeWeight = weight;
+        if (previous == 0) ++_eligibleCounts[tier];
+        else if (weight == 0) --_eligibleCounts[tier];
+    }
+
+    /// @dev One draw from the pool: seats the member drawn if it may sit, and otherwise counts a
+    ///      rejection. Once rejections pass `_REJECTIONS_BEFORE_EXCLUSION`, every member drawn leaves
+    ///      the tree for the rest of the draw, so each further draw either seats someone new or
+    ///      removes a member who cannot sit, and the draw ends within `removed.length` steps.
+    function _drawOne(SortitionTree.Tree storage pool, Draw memory d) private {
+        uint256 weightLeft = pool.total();
+        if (weightLeft == 0) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
+        (address candidate,) = pool.draw(uint256(keccak256(abi.encode(d.seed, d.nonce++))) % weightLeft);
+        Auditor storage au = _auditors[candidate];
+        bool seated = _contains(d.members, d.seated, candidate);
+        bool accept = candidate != d.excluded && !seated && au.stake - au.locked >= d.lockPerSeat;
+        if (accept) d.members[d.seated++] = candidate;
+        if (d.excluding) {
+            _remove(pool, d, candidate);
+        } else if (!accept && ++d.rejections > _REJECTIONS_BEFORE_EXCLUSION) {
+            d.excluding = true;
+            for (uint256 i; i < d.seated; ++i) {
+                _remove(pool, d, d.members[i]);
+            }
+            if (_inPool(d.excluded, d.tier)) _remove(pool, d, d.excluded);
+            if (candidate != d.excluded && !seated) _remove(pool, d, candidate);
+        }
+    }
+
+    /// @dev Takes `member` out of the tree for the rest of a draw (weight zero), leaving its
+    ///      `treeWeight` as it was so that the draw can put it back.
+    function _remove(SortitionTree.Tree storage pool, Draw memory d, address member) private {
+        if (d.removedCount == d.removed.length) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
+        Auditor storage au = _auditors[member];
+        pool.update(au.treeIndex, au.treeWeight, 0);
+        d.removed[d.removedCount++] = member;
+    }
+
+    function _inPool(address account, uint8 tier) private view returns (bool) {
+        Auditor storage au = _auditors[account];
+        return account != address(0) && au.tier == tier && au.treeWeight != 0;
+    }
+
+    function _contains(address[] memory list, uint256 length, address who) private pure returns (bool) {
+        for (uint256 i; i < length; ++i) {
+            if (list[i] == who) return true;
+        }
+        return false;
+    }
+}

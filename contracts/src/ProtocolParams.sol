@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
+import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
+
+import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
+import {Params} from "./types/Params.sol";
+import {ParamsLib} from "./libraries/ParamsLib.sol";
+
+/// @title ProtocolParams
+/// @notice The single home of every TRUST protocol parameter (tau, beta, gamma, p_min, p_max, R, P,
+///         k per tier, windows, minimum stakes, fee split, unbonding delay, maximum rounds).
+/// @dev Owned by a TimelockController: a change is scheduled, waits out the timelock's delay, and
+///      only then applies, and then only to sessions created afterwards (sessions copy the values).
+contract ProtocolParams is IProtocolParams, Initializable, UUPSUpgradeable, OwnableUpgradeable {
+    using ParamsLib for Params;
+
+    Params private _current;
+    uint256 private _version;
+    address private _treasury;
+    address private _insuranceFund;
+
+    /// @custom:oz-upgrades-unsafe-allow constructor
+    constructor() {
+        _disableInitializers();
+    }
+
+    /// @notice Sets the owner (governance), the first parameters and the fee recipients.
+    function initialize(address owner_, Params calldata initial, address treasury_, address insuranceFund_)
+        external
+        initializer
+    {
+        __Ownable_init(owner_);
+        Params memory empty;
+        _setParams(empty, initial);
+        _setRecipients(treasury_, insuranceFund_);
+    }
+
+    /// @inheritdoc IProtocolParams
+    function params() external view returns (Params memory) {
+        return _current;
+    }
+
+    /// @inheritdoc IProtocolParams
+    function version() external view returns (uint256) {
+        return _version;
+    }
+
+    /// @inheritdoc IProtocolParams
+    function treasury() external view returns (address) {
+        return _treasury;
+    }
+
+    /// @inheritdoc IProtocolParams
+    function insuranceFund() external view returns (address) {
+        return _insuranceFund;
+    }
+
+    /// @inheritdoc IProtocolParams
+    function setParams(Params calldata next) external onlyOwner {
+        _setParams(_current, next);
+    }
+
+    /// @inheritdoc IProtocolParams
+    function setRecipients(address treasury_, address insuranceFund_) external onlyOwner {
+        _setRecipients(treasury_, insuranceFund_);
+    }
+
+    function _setParams(Params memory previous, Params calldata next) private {
+        next.validate();
+        _current = next;
+        emit ParamsUpdated(++_version, previous, next);
+    }
+
+    function _setRecipients(address treasury_, address insuranceFund_) private {
+        if (treasury_ == address(0) || insuranceFund_ == address(0)) revert ProtocolParamsZeroRecipient();
+        emit RecipientsUpdated(_treasury, treasury_, _insuranceFund, insuranceFund_);
+        _treasury = treasury_;
+        _insuranceFund = insuranceFund_;
+    }
+
+    function _authorizeUpgrade(address) internal override onlyOwner {}
+}

@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Address} from "@openzeppelin/contracts/utils/Address.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
+import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
+
+import {ITRUSTAudit} from "./interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "./interfaces/IAuditorRegistry.sol";
+import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
+import {IRandomnessSource} from "./interfaces/IRandomnessSource.sol";
+import {Params} from "./types/Params.sol";
+import {SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
+import {ParamsLib} from "./libraries/ParamsLib.sol";
+
+/// @title TRUSTAudit
+/// @notice Audit sessions of the TRUST network: segments, committees, commit-reveal votes,
+///         segment and trace finalization, and the fee split (paper sections 3.2, 3.3, 3.5, 6.1).
+/// @dev Deployed behind an ERC-1967 proxy (UUPS); governance (a TimelockController) owns it.
+///      Phases are derived from timestamps stored per segment; nothing needs a keeper to advance.
+///      ETH flows: fees in = fees of undistributed sessions + credited balances + withdrawn + the
+///      stakers' share sent to the registry; the invariant suite checks it.
+contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgradeable, ReentrancyGuardTransient {
+    using ParamsLib for Params;
+    using SafeCast for uint256;
+
+    uint256 private constant _BPS = 10_000;
+
+    uint8 private constant _FLAG_CRITICAL = 1;
+    uint8 private constant _FLAG_CONTRADICTION = 2;
+
+    uint8 private constant _SEAT_EMPTY = 0;
+    uint8 private constant _SEAT_SEATED = 1;
+    uint8 private constant _SEAT_PASS = 2;
+    uint8 private constant _SEAT_FAIL = 3;
+
+    /// @dev Slot layout:
+    ///      0: provider 160 | segmentCount 32 | registeredCount 32 | finalizedCount 32
+    ///      1: traceRoot
+    ///      2: feeWei 128 | randomnessBlock 64 | requiredSeats 32 | status 8 | valid 8
+    ///      3: totalWeight 64 | passWeight 64 | criticalFailed 32 | contradictionsConfirmed 32 |
+    ///         alignedSeats 32 | paramsVersion 32
+    struct Session {
+        address provider;
+        uint32 segmentCount;
+        uint32 registeredCount;
+        uint32 finalizedCount;
+        bytes32 traceRoot;
+        uint128 feeWei;
+        uint64 randomnessBlock;
+        uint32 requiredSeats;
+        SessionStatus status;
+        bool valid;
+        uint64 totalWeight;
+        uint64 passWeight;
+        uint32 criticalFailed;
+        uint32 contradictionsConfirmed;
+        uint32 alignedSeats;
+        uint32 paramsVersion;
+    }
+
+    /// @dev Slot layout:
+    ///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
+    ///         commitDeadline 48 | revealDeadline 48 | randomnessBlock 64
+    ///      1: contentDigest
+    ///      2: entropy: the draw seed, XORed with every revealed salt (slash rolls come from it, so no
+    ///         auditor can predict its own roll when it commits)
+    struct Segment {
+        uint8 tier;
+        uint8 flags;
+        SegmentStatus status;
+        uint8 round;
+        uint8 committeeSize;
+        uint8 revealedCount;
+        uint32 weight;
+        uint48 commitDeadline;
+        uint48 revealDeadline;
+        uint64 randomnessBlock;
+        bytes32 contentDigest;
+        bytes32 entropy;
+    }
+
+    /// @dev Slot layout: 0: auditor 160 | weight 88 | state 8;  1: commitment.
+    ///      `weight` is the auditor's stake at the draw, clamped to 2^88 - 1 (3e8 tokens of 18
+    ///      decimals): the seat's voting weight is fixed when the committee is drawn.
+    struct Seat {
+        address auditor;
+        uint88 weight;
+        uint8 state;
+        bytes32 commitment;
+    }
+
+    IAuditorRegistry private _registry;
+    IProtocolParams private _params;
+    IRandomnessSource private _randomness;
+    uint256 private _sessionCount;
+
+    mapping(uint256 sessionId => Session) private _sessions;
+    mapping(uint256 sessionId => Params) private _sessionParams;
+    mapping(uint256 sessionId => mapping(uint256 segmentId => Segment)) private _segments;
+    /// @dev Keyed by `_seatKey(segmentId, round, index)`.
+    mapping(uint256 sessionId => mapping(uint256 seatKey => Seat)) private _seats;
+    mapping(uint256 sessionId => mapping(address auditor => uint256)) private _alignedSeats;
+    mapping(uint256 sessionId => address[]) private _alignedAuditors;
+    mapping(address account => uint256) private _claimableWei;
+
+    /// @notice The randomness source changed.
+    event RandomnessSourceChanged(address previous, address current);
+    /// @notice A provider cancelled a session before registering all its segments; fee refunded.
+    event SessionCancelled(uint256 indexed sessionId, uint256 refundWei);
+
+    /// @custom:oz-upgrades-unsafe-allow constructor
+    constructor() {
+        _disableInitializers();
+    }
+
+    /// @notice Sets the owner (governance) and the contracts this one works with.
+    function initialize(address owner_, IAuditorRegistry registry_, IProtocolParams params_, IRandomnessSource randomness_)
+        external
+        initializer
+    {
+        if (address(registry_) == address(0) || address(params_) == address(0) || address(randomness_) == address(0)) {
+            revert AuditZeroAddress();
+        }
+        __Ownable_init(owner_);
+        _registry = registry_;
+        _params = params_;
+        _randomness = randomness_;
+    }
+
+    // ------------------------------------------------------------------ sessions
+
+    /// @inheritdoc ITRUSTAudit
+    function createSession(bytes32 traceRoot, uint256 segmentCount) external payable returns (uint256 sessionId) {
+        sessionId = _createSession(traceRoot, segmentCount);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function createSessionWithSegments(bytes32 traceRoot, SegmentInput[] calldata segments)
+        external
+        payable
+        returns (uint256 sessionId)
+    {
+        sessionId = _createSession(traceRoot, segments.length);
+        _registerSegments(sessionId, _sessions[sessionId], segments);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function registerSegments(uint256 sessionId, SegmentInput[] calldata segments) external payable {
+        Session storage s = _session(sessionId);
+        if (msg.sender != s.provider) revert AuditNotProvider(sessionId, msg.sender);
+        if (s.status != SessionStatus.Registering) revert AuditSessionNotOpen(sessionId, s.status);
+        s.feeWei += msg.value.toUint128();
+        _registerSegments(sessionId, s, segments);
+    }
+
+    /// @notice Cancels a session whose segments are not all registered yet, refunding the fee.
+    /// @dev Provider only. Nothing was drawn, so nobody else has anything at stake.
+    function cancelSession(uint256 sessionId) external nonReentrant {
+        Session storage s = _session(sessionId);
+        if (msg.sender != s.provider) revert AuditNotProvider(sessionId, msg.sender);
+        if (s.status != SessionStatus.Registering) revert AuditSessionNotOpen(sessionId, s.status);
+        uint256 refund = s.feeWei;
+        s.feeWei = 0;
+        s.status = SessionStatus.Distributed;
+        emit SessionCancelled(sessionId, refund);
+        if (refund != 0) Address.sendValue(payable(msg.sender), refund);
+    }
+
+    // ------------------------------------------------------------------ committees
+
+    /// @inheritdoc ITRUSTAudit
+    function assignAuditors(uint256 sessionId, uint256 segmentId) external {
+        _assign(sessionId, _openSession(sessionId), segmentId);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function assignAuditorsBatch(uint256 sessionId, uint256[] calldata segmentIds) external {
+        Session storage s = _openSession(sessionId);
+        for (uint256 i; i < segmentIds.length; ++i) {
+            _assign(sessionId, s, segmentIds[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------ votes
+
+    /// @inheritdoc ITRUSTAudit
+    function commitVote(uint256 sessionId, uint256 segmentId, bytes32 commitment) external {
+        Segment storage g = _votingSegment(sessionId, segmentId);
+        _commit(sessionId, segmentId, g, _seatIndexOf(sessionId, segmentId, g, msg.sender), commitment);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function commitVotes(SeatCommit[] calldata commits) external {
+        for (uint256 i; i < commits.length; ++i) {
+            SeatCommit calldata c = commits[i];
+            _commit(c.sessionId, c.segmentId, _votingSegment(c.sessionId, c.segmentId), c.seatIndex, c.commitment);
+        }
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function revealVote(uint256 sessionId, uint256 segmentId, bool vote, bytes32 salt) external {
+        Segment storage g = _votingSegment(sessionId, segmentId);
+        _reveal(sessionId, segmentId, g, _seatIndexOf(sessionId, segmentId, g, msg.sender), vote, salt);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function revealVotes(SeatReveal[] calldata reveals) external {
+        for (uint256 i; i < reveals.length; ++i) {
+            SeatReveal calldata r = reveals[i];
+            _reveal(r.sessionId, r.segmentId, _votingSegment(r.sessionId, r.segmentId), r.seatIndex, r.vote, r.salt);
+        }
+    }
+
+    // ------------------------------------------------------------------ finalization
+
+    /// @inheritdoc ITRUSTAudit
+    function finalizeSegment(uint256 sessionId, uint256 segmentId) external nonReentrant returns (bool passed) {
+        passed = _finalizeSegment(sessionId, _openSession(sessionId), segmentId, _params.insuranceFund());
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function finalizeSegments(uint256 sessionId, uint256[] calldata segmentIds) external nonReentrant {
+        Session storage s = _openSession(sessionId);
+        address beneficiary = _params.insuranceFund();
+        for (uint256 i; i < segmentIds.length; ++i) {
+            _finalizeSegment(sessionId, s, segmentIds[i], beneficiary);
+        }
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function finalizeTrace(uint256 sessionId) external returns (bool valid) {
+        Session storage s = _openSession(sessionId);
+        if (s.finalizedCount != s.segmentCount) revert AuditSegmentsPending(sessionId, s.finalizedCount, s.segmentCount);
+        Params storage p = _sessionParams[sessionId];
+        // eq. 3.5-3.6: W >= beta * sum(w); plus the critical path and contradictions (sec. 3.2.3).
+        valid = uint256(s.passWeight) * _BPS >= uint256(p.betaBps) * s.totalWeight && s.criticalFailed == 0
+            && s.contradictionsConfirmed == 0;
+        s.valid = valid;
+        s.status = SessionStatus.Finalized;
+        emit TraceFinalized(sessionId, valid);
+    }
+
+    // ------------------------------------------------------------------ money
+
+    /// @inheritdoc ITRUSTAudit
+    function distributeRewards(uint256 sessionId) external nonReentrant {
+        Session storage s = _session(sessionId);
+        if (s.status != SessionStatus.Finalized) revert AuditNotFinalized(sessionId, s.status);
+        s.status = SessionStatus.Distributed;
+        Params storage p = _sessionParams[sessionId];
+        uint256 fee = s.feeWei;
+        // Floors everywhere; the insurance fund takes the remainder, so the four shares add up to
+        // the fee exactly.
+        uint256 auditorsWei = fee * p.auditorShareBps / _BPS;
+        uint256 treasuryWei = fee * p.treasuryShareBps / _BPS;
+        uint256 stakersWei = fee * p.stakerShareBps / _BPS;
+        uint256 insuranceWei = fee - auditorsWei - treasuryWei - stakersWei;
+
+        uint256 aligned = s.alignedSeats;
+        uint256 perSeatWei = aligned == 0 ? 0 : auditorsWei / aligned;
+        // With no aligned seat (nobody revealed, or only undecided rounds), and for rounding dust,
+        // the auditors' share goes to the treasury.
+        treasuryWei += auditorsWei - perSeatWei * aligned;
+        address[] storage auditors = _alignedAuditors[sessionId];
+        for (uint256 i; i < auditors.length; ++i) {
+            address a = auditors[i];
+            _claimableWei[a] += _alignedSeats[sessionId][a] * perSeatWei;
+            delete _alignedSeats[sessionId][a];
+        }
+        _claimableWei[_params.treasury()] += treasuryWei;
+        _claimableWei[_params.insuranceFund()] += insuranceWei;
+        emit RewardsDistributed(sessionId, perSeatWei * aligned, perSeatWei, treasuryWei, stakersWei, insuranceWei);
+        if (stakersWei != 0) _registry.notifyStakerReward{value: stakersWei}();
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function withdraw() external nonReentrant {
+        uint256 owed = _claimableWei[msg.sender];
+        if (owed == 0) revert AuditNothingToWithdraw(msg.sender);
+        _claimableWei[msg.sender] = 0;
+        emit Withdrawn(msg.sender, owed);
+        Address.sendValue(payable(msg.sender), owed);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function slashAuditor(address auditor, uint256 amount, string calldata reason) external onlyOwner {
+        _registry.slash(auditor, amount, _params.insuranceFund(), reason);
+        emit AuditorSlashed(auditor, amount);
+    }
+
+    /// @notice Replaces the randomness source (owner only), for example with an on-chain VRF.
+    function setRandomnessSource(IRandomnessSource randomness_) external onlyOwner {
+        if (address(randomness_) == address(0)) revert AuditZeroAddress();
+        emit RandomnessSourceChanged(address(_randomness), address(randomness_));
+        _randomness = randomness_;
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc ITRUSTAudit
+    function commitmentOf(uint256 sessionId, uint256 segmentId, uint8 round, address auditor, bool vote, bytes32 salt)
+        public
+        view
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(block.chainid, address(this), sessionId, segmentId, round, auditor, vote, salt));
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function session(uint256 sessionId) external view returns (SessionView memory v) {
+        Session storage s = _sessions[sessionId];
+        v = SessionView({
+            provider: s.provider,
+            status: s.status,
+            valid: s.valid,
+            traceRoot: s.traceRoot,
+            feeWei: s.feeWei,
+            segmentCount: s.segmentCount,
+            registeredCount: s.registeredCount,
+            finalizedCount: s.finalizedCount,
+            randomnessBlock: s.randomnessBlock,
+            totalWeight: s.totalWeight,
+            passWeight: s.passWeight,
+            criticalFailed: s.criticalFailed,
+            contradictionsConfirmed: s.contradictionsConfirmed,
+            alignedSeats: s.alignedSeats
+        });
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function segment(uint256 sessionId, uint256 segmentId) external view returns (SegmentView memory v) {
+        Segment storage g = _segments[sessionId][segmentId];
+        v = SegmentView({
+            tier: g.tier,
+            weight: g.weight,
+            critical: g.flags & _FLAG_CRITICAL != 0,
+            contradiction: g.flags & _FLAG_CONTRADICTION != 0,
+            status: g.status,
+            round: g.round,
+            committeeSize: g.committeeSize,
+            revealedCount: g.revealedCount,
+            commitDeadline: g.commitDeadline,
+            revealDeadline: g.revealDeadline,
+            randomnessBlock: g.randomnessBlock,
+            contentDigest: g.contentDigest
+        });
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function seat(uint256 sessionId, uint256 segmentId, uint8 round, uint256 seatIndex)
+        external
+        view
+        returns (SeatView memory v)
+    {
+        Seat storage st = _seats[sessionId][_seatKey(segmentId, round, seatIndex)];
+        v = SeatView({
+            auditor: st.auditor,
+            weight: st.weight,
+            committed: st.commitment != bytes32(0) || st.state >= _SEAT_PASS,
+            revealed: st.state >= _SEAT_PASS,
+            vote: st.state == _SEAT_PASS
+        });
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function committee(uint256 sessionId, uint256 segmentId) external view returns (address[] memory members) {
+        Segment storage g = _segments[sessionId][segmentId];
+        if (g.commitDeadline == 0) return members; // not drawn in this round yet
+        members = new address[](g.committeeSize);
+        for (uint256 i; i < members.length; ++i) {
+            members[i] = _seats[sessionId][_seatKey(segmentId, g.round, i)].auditor;
+        }
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function phase(uint256 sessionId, uint256 segmentId) external view returns (Phase) {
+        Segment storage g = _segments[sessionId][segmentId];
+        SegmentStatus status = g.status;
+        if (status == SegmentStatus.None) return Phase.None;
+        if (status == SegmentStatus.AwaitingDraw) return Phase.AwaitingDraw;
+        if (status != SegmentStatus.Voting) return Phase.Final;
+        if (block.timestamp <= g.commitDeadline) return Phase.Commit;
+        if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize) return Phase.Reveal;
+        return Phase.Finalizable;
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function sessionParams(uint256 sessionId) external view returns (Params memory) {
+        return _sessionParams[sessionId];
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function minimumFee(SegmentInput[] calldata segments) external view returns (uint256) {
+        Params memory p = _params.params();
+        uint256 seats;
+        for (uint256 i; i < segments.length; ++i) {
+            seats += p.committeeSize(segments[i].tier);
+        }
+        return _minimumFee(p.rewardPerSeatWei, seats, p.auditorShareBps);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function claimable(address account) external view returns (uint256) {
+        return _claimableWei[account];
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function sessionCount() external view returns (uint256) {
+        return _sessionCount;
+    }
+
+    /// @notice The contracts this one works with.
+    function dependencies() external view returns (address registry, address params, address randomness) {
+        return (address(_registry), address(_params), address(_randomness));
+    }
+
+    // ------------------------------------------------------------------ internals: sessions
+
+    function _createSession(bytes32 traceRoot, uint256 segmentCount) private returns (uint256 sessionId) {
+        Params memory p = _params.params();
+        if (segmentCount == 0) revert AuditZeroSegments();
+        if (segmentCount > p.maxSegmentsPerSession) revert AuditTooManySegments(segmentCount, p.maxSegmentsPerSession);
+        sessionId = ++_sessionCount;
+        Session storage s = _sessions[sessionId];
+        s.provider = msg.sender;
+        s.segmentCount = uint32(segmentCount); // <= maxSegmentsPerSession, a uint16
+        s.traceRoot = traceRoot;
+        s.feeWei = msg.value.toUint128();
+        // Fixed now, known only once that block is mined: nobody can predict the committees.
+        s.randomnessBlock = uint64(block.number + p.randomnessDelayBlocks);
+        s.status = SessionStatus.Registering;
+        s.paramsVersion = _params.version().toUint32();
+        _sessionParams[sessionId] = p;
+        emit SessionCreated(sessionId, traceRoot);
+        emit SessionOpened(sessionId, msg.sender, segmentCount, msg.value, s.randomnessBlock, s.paramsVersion);
+    }
+
+    function _registerSegments(uint256 sessionId, Session storage s, SegmentInput[] calldata inputs) private {
+        uint256 first = s.registeredCount;
+        if (first + inputs.length > s.segmentCount) {
+            revert AuditSegmentsOverflow(sessionId, first, inputs.length, s.segmentCount);
+        }
+        Params storage p = _sessionParams[sessionId];
+        uint256 seats = s.requiredSeats;
+        uint256 weight = s.totalWeight;
+        for (uint256 i; i < inputs.length; ++i) {
+            SegmentInput calldata input = inputs[i];
+            if (!ParamsLib.isTier(input.tier)) revert AuditInvalidSegment(first + i, "tier");
+            if (input.weight == 0) revert AuditInvalidSegment(first + i, "weight");
+            if (input.contentDigest == bytes32(0)) revert AuditInvalidSegment(first + i, "contentDigest");
+            uint8 size = _committeeSize(p, input.tier);
+            Segment storage g = _segments[sessionId][first + i];
+            g.tier = input.tier;
+            g.flags = (input.critical ? _FLAG_CRITICAL : 0) | (input.contradiction ? _FLAG_CONTRADICTION : 0);
+            g.status = SegmentStatus.AwaitingDraw;
+            g.committeeSize = size;
+            g.weight = input.weight;
+            g.randomnessBlock = s.randomnessBlock;
+            g.contentDigest = input.contentDigest;
+            seats += size;
+            weight += input.weight;
+            emit SegmentRegistered(
+                sessionId, first + i, input.tier, input.weight, input.critical, input.contradiction, input.contentDigest
+            );
+        }
+        s.registeredCount = uint32(first + inputs.length); // <= segmentCount, a uint32
+        s.requiredSeats = uint32(seats); // <= 4096 segments * 127 seats
+        s.totalWeight = uint64(weight); // <= 4096 segments * (2^32 - 1)
+        if (s.registeredCount == s.segmentCount) {
+            // Every first-round seat must be able to earn R from the auditors' share.
+            uint256 needed = _minimumFee(p.rewardPerSeatWei, seats, p.auditorShareBps);
+            if (s.feeWei < needed) revert AuditFeeTooLow(s.feeWei, needed);
+            s.status = SessionStatus.Open;
+        }
+    }
+
+    function _minimumFee(uint256 rewardPerSeatWei, uint256 seats, uint256 auditorShareBps) private pure returns (uint256) {
+        return Math.mulDiv(rewardPerSeatWei * seats, _BPS, auditorShareBps, Math.Rounding.Ceil);
+    }
+
+    function _committeeSize(Params storage p, uint8 tier) private view returns (uint8) {
+        if (tier == ParamsLib.TIER_COMPUTATIONAL) return p.committeeSizeTier1;
+        if (tier == ParamsLib.TIER_LLM) return p.committeeSizeTier2;
+        return p.committeeSizeTier3;
+    }
+
+    function _session(uint256 sessionId) private view returns (Session storage s) {
+        s = _sessions[sessionId];
+        if (s.status == SessionStatus.None) revert AuditUnknownSession(sessionId);
+    }
+
+    function _openSession(uint256 sessionId) private view returns (Session storage s) {
+        s = _session(sessionId);
+        if (s.status != SessionStatus.Open) revert AuditSessionNotOpen(sessionId, s.status);
+    }
+
+    function _segment(uint256 sessionId, Session storage s, uint256 segmentId) private view returns (Segment storage) {
+        if (segmentId >= s.segmentCount) revert AuditUnknownSegment(sessionId, segmentId);
+        return _segments[sessionId][segmentId];
+    }
+
+    // ------------------------------------------------------------------ internals: committees
+
+    function _assign(uint256 sessionId, Session storage s, uint256 segmentId) private {
+        Segment storage g = _segment(sessionId, s, segmentId);
+        if (g.status != SegmentStatus.AwaitingDraw) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+        Params storage p = _sessionParams[sessionId];
+        (IRandomnessSource.Status status, bytes32 value) = _randomness.randomnessAt(g.randomnessBlock);
+        if (status == IRandomnessSource.Status.Pending) {
+            revert AuditRandomnessPending(sessionId, segmentId, g.randomnessBlock);
+        }
+        if (status == IRandomnessSource.Status.Expired) {
+            uint64 next = uint64(block.number + p.randomnessDelayBlocks);
+            g.randomnessBlock = next;
+            emit RandomnessRefreshed(sessionId, segmentId, next);
+            return;
+        }
+        uint8 round = g.round;
+        bytes32 seed = keccak256(abi.encode(value, address(this), sessionId, segmentId, round));
+        (address[] memory members, uint96[] memory weights) =
+            _registry.drawCommittee(g.tier, g.committeeSize, seed, s.provider, p.penaltyPerSeat);
+        for (uint256 i; i < members.length; ++i) {
+            Seat storage st = _seats[sessionId][_seatKey(segmentId, round, i)];
+            st.auditor = members[i];
+            st.weight = weights[i] > type(uint88).max ? type(uint88).max : uint88(weights[i]);
+            st.state = _SEAT_SEATED;
+        }
+        uint48 commitDeadline = uint48(block.timestamp + p.commitWindowSeconds);
+        uint48 revealDeadline = commitDeadline + p.revealWindowSeconds;
+        g.status = SegmentStatus.Voting;
+        g.commitDeadline = commitDeadline;
+        g.revealDeadline = revealDeadline;
+        g.entropy = seed;
+        emit CommitteeDrawn(sessionId, segmentId, round, g.tier, members, commitDeadline, revealDeadline);
+    }
+
+    // ------------------------------------------------------------------ internals: votes
+
+    function _votingSegment(uint256 sessionId, uint256 segmentId) private view returns (Segment storage g) {
+        g = _segment(sessionId, _openSession(sessionId), segmentId);
+        if (g.status != SegmentStatus.Voting) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+    }
+
+    function _seatIndexOf(uint256 sessionId, uint256 segmentId, Segment storage g, address auditor)
+        private
+        view
+        returns (uint256)
+    {
+        uint256 size = g.committeeSize;
+        uint8 round = g.round;
+        for (uint256 i; i < size; ++i) {
+            if (_seats[sessionId][_seatKey(segmentId, round, i)].auditor == auditor) return i;
+        }
+        revert AuditNotSeated(sessionId, segmentId, auditor);
+    }
+
+    function _seatOf(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex)
+        private
+        view
+        returns (Seat storage st)
+    {
+        st = _seats[sessionId][_seatKey(segmentId, g.round, seatIndex)];
+        if (seatIndex >= g.committeeSize || st.auditor != msg.sender) revert AuditNotSeated(sessionId, segmentId, msg.sender);
+    }
+
+    function _commit(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bytes32 commitment)
+        private
+    {
+        if (commitment == bytes32(0)) revert AuditZeroCommitment();
+        if (block.timestamp > g.commitDeadline) {
+            revert AuditOutsideCommitWindow(sessionId, segmentId, block.timestamp, g.commitDeadline);
+        }
+        Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
+        st.commitment = commitment; // a later commit in the window replaces an earlier one
+        emit VoteCommitted(sessionId, segmentId, msg.sender);
+    }
+
+    function _reveal(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bool vote, bytes32 salt)
+        private
+    {
+        if (block.timestamp <= g.commitDeadline || block.timestamp > g.revealDeadline) {
+            revert AuditOutsideRevealWindow(sessionId, segmentId, block.timestamp, g.commitDeadline, g.revealDeadline);
+        }
+        Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
+        if (st.state != _SEAT_SEATED) revert AuditAlreadyRevealed(sessionId, segmentId, msg.sender);
+        bytes32 commitment = st.commitment;
+        if (commitment == bytes32(0)) revert AuditNoCommitment(sessionId, segmentId, msg.sender);
+        if (commitmentOf(sessionId, segmentId, g.round, msg.sender, vote, salt) != commitment) {
+            revert AuditCommitmentMismatch(sessionId, segmentId, msg.sender);
+        }
+        st.state = vote ? _SEAT_PASS : _SEAT_FAIL;
+        st.commitment = bytes32(0); // opened: no longer needed
+        g.revealedCount += 1; // at most committeeSize, a uint8
+        g.entropy ^= salt;
+        emit VoteRevealed(sessionId, segmentId, msg.sender, vote);
+    }
+
+    // ------------------------------------------------------------------ internals: finalization
+
+    function _finalizeSegment(uint256 sessionId, Session storage s, uint256 segmentId, address beneficiary)
+        private
+        returns (bool passed)
+    {
+        Segment storage g = _segment(sessionId, s, segmentId);
+        if (g.status != SegmentStatus.Voting) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+        if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize) {
+            revert AuditVotingNotOver(sessionId, segmentId, block.timestamp, g.revealDeadline);
+        }
+        Params storage p = _sessionParams[sessionId];
+        (SeatSettlement[] memory seats, SegmentStatus outcome) = _tally(sessionId, segmentId, g, p);
+
+        uint256 forfeited = _registry.settleSeats(
+            seats,
+            SettlementTerms({
+                lockPerSeat: p.penaltyPerSeat,
+                gammaWad: p.gammaWad,
+                pMinBps: p.pMinBps,
+                pMaxBps: p.pMaxBps,
+                beneficiary: beneficiary
+            })
+        );
+        for (uint256 i; i < seats.length; ++i) {
+            if (forfeited & (1 << i) != 0) emit AuditorSlashed(seats[i].auditor, p.penaltyPerSeat);
+        }
+
+        if (outcome == SegmentStatus.Voting) {
+            _escalate(sessionId, segmentId, g, p);
+            return false;
+        }
+        passed = outcome == SegmentStatus.Passed;
+        g.status = outcome;
+        _recordAligned(sessionId, s, seats);
+        s.finalizedCount += 1; // at most segmentCount
+        if (passed) {
+            s.passWeight += g.weight;
+        } else {
+            if (g.flags & _FLAG_CRITICAL != 0) s.criticalFailed += 1;
+            // An undetermined contradiction is an unresolved `contradicts` edge: it invalidates too.
+            if (g.flags & _FLAG_CONTRADICTION != 0) s.contradictionsConfirmed += 1;
+        }
+        emit SegmentFinalized(sessionId, segmentId, passed);
+    }
+
+    /// @dev Counts the round's stake-weighted votes (eq. 3.3) and decides every seat's outcome.
+    ///      The denominator is the whole committee's weight: a silent seat counts against both
+    ///      Pass and Fail. Returns `SegmentStatus.Voting` as the outcome for "escalate".
+    function _tally(uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p)
+        private
+        view
+        returns (SeatSettlement[] memory seats, SegmentStatus outcome)
+    {
+        uint256 size = g.committeeSize;
+        uint8 round = g.round;
+        seats = new SeatSettlement[](size);
+        uint8[] memory states = new uint8[](size);
+        uint256 total;
+        uint256 passWeight;
+        uint256 failWeight;
+        for (uint256 i; i < size; ++i) {
+            Seat storage st = _seats[sessionId][_seatKey(segmentId, round, i)];
+            uint256 w = st.weight;
+            uint8 state = st.state;
+            seats[i].auditor = st.auditor;
+            states[i] = state;
+            total += w;
+            if (state == _SEAT_PASS) passWeight += w;
+            else if (state == _SEAT_FAIL) failWeight += w;
+        }
+        uint256 tau = p.tauBps;
+        if (passWeight * _BPS >= tau * total) outcome = SegmentStatus.Passed;
+        else if (failWeight * _BPS >= tau * total) outcome = SegmentStatus.Failed;
+        else if (round + 1 < p.maxRounds) outcome = SegmentStatus.Voting;
+        else outcome = SegmentStatus.Undetermined;
+
+        bool decided = outcome == SegmentStatus.Passed || outcome == SegmentStatus.Failed;
+        uint8 alignedState = outcome == SegmentStatus.Passed ? _SEAT_PASS : _SEAT_FAIL;
+        bytes32 entropy = g.entropy;
+        for (uint256 i; i < size; ++i) {
+            uint8 state = states[i];
+            if (state == _SEAT_SEATED) {
+                seats[i].outcome = SeatOutcome.Silent;
+            } else if (!decided) {
+                seats[i].outcome = SeatOutcome.Released;
+            } else if (state == alignedState) {
+                seats[i].outcome = SeatOutcome.Aligned;
+            } else {
+                seats[i].outcome = SeatOutcome.Misaligned;
+                // Uniform in [0, 10_000): the slash roll of eq. 3.9, from the draw seed and every
+                // revealed salt, which no auditor knew in full when it committed.
+                seats[i].slashRollBps = uint16(uint256(keccak256(abi.encode(entropy, i))) % _BPS);
+            }
+        }
+    }
+
+    function _escalate(uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p) private {
+        uint8 round = g.round + 1; // < maxRounds <= 4
+        uint8 tier = g.tier < ParamsLib.TIER_HUMAN ? g.tier + 1 : ParamsLib.TIER_HUMAN;
+        // ParamsLib.validate bounds every escalated size by MAX_COMMITTEE_SIZE (127).
+        uint8 size = uint8(ParamsLib.escalatedSize(g.committeeSize));
+        uint64 randomnessBlock = uint64(block.number + p.randomnessDelayBlocks);
+        g.round = round;
+        g.tier = tier;
+        g.committeeSize = size;
+        g.status = SegmentStatus.AwaitingDraw;
+        g.revealedCount = 0;
+        g.commitDeadline = 0;
+        g.revealDeadline = 0;
+        g.randomnessBlock = randomnessBlock;
+        emit SegmentEscalated(sessionId, segmentId, round, tier, size, randomnessBlock);
+    }
+
+    /// @dev Counts each aligned seat toward its auditor's share of the auditors' fee pool.
+    function _recordAligned(uint256 sessionId, Session storage s, SeatSettlement[] memory seats) private {
+        uint256 aligned;
+        for (uint256 i; i < seats.length; ++i) {
+            if (seats[i].outcome != SeatOutcome.Aligned) continue;
+            address a = seats[i].auditor;
+            if (_alignedSeats[sessionId][a]++ == 0) _alignedAuditors[sessionId].push(a);
+            ++aligned;
+        }
+        s.alignedSeats += uint32(aligned); // <= committee size
+    }
+
+    function _seatKey(uint256 segmentId, uint8 round, uint256 index) private pure returns (uint256) {
+        return (segmentId << 16) | (uint256(round) << 8) | index;
+    }
+
+    function _authorizeUpgrade(address) internal override onlyOwner {}
+}

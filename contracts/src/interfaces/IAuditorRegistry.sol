@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {SeatSettlement, SettlementTerms} from "../types/Settlement.sol";
+
+/// @title IAuditorRegistry
+/// @notice Auditor registration, staking, unbonding, tier credentials, availability, reputation and
+///         the stake-weighted committee draw of the TRUST network (paper sections 3.1-3.3).
+interface IAuditorRegistry {
+    /// @notice A read-only view of one auditor.
+    struct AuditorInfo {
+        bool registered;
+        uint8 tier;
+        bool available;
+        bool credentialed;
+        uint96 stake;
+        uint96 locked;
+        uint96 unbonding;
+        uint48 unbondingReadyAt;
+        uint64 reputationWad;
+        bytes32 encryptionKey;
+        string metadataURI;
+    }
+
+    event AuditorRegistered(address indexed auditor, uint8 indexed tier, bytes32 encryptionKey, string metadataURI);
+    event ProfileUpdated(address indexed auditor, bytes32 encryptionKey, string metadataURI);
+    event Staked(address indexed auditor, uint256 amount, uint256 stake, uint256 totalStake);
+    event UnstakeRequested(address indexed auditor, uint256 amount, uint256 stake, uint256 readyAt);
+    event Unstaked(address indexed auditor, uint256 amount);
+    event AvailabilityChanged(address indexed auditor, bool available);
+    event CredentialGranted(address indexed auditor);
+    event CredentialRevoked(address indexed auditor);
+    event AuditContractChanged(address previous, address current);
+    event ReputationUpdated(address indexed auditor, uint256 reputationWad);
+    event StakeForfeited(address indexed auditor, uint256 amount, address indexed beneficiary, string reason);
+    event StakerRewardNotified(uint256 amountWei, uint256 rewardPerStakeWad);
+    event StakerRewardClaimed(address indexed auditor, uint256 amountWei);
+    event TokensClaimed(address indexed account, uint256 amount);
+
+    error RegistryAlreadyRegistered(address auditor);
+    error RegistryNotRegistered(address auditor);
+    error RegistryUnknownTier(uint256 tier);
+    error RegistryCredentialRequired(address auditor, uint8 tier);
+    error RegistryInsufficientStake(address auditor, uint256 stake, uint256 needed);
+    error RegistryZeroAmount();
+    error RegistryZeroEncryptionKey();
+    error RegistryHasOpenSeats(address auditor, uint256 locked);
+    error RegistryUnbondingPending(address auditor, uint256 amount, uint256 readyAt);
+    error RegistryNothingUnbonding(address auditor);
+    error RegistryUnbondingNotReady(address auditor, uint256 readyAt, uint256 nowSeconds);
+    error RegistryExceedsStake(address auditor, uint256 amount, uint256 available);
+    error RegistryNotAuditContract(address caller);
+    error RegistryCommitteeUnavailable(uint8 tier, uint256 needed, uint256 eligible);
+    error RegistryNothingToClaim(address account);
+    error RegistryZeroAddress();
+    error RegistryStakeOverflow(address auditor, uint256 stake);
+
+    // ---- auditors ----
+
+    /// @notice Registers the caller as an auditor of `tier` and stakes `amount` staking tokens.
+    /// @param tier 1 computational, 2 LLM, 3 human (tier 3 needs a credential granted by governance).
+    /// @param encryptionKey The auditor's X25519 public key: segment keys are wrapped to it.
+    /// @param metadataURI Where the auditor describes itself (model, expertise, contact).
+    /// @param amount Staking tokens to pull from the caller (needs an ERC-20 allowance); at least the
+    ///        tier's minimum stake.
+    /// @dev Emits `AuditorRegistered` and `Staked`. Starts available, with the initial reputation.
+    function register(uint8 tier, bytes32 encryptionKey, string calldata metadataURI, uint256 amount) external;
+
+    /// @notice Replaces the caller's encryption key and metadata URI. Emits `ProfileUpdated`.
+    function updateProfile(bytes32 encryptionKey, string calldata metadataURI) external;
+
+    /// @notice Adds `amount` staking tokens to the caller's stake. Emits `Staked`.
+    function stake(uint256 amount) external;
+
+    /// @notice Starts unbonding `amount`: it stops counting as stake now and can be withdrawn after
+    ///         the unbonding delay. Reverts while the caller holds open seats or already unbonds.
+    /// @dev The rest must stay at or above the tier minimum, or be zero (leaving entirely).
+    ///      Emits `UnstakeRequested`.
+    function requestUnstake(uint256 amount) external;
+
+    /// @notice Withdraws the unbonded amount once the delay has passed. Emits `Unstaked`.
+    function executeUnstake() external;
+
+    /// @notice The availability switch: an unavailable auditor is never drawn.
+    function setAvailable(bool available) external;
+
+    /// @notice Claims the caller's share of the stakers' fee share (ETH).
+    function claimStakerReward() external;
+
+    /// @notice Claims staking tokens credited to the caller (forfeits, for the insurance fund).
+    function claimTokens() external;
+
+    // ---- governance ----
+
+    /// @notice Grants the tier-3 credential. Owner (governance) only.
+    function grantCredential(address auditor) external;
+
+    /// @notice Revokes the tier-3 credential; the auditor is no longer drawn. Owner only.
+    function revokeCredential(address auditor) external;
+
+    /// @notice Points the registry at the audit contract, the only caller of the seat functions.
+    function setAuditContract(address audit) external;
+
+    // ---- audit contract only ----
+
+    /// @notice Draws `size` distinct auditors of `tier`, each with probability proportional to stake
+    ///         (eq. 3.2), never `excluded`, and locks `lockPerSeat` of each member's stake.
+    /// @param seed The randomness of this draw (unknown until after the session was created).
+    /// @return members The committee, in draw order.
+    /// @return weights Each member's stake at the draw: their voting weight for this round.
+    /// @dev Who may be drawn follows the registry's current rules (registered, available, of `tier`,
+    ///      credentialed for tier 3, stake at the tier minimum and one seat's penalty unlocked); only
+    ///      the lock comes from the session's snapshot, and a member must have it unlocked.
+    ///      Successive sampling without replacement: each seat is drawn with probability
+    ///      proportional to stake among the members not yet drawn. O(size * log n) reads in the
+    ///      usual case; when rejections pile up (one member holds most of the stake) the drawn
+    ///      members are taken out of the tree for the rest of the draw, which bounds the work.
+    function drawCommittee(uint8 tier, uint256 size, bytes32 seed, address excluded, uint96 lockPerSeat)
+        external
+        returns (address[] memory members, uint96[] memory weights);
+
+    /// @notice Settles finished seats: unlocks stake, updates reputation (eq. 3.8), and forfeits the
+    ///         locked stake of silent seats and of misaligned seats whose roll falls under
+    ///         p_slash(r) (eq. 3.9) to `terms.beneficiary`.
+    /// @return forfeitedMask Bit i is set when seat i lost its locked stake.
+    function settleSeats(SeatSettlement[] calldata seats, SettlementTerms calldata terms)
+        external
+        returns (uint256 forfeitedMask);
+
+    /// @notice Takes up to `amount` of an auditor's unlocked or unbonding stake for `beneficiary`.
+    /// @dev Locked stake is left alone so that every open seat stays backed.
+    function slash(address auditor, uint256 amount, address beneficiary, string calldata reason) external;
+
+    /// @notice Adds the stakers' share of a fee, to be claimed pro rata to stake.
+    function notifyStakerReward() external payable;
+
+    // ---- views ----
+
+    function auditor(address account) external view returns (AuditorInfo memory);
+    function reputationOf(address account) external view returns (uint256);
+    function stakeOf(address account) external view returns (uint256);
+    function encryptionKeyOf(address account) external view returns (bytes32);
+    function totalStake() external view returns (uint256);
+    function eligibleCount(uint8 tier) external view returns (uint256);
+    function eligibleStake(uint8 tier) external view returns (uint256);
+    function pendingStakerReward(address account) external view returns (uint256);
+    function claimableTokens(address account) external view returns (uint256);
+    function stakingToken() external view returns (address);
+    function auditContract() external view returns (address);
+}

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Params} from "../types/Params.sol";
+
+/// @title ITRUSTAudit
+/// @notice The core TRUST audit interface of the paper's Listing 1 (section 3.5), with these
+///         deviations:
+///         - `assignAuditors(sessionId, segmentId)` takes no auditor list: the committee is drawn on
+///           chain from randomness fixed when the session was created, so no caller can choose it.
+///         - Segments are registered with their tier, weight, flags and content digest, in
+///           `createSessionWithSegments` or in `registerSegments` calls after `createSession`.
+///         - `commitVote` takes `commitmentOf(...)`, a hash over the chain, this contract, the
+///           session, segment, round, auditor, vote and salt; `keccak256(vote || salt)` alone would
+///           let one auditor copy another's commitment.
+///         - Batch variants (`assignAuditorsBatch`, `commitVotes`, `revealVotes`,
+///           `finalizeSegments`) exist for keepers and for auditors holding many seats.
+///         - `finalizeSegment` returns `passed == false` both for a failed segment and for one that
+///           escalates to a new round; `SegmentFinalized` is emitted only for a final verdict, and
+///           `SegmentEscalated` for an escalation.
+///         - `slashAuditor` takes the slashed stake from the registry's unlocked and unbonding stake
+///           and credits it to the insurance fund; it never touches stake locked by open seats.
+///         - Rewards are paid by pull: `distributeRewards` credits balances, `withdraw` pays them.
+interface ITRUSTAudit {
+    // ------------------------------------------------------------------ types
+
+    /// @notice A segment as the provider registers it.
+    /// @param tier Auditor tier routed to (1 computational, 2 LLM, 3 human).
+    /// @param weight w_t(s) of eq. 3.5 (positive).
+    /// @param critical On the critical path: the trace is invalid unless it passes.
+    /// @param contradiction Stands for a flagged `contradicts` edge: Pass means the contradiction does
+    ///        not hold; a Fail (a confirmed contradiction) makes the trace invalid.
+    /// @param contentDigest The digest of the segment's IPFS CID (its multihash digest).
+    struct SegmentInput {
+        uint8 tier;
+        uint32 weight;
+        bool critical;
+        bool contradiction;
+        bytes32 contentDigest;
+    }
+
+    enum SessionStatus {
+        None,
+        Registering, // created, not every segment registered yet
+        Open, // every segment registered; committees are drawn and votes cast
+        Finalized, // trace verdict recorded
+        Distributed // fee split credited
+    }
+
+    enum SegmentStatus {
+        None,
+        AwaitingDraw, // registered (or escalated): waiting for its randomness block and a draw
+        Voting, // committee seated: commit window, then reveal window
+        Passed,
+        Failed,
+        Undetermined // no decision after the maximum number of rounds: counts as failed
+    }
+
+    enum Phase {
+        None,
+        AwaitingDraw,
+        Commit,
+        Reveal,
+        Finalizable,
+        Final
+    }
+
+    struct SessionView {
+        address provider;
+        SessionStatus status;
+        bool valid;
+        bytes32 traceRoot;
+        uint256 feeWei;
+        uint256 segmentCount;
+        uint256 registeredCount;
+        uint256 finalizedCount;
+        uint256 randomnessBlock;
+        uint256 totalWeight;
+        uint256 passWeight;
+        uint256 criticalFailed;
+        uint256 contradictionsConfirmed;
+        uint256 alignedSeats;
+    }
+
+    struct SegmentView {
+        uint8 tier;
+        uint32 weight;
+        bool critical;
+        bool contradiction;
+        SegmentStatus status;
+        uint8 round;
+        uint8 committeeSize;
+        uint8 revealedCount;
+        uint48 commitDeadline;
+        uint48 revealDeadline;
+        uint64 randomnessBlock;
+        bytes32 contentDigest;
+    }
+
+    struct SeatView {
+        address auditor;
+        uint96 weight;
+        bool committed;
+        bool revealed;
+        bool vote;
+    }
+
+    /// @notice One commitment of a batch: the seat is named by its index in the committee.
+    struct SeatCommit {
+        uint256 sessionId;
+        uint256 segmentId;
+        uint256 seatIndex;
+        bytes32 commitment;
+    }
+
+    /// @notice One reveal of a batch.
+    struct SeatReveal {
+        uint256 sessionId;
+        uint256 segmentId;
+        uint256 seatIndex;
+        bool vote;
+        bytes32 salt;
+    }
+
+    // ------------------------------------------------------------------ events (Listing 1 first)
+
+    event SessionCreated(uint256 indexed sessionId, bytes32 traceRoot);
+    event VoteCommitted(uint256 indexed sessionId, uint256 segmentId, address auditor);
+    event VoteRevealed(uint256 indexed sessionId, uint256 segmentId, address auditor, bool vote);
+    event SegmentFinalized(uint256 indexed sessionId, uint256 segmentId, bool passed);
+    event TraceFinalized(uint256 indexed sessionId, bool valid);
+    event AuditorSlashed(address indexed auditor, uint256 amount);
+
+    /// @notice Details of a new session that Listing 1's `SessionCreated` does not carry.
+    event SessionOpened(
+        uint256 indexed sessionId,
+        address indexed provider,
+        uint256 segmentCount,
+        uint256 feeWei,
+        uint256 randomnessBlock,
+        uint256 paramsVersion
+    );
+    event SegmentRegistered(
+        uint256 indexed sessionId,
+        uint256 indexed segmentId,
+        uint8 tier,
+        uint32 weight,
+        bool critical,
+        bool contradiction,
+        bytes32 contentDigest
+    );
+    /// @notice A committee was seated: workers watch this for their seats.
+    event CommitteeDrawn(
+        uint256 indexed sessionId,
+        uint256 indexed segmentId,
+        uint8 round,
+        uint8 tier,
+        address[] members,
+        uint48 commitDeadline,
+        uint48 revealDeadline
+    );
+    /// @notice The round reached no decision: a larger committee of the next tier will be drawn
+    ///         from the randomness of `randomnessBlock`.
+    event SegmentEscalated(
+        uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, uint8 tier, uint8 committeeSize, uint64 randomnessBlock
+    );
+    /// @notice The randomness block passed out of reach before a draw; a new one was fixed.
+    event RandomnessRefreshed(uint256 indexed sessionId, uint256 indexed segmentId, uint64 randomnessBlock);
+    event RewardsDistributed(
+        uint256 indexed sessionId, uint256 auditorsWei, uint256 perSeatWei, uint256 treasuryWei, uint256 stakersWei, uint256 insuranceWei
+    );
+    event Withdrawn(address indexed account, uint256 amountWei);
+
+    // ------------------------------------------------------------------ errors
+
+    error AuditZeroSegments();
+    error AuditTooManySegments(uint256 segmentCount, uint256 maximum);
+    error AuditFeeTooLow(uint256 feeWei, uint256 neededWei);
+    error AuditUnknownSession(uint256 sessionId);
+    error AuditUnknownSegment(uint256 sessionId, uint256 segmentId);
+    error AuditNotProvider(uint256 sessionId, address caller);
+    error AuditSegmentsOverflow(uint256 sessionId, uint256 registered, uint256 adding, uint256 segmentCount);
+    error AuditInvalidSegment(uint256 index, string field);
+    error AuditSessionNotOpen(uint256 sessionId, SessionStatus status);
+    error AuditWrongSegmentStatus(uint256 sessionId, uint256 segmentId, SegmentStatus status);
+    error AuditRandomnessPending(uint256 sessionId, uint256 segmentId, uint256 randomnessBlock);
+    error AuditOutsideCommitWindow(uint256 sessionId, uint256 segmentId, uint256 nowSeconds, uint256 commitDeadline);
+    error AuditOutsideRevealWindow(
+        uint256 sessionId, uint256 segmentId, uint256 nowSeconds, uint256 commitDeadline, uint256 revealDeadline
+    );
+    error AuditNotSeated(uint256 sessionId, uint256 segmentId, address caller);
+    error AuditZeroCommitment();
+    error AuditNoCommitment(uint256 sessionId, uint256 segmentId, address auditor);
+    error AuditAlreadyRevealed(uint256 sessionId, uint256 segmentId, address auditor);
+    error AuditCommitmentMismatch(uint256 sessionId, uint256 segmentId, address auditor);
+    error AuditVotingNotOver(uint256 sessionId, uint256 segmentId, uint256 nowSeconds, uint256 revealDeadline);
+    error AuditSegmentsPending(uint256 sessionId, uint256 finalized, uint256 segmentCount);
+    error AuditNotFinalized(uint256 sessionId, SessionStatus status);
+    error AuditNothingToWithdraw(address account);
+    error AuditZeroAddress();
+
+    // ------------------------------------------------------------------ Listing 1
+
+    /// @notice Opens an audit session for a trace whose Merkle root is `traceRoot`.
+    /// @param traceRoot The Merkle root over the trace's segment leaves.
+    /// @param segmentCount The number of segments, registered next with `registerSegments`.
+    /// @return sessionId The new session's id (ids start at 1).
+    /// @dev Payable: `msg.value` is the fee, checked against R once every segment is known. Copies
+    ///      the current parameters into the session and fixes its randomness block
+    ///      (`block.number + randomnessDelayBlocks`). Emits `SessionCreated` and `SessionOpened`.
+    function createSession(bytes32 traceRoot, uint256 segmentCount) external payable returns (uint256 sessionId);
+
+    /// @notice Draws the committee of a segment from the session's randomness.
+    /// @dev Callable by anyone once the randomness block is mined; never takes caller-chosen
+    ///      auditors. k_t distinct auditors of the segment's tier, drawn with probability
+    ///      proportional to stake, available, never the provider; each locks P of stake. Opens the
+    ///      commit window. If the randomness is no longer readable a new block is fixed instead
+    ///      (`RandomnessRefreshed`). Emits `CommitteeDrawn`.
+    function assignAuditors(uint256 sessionId, uint256 segmentId) external;
+
+    /// @notice Commits the caller's vote on a segment: `commitment = commitmentOf(...)`.
+    /// @dev Only seated auditors, only in the commit window; a second commit in the window replaces
+    ///      the first. Emits `VoteCommitted`.
+    function commitVote(uint256 sessionId, uint256 segmentId, bytes32 commitment) external;
+
+    /// @notice Reveals the caller's committed vote. Only in the reveal window, once per seat.
+    /// @dev Reverts with `AuditCommitmentMismatch` when (vote, salt) do not open the commitment.
+    ///      Emits `VoteRevealed`.
+    function revealVote(uint256 sessionId, uint256 segmentId, bool vote, bytes32 salt) external;
+
+    /// @notice Finalizes the current round of a segment once its reveal window closed (or every
+    ///         seat revealed).
+    /// @return passed True when the segment passed.
+    /// @dev Stake-weighted threshold (eq. 3.3) over the committee's stake at the draw: Pass when
+    ///      pass weight >= tau, Fail when fail weight >= tau, else escalate to a committee of 2k+1
+    ///      of the next tier, up to `maxRounds`, after which the segment is Undetermined (failed).
+    ///      Settles every seat (reward eligibility, reputation eq. 3.8, slashing eq. 3.9, forfeits of
+    ///      silent seats). O(committee size). Emits `SegmentFinalized` or `SegmentEscalated`, and
+    ///      `AuditorSlashed` per forfeited seat.
+    function finalizeSegment(uint256 sessionId, uint256 segmentId) external returns (bool passed);
+
+    /// @notice Records the trace verdict once every segment is final.
+    /// @return valid W >= beta * sum(w) (eq. 3.5-3.6), every critical segment passed and no
+    ///         contradiction was confirmed. O(1). Emits `TraceFinalized`.
+    function finalizeTrace(uint256 sessionId) external returns (bool valid);
+
+    /// @notice Splits a finalized session's fee: auditors (per aligned seat), treasury, stakers
+    ///         (pro rata to stake), insurance. Credits balances for `withdraw`.
+    /// @dev O(distinct aligned auditors). Emits `RewardsDistributed`.
+    function distributeRewards(uint256 sessionId) external;
+
+    /// @notice Governance slash of `amount` staking tokens from an auditor (owner only).
+    /// @dev Emits `AuditorSlashed`.
+    function slashAuditor(address auditor, uint256 amount, string calldata reason) external;
+
+    // ------------------------------------------------------------------ additions
+
+    /// @notice `createSession` and `registerSegments` in one call.
+    function createSessionWithSegments(bytes32 traceRoot, SegmentInput[] calldata segments)
+        external
+        payable
+        returns (uint256 sessionId);
+
+    /// @notice Registers the next segments of a session, in order (provider only). Payable: any
+    ///         value adds to the fee. Emits `SegmentRegistered` per segment.
+    function registerSegments(uint256 sessionId, SegmentInput[] calldata segments) external payable;
+
+    /// @notice `assignAuditors` for many segments of a session.
+    function assignAuditorsBatch(uint256 sessionId, uint256[] calldata segmentIds) external;
+
+    /// @notice Commits several seats' votes in one transaction (seats named by index).
+    function commitVotes(SeatCommit[] calldata commits) external;
+
+    /// @notice Reveals several seats' votes in one transaction.
+    function revealVotes(SeatReveal[] calldata reveals) external;
+
+    /// @notice `finalizeSegment` for many segments of a session.
+    function finalizeSegments(uint256 sessionId, uint256[] calldata segmentIds) external;
+
+    /// @notice Pays the caller's credited ETH (rewards, treasury and insurance shares).
+    function withdraw() external;
+
+    /// @notice The commitment a seat must submit: binds chain id, this contract, session, segment,
+    ///         round, auditor, vote and salt.
+    function commitmentOf(uint256 sessionId, uint256 segmentId, uint8 round, address auditor, bool vote, bytes32 salt)
+        external
+        view
+        returns (bytes32);
+
+    function session(uint256 sessionId) external view returns (SessionView memory);
+    function segment(uint256 sessionId, uint256 segmentId) external view returns (SegmentView memory);
+    function seat(uint256 sessionId, uint256 segmentId, uint8 round, uint256 seatIndex) external view returns (SeatView memory);
+    function committee(uint256 sessionId, uint256 segmentId) external view returns (address[] memory);
+    function phase(uint256 sessionId, uint256 segmentId) external view returns (Phase);
+    function sessionParams(uint256 sessionId) external view returns (Params memory);
+    function minimumFee(SegmentInput[] calldata segments) external view returns (uint256);
+    function claimable(address account) external view returns (uint256);
+    function sessionCount() external view returns (uint256);
+}

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+/// @notice How a seat ended, as decided by the audit contract when its segment round finalizes.
+enum SeatOutcome {
+    Released, // revealed in a round that reached no decision: stake unlocked, reputation unchanged
+    Aligned, // revealed the consensus outcome: stake unlocked, reputation up (eq. 3.8)
+    Misaligned, // revealed against consensus: reputation down, slashed with probability p_slash(r) (eq. 3.9)
+    Silent // never revealed: the seat's locked stake is forfeited, reputation down (sec. 3.2.1)
+}
+
+/// @notice One seat to settle in `IAuditorRegistry.settleSeats`.
+/// @param auditor The seated auditor.
+/// @param outcome How the seat ended.
+/// @param slashRollBps A uniform random number in [0, 10_000), used only for Misaligned seats:
+///        the seat is slashed when it is below p_slash(r) in basis points.
+struct SeatSettlement {
+    address auditor;
+    SeatOutcome outcome;
+    uint16 slashRollBps;
+}
+
+/// @notice The session-level terms of a settlement (from the session's parameter snapshot).
+struct SettlementTerms {
+    uint96 lockPerSeat;
+    uint64 gammaWad;
+    uint16 pMinBps;
+    uint16 pMaxBps;
+    address beneficiary;
+}
