@@ -235,3 +235,105 @@ abstract contract TRUSTBase is Test {
         revealAll(sessionId, segmentId, vote);
     }
 }
+
+// ---------------------------------------------------------------------- TRUSTAudit suite helpers
+
+/// @notice Helpers shared by the `TRUSTAudit.*.t.sol` suites: parameter changes before
+///         `handToTimelock()`, single-segment draws, and votes cast by named auditors (a committee's
+///         seat order is random, so tests address seats by auditor, not by index).
+abstract contract TRUSTAuditBase is TRUSTBase {
+    uint256 internal constant WAD = 1e18;
+    uint256 internal constant BPS = 10_000;
+
+    /// @notice Replaces every protocol parameter as the owner (this contract, until `handToTimelock()`).
+    function applyParams(Params memory p) internal {
+        params.setParams(p);
+    }
+
+    /// @notice Mines past the segment's own randomness block (an escalation fixes a new one).
+    function rollPastRandomness(uint256 sessionId, uint256 segmentId) internal {
+        uint256 target = uint256(audit.segment(sessionId, segmentId).randomnessBlock) + 1;
+        if (block.number < target) vm.roll(target);
+    }
+
+    /// @notice Mines past the segment's randomness block, draws its committee and returns it.
+    function drawSegment(uint256 sessionId, uint256 segmentId) internal returns (address[] memory members) {
+        rollPastRandomness(sessionId, segmentId);
+        audit.assignAuditors(sessionId, segmentId);
+        members = audit.committee(sessionId, segmentId);
+    }
+
+    /// @notice Opens a one-segment session of `tier` (weight 1, not critical) at the minimum fee.
+    function openSingle(uint8 tier) internal returns (uint256 sessionId) {
+        sessionId = openSession(uniformSegments(1, tier));
+    }
+
+    /// @notice The index of the seat `auditor` holds in the segment's current round.
+    function seatIndexOf(uint256 sessionId, uint256 segmentId, address auditor) internal view returns (uint256) {
+        address[] memory members = audit.committee(sessionId, segmentId);
+        for (uint256 i; i < members.length; ++i) {
+            if (members[i] == auditor) return i;
+        }
+        revert("auditor not seated");
+    }
+
+    /// @notice `voters[i]` commits `votes[i]`; after the commit window every one of them reveals.
+    ///         Seats not listed stay silent.
+    function castVotes(uint256 sessionId, uint256 segmentId, address[] memory voters, bool[] memory votes) internal {
+        require(voters.length == votes.length, "castVotes: lengths");
+        for (uint256 i; i < voters.length; ++i) {
+            commitAs(voters[i], sessionId, segmentId, votes[i]);
+        }
+        toCommitEnd(sessionId, segmentId);
+        for (uint256 i; i < voters.length; ++i) {
+            revealAs(voters[i], sessionId, segmentId, votes[i]);
+        }
+    }
+
+    function contains(address[] memory list, address who) internal pure returns (bool) {
+        for (uint256 i; i < list.length; ++i) {
+            if (list[i] == who) return true;
+        }
+        return false;
+    }
+
+    function addrs(address a) internal pure returns (address[] memory list) {
+        list = new address[](1);
+        list[0] = a;
+    }
+
+    function addrs(address a, address b) internal pure returns (address[] memory list) {
+        list = new address[](2);
+        (list[0], list[1]) = (a, b);
+    }
+
+    function addrs(address a, address b, address c) internal pure returns (address[] memory list) {
+        list = new address[](3);
+        (list[0], list[1], list[2]) = (a, b, c);
+    }
+
+    function votes(bool a) internal pure returns (bool[] memory list) {
+        list = new bool[](1);
+        list[0] = a;
+    }
+
+    function votes(bool a, bool b) internal pure returns (bool[] memory list) {
+        list = new bool[](2);
+        (list[0], list[1]) = (a, b);
+    }
+
+    function votes(bool a, bool b, bool c) internal pure returns (bool[] memory list) {
+        list = new bool[](3);
+        (list[0], list[1], list[2]) = (a, b, c);
+    }
+
+    function ids(uint256 a) internal pure returns (uint256[] memory list) {
+        list = new uint256[](1);
+        list[0] = a;
+    }
+
+    function ids(uint256 a, uint256 b) internal pure returns (uint256[] memory list) {
+        list = new uint256[](2);
+        (list[0], list[1]) = (a, b);
+    }
+}

@@ -1,0 +1,153 @@
+"""Starting and stopping Anvil, the local EVM node, as a real process.
+
+Used three ways: the persistent devnet (`trust devnet up`: detached, state saved to a file so a
+restart loses nothing), the gas benchmark and the test suite (ephemeral: a fresh chain on a free
+port, stopped on exit).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from trust.errors import DevnetError
+from trust.toolchain import Toolchain
+
+__all__ = ["AnvilNode", "free_port", "rpc_ready"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def rpc_ready(url: str, timeout_seconds: float = 1.0) -> int | None:
+    """The chain id answered at `url`, or None when nothing answers there."""
+    try:
+        response = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}, timeout=timeout_seconds
+        )
+        return int(response.json()["result"], 16)
+    except (httpx.HTTPError, ValueError, KeyError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class AnvilNode:
+    """One Anvil process."""
+
+    host: str
+    port: int
+    chain_id: int
+    pid: int
+    log_file: Path | None = None
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def rpc_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @classmethod
+    def start(
+        cls,
+        toolchain: Toolchain,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        chain_id: int = 31337,
+        mnemonic: str | None = None,
+        state_file: Path | None = None,
+        state_interval_seconds: int | None = None,
+        log_file: Path | None = None,
+        detached: bool = False,
+        startup_timeout_seconds: float = 30.0,
+    ) -> AnvilNode:
+        """Starts Anvil and waits until it answers JSON-RPC.
+
+        With `state_file`, Anvil loads the chain from it at start and writes it back every
+        `state_interval_seconds` and on exit. `detached` puts it in its own session so it outlives
+        the command that started it.
+        """
+        port = port or free_port(host)
+        if rpc_ready(f"http://{host}:{port}") is not None:
+            raise DevnetError(f"something already answers JSON-RPC at http://{host}:{port}; stop it or pick another port")
+        cmd = [str(toolchain.anvil), "--host", host, "--port", str(port), "--chain-id", str(chain_id), "--silent"]
+        if mnemonic:
+            cmd += ["--mnemonic", mnemonic]
+        if state_file is not None:
+            state_file.parent.mkdir(parents=True, exist_ok=True)
+            cmd += ["--state", str(state_file)]
+            if state_interval_seconds:
+                cmd += ["--state-interval", str(state_interval_seconds)]
+        out = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
+        try:
+            process = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detached
+            )
+        finally:
+            if log_file:
+                out.close()  # type: ignore[union-attr]
+        node = cls(host=host, port=port, chain_id=chain_id, pid=process.pid, log_file=log_file, _process=process)
+        deadline = time.monotonic() + startup_timeout_seconds
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                hint = f"; see {log_file}" if log_file else ""
+                raise DevnetError(f"anvil exited with code {process.returncode} while starting{hint}")
+            answered = rpc_ready(node.rpc_url, 0.5)
+            if answered is not None:
+                if answered != chain_id:
+                    node.stop()
+                    raise DevnetError(f"anvil at {node.rpc_url} reports chain {answered}, expected {chain_id}")
+                return node
+            time.sleep(0.1)
+        node.stop()
+        raise DevnetError(f"anvil did not answer at {node.rpc_url} within {startup_timeout_seconds} s")
+
+    @classmethod
+    def attach(cls, pid: int, host: str, port: int, chain_id: int) -> AnvilNode | None:
+        """The node with `pid`, if that process is alive and answers at host:port."""
+        if not _alive(pid) or rpc_ready(f"http://{host}:{port}") != chain_id:
+            return None
+        return cls(host=host, port=port, chain_id=chain_id, pid=pid)
+
+    def stop(self, timeout_seconds: float = 15.0) -> None:
+        """SIGTERM (Anvil writes its state file on the way out), then SIGKILL after the timeout."""
+        if not _alive(self.pid):
+            return
+        os.kill(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            if self._process is not None:
+                if self._process.poll() is not None:
+                    return
+            elif not _alive(self.pid):
+                return
+            time.sleep(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        if self._process is not None:
+            self._process.wait(timeout=5)
+
+    def __enter__(self) -> AnvilNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

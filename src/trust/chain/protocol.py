@@ -1,0 +1,309 @@
+"""Typed access to a deployed TRUST protocol: the audit contract, the registry, the parameter store,
+the staking token and the governance timelock.
+
+Services call these methods, never web3's dynamic `contract.functions.x`. Each write takes the
+signing account explicitly: a worker signs with its own wallet, a provider with its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import to_checksum_address
+from web3.contract.async_contract import AsyncContract
+from web3.logs import DISCARD
+
+from trust.chain.client import ChainClient, SentTransaction
+from trust.chain.deployment import Deployment
+from trust.chain.types import (
+    AuditorInfo,
+    CommitteeDrawn,
+    Phase,
+    SeatCommit,
+    SeatInfo,
+    SeatReveal,
+    SegmentInfo,
+    SegmentSpec,
+    SessionInfo,
+)
+from trust.errors import ChainError
+
+__all__ = ["AuditContract", "GovernanceTimelock", "ParamsContract", "Protocol", "RegistryContract", "TokenContract"]
+
+
+def _event_args(contract: AsyncContract, event: str, sent: SentTransaction) -> list[Any]:
+    return [log["args"] for log in contract.events[event]().process_receipt(sent.receipt, errors=DISCARD)]
+
+
+class AuditContract:
+    """`TRUSTAudit`: sessions, committees, votes, finalization and rewards."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("TRUSTAudit", address)
+
+    # -- sessions
+    async def minimum_fee(self, segments: Sequence[SegmentSpec]) -> int:
+        return int(await self.chain.call(self.contract.functions.minimumFee([s.as_tuple() for s in segments])))
+
+    async def create_session(
+        self, provider: LocalAccount, trace_root: bytes, segments: Sequence[SegmentSpec], fee_wei: int | None = None
+    ) -> tuple[int, SentTransaction]:
+        """Opens a session with all its segments; pays the minimum fee unless `fee_wei` is given."""
+        fee = await self.minimum_fee(segments) if fee_wei is None else fee_wei
+        fn = self.contract.functions.createSessionWithSegments(trace_root, [s.as_tuple() for s in segments])
+        sent = await self.chain.transact(fn, provider, value=fee)
+        (created,) = _event_args(self.contract, "SessionCreated", sent)
+        return int(created["sessionId"]), sent
+
+    async def session(self, session_id: int) -> SessionInfo:
+        return SessionInfo.from_chain(session_id, await self.chain.call(self.contract.functions.session(session_id)))
+
+    async def segment(self, session_id: int, segment_id: int) -> SegmentInfo:
+        raw = await self.chain.call(self.contract.functions.segment(session_id, segment_id))
+        return SegmentInfo.from_chain(segment_id, raw)
+
+    async def seat(self, session_id: int, segment_id: int, round_id: int, seat_index: int) -> SeatInfo:
+        raw = await self.chain.call(self.contract.functions.seat(session_id, segment_id, round_id, seat_index))
+        return SeatInfo.from_chain(raw)
+
+    async def committee(self, session_id: int, segment_id: int) -> list[str]:
+        return list(await self.chain.call(self.contract.functions.committee(session_id, segment_id)))
+
+    async def phase(self, session_id: int, segment_id: int) -> Phase:
+        return Phase(await self.chain.call(self.contract.functions.phase(session_id, segment_id)))
+
+    async def session_params(self, session_id: int) -> dict[str, int]:
+        return dict((await self.chain.call(self.contract.functions.sessionParams(session_id)))._asdict())
+
+    async def claimable(self, account: str) -> int:
+        return int(await self.chain.call(self.contract.functions.claimable(to_checksum_address(account))))
+
+    # -- committees
+    async def assign_auditors(self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]) -> SentTransaction:
+        fn = self.contract.functions.assignAuditorsBatch(session_id, list(segment_ids))
+        return await self.chain.transact(fn, caller)
+
+    def committees_in(self, sent: SentTransaction) -> list[CommitteeDrawn]:
+        """The committees a draw transaction seated."""
+        return [
+            CommitteeDrawn(
+                session_id=a["sessionId"],
+                segment_id=a["segmentId"],
+                round=a["round"],
+                tier=a["tier"],
+                members=tuple(a["members"]),
+                commit_deadline=a["commitDeadline"],
+                reveal_deadline=a["revealDeadline"],
+                block_number=sent.block_number,
+            )
+            for a in _event_args(self.contract, "CommitteeDrawn", sent)
+        ]
+
+    async def committees_drawn(self, from_block: int = 0, session_id: int | None = None) -> list[CommitteeDrawn]:
+        """`CommitteeDrawn` events since `from_block` (workers find their seats here)."""
+        filters = {"sessionId": session_id} if session_id is not None else None
+        logs = await self.contract.events.CommitteeDrawn().get_logs(from_block=from_block, argument_filters=filters)
+        return [
+            CommitteeDrawn(
+                session_id=log["args"]["sessionId"],
+                segment_id=log["args"]["segmentId"],
+                round=log["args"]["round"],
+                tier=log["args"]["tier"],
+                members=tuple(log["args"]["members"]),
+                commit_deadline=log["args"]["commitDeadline"],
+                reveal_deadline=log["args"]["revealDeadline"],
+                block_number=log["blockNumber"],
+            )
+            for log in logs
+        ]
+
+    # -- votes
+    async def commitment_of(
+        self, session_id: int, segment_id: int, round_id: int, auditor: str, vote: bool, salt: bytes
+    ) -> bytes:
+        fn = self.contract.functions.commitmentOf(
+            session_id, segment_id, round_id, to_checksum_address(auditor), vote, salt
+        )
+        return bytes(await self.chain.call(fn))
+
+    @staticmethod
+    def new_salt() -> bytes:
+        """A fresh 32-byte salt from the OS's CSPRNG. Store it durably before committing."""
+        return secrets.token_bytes(32)
+
+    async def commit_votes(self, auditor: LocalAccount, commits: Sequence[SeatCommit]) -> SentTransaction:
+        fn = self.contract.functions.commitVotes([c.as_tuple() for c in commits])
+        return await self.chain.transact(fn, auditor)
+
+    async def commit_vote(self, auditor: LocalAccount, session_id: int, segment_id: int, commitment: bytes) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.commitVote(session_id, segment_id, commitment), auditor)
+
+    async def reveal_votes(self, auditor: LocalAccount, reveals: Sequence[SeatReveal]) -> SentTransaction:
+        fn = self.contract.functions.revealVotes([r.as_tuple() for r in reveals])
+        return await self.chain.transact(fn, auditor)
+
+    async def reveal_vote(
+        self, auditor: LocalAccount, session_id: int, segment_id: int, vote: bool, salt: bytes
+    ) -> SentTransaction:
+        fn = self.contract.functions.revealVote(session_id, segment_id, vote, salt)
+        return await self.chain.transact(fn, auditor)
+
+    # -- finalization and money
+    async def finalize_segments(self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.finalizeSegments(session_id, list(segment_ids)), caller)
+
+    def escalations_in(self, sent: SentTransaction) -> list[int]:
+        """Segment ids that a finalization transaction escalated to a new round."""
+        return [int(a["segmentId"]) for a in _event_args(self.contract, "SegmentEscalated", sent)]
+
+    async def finalize_trace(self, caller: LocalAccount, session_id: int) -> tuple[bool, SentTransaction]:
+        sent = await self.chain.transact(self.contract.functions.finalizeTrace(session_id), caller)
+        (event,) = _event_args(self.contract, "TraceFinalized", sent)
+        return bool(event["valid"]), sent
+
+    async def distribute_rewards(self, caller: LocalAccount, session_id: int) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.distributeRewards(session_id), caller)
+
+    async def withdraw(self, account: LocalAccount) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.withdraw(), account)
+
+
+class RegistryContract:
+    """`AuditorRegistry`: registration, stake, availability and reputation."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("AuditorRegistry", address)
+
+    async def register(
+        self, auditor: LocalAccount, tier: int, encryption_key: bytes, metadata_uri: str, stake: int
+    ) -> SentTransaction:
+        fn = self.contract.functions.register(tier, encryption_key, metadata_uri, stake)
+        return await self.chain.transact(fn, auditor)
+
+    async def stake(self, auditor: LocalAccount, amount: int) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.stake(amount), auditor)
+
+    async def request_unstake(self, auditor: LocalAccount, amount: int) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.requestUnstake(amount), auditor)
+
+    async def execute_unstake(self, auditor: LocalAccount) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.executeUnstake(), auditor)
+
+    async def set_available(self, auditor: LocalAccount, available: bool) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.setAvailable(available), auditor)
+
+    async def grant_credential(self, owner: LocalAccount, account: str) -> SentTransaction:
+        """Direct grant: works only while `owner` still owns the registry (before the timelock)."""
+        return await self.chain.transact(self.contract.functions.grantCredential(to_checksum_address(account)), owner)
+
+    async def claim_staker_reward(self, auditor: LocalAccount) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.claimStakerReward(), auditor)
+
+    async def auditor(self, account: str) -> AuditorInfo:
+        address = to_checksum_address(account)
+        return AuditorInfo.from_chain(address, await self.chain.call(self.contract.functions.auditor(address)))
+
+    async def pending_staker_reward(self, account: str) -> int:
+        return int(await self.chain.call(self.contract.functions.pendingStakerReward(to_checksum_address(account))))
+
+    async def claimable_tokens(self, account: str) -> int:
+        return int(await self.chain.call(self.contract.functions.claimableTokens(to_checksum_address(account))))
+
+    async def eligible_count(self, tier: int) -> int:
+        return int(await self.chain.call(self.contract.functions.eligibleCount(tier)))
+
+
+class ParamsContract:
+    """`ProtocolParams`: the current protocol parameters."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("ProtocolParams", address)
+
+    async def params(self) -> dict[str, int]:
+        return dict((await self.chain.call(self.contract.functions.params()))._asdict())
+
+    async def version(self) -> int:
+        return int(await self.chain.call(self.contract.functions.version()))
+
+    def set_params_calldata(self, params: dict[str, int]) -> bytes:
+        """Calldata of `setParams(params)`, to be scheduled through the timelock."""
+        return bytes.fromhex(self.contract.encode_abi("setParams", args=[tuple(params.values())])[2:])
+
+
+class TokenContract:
+    """The ERC-20 staking token."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("TrustToken", address)
+
+    async def balance_of(self, account: str) -> int:
+        return int(await self.chain.call(self.contract.functions.balanceOf(to_checksum_address(account))))
+
+    async def transfer(self, sender: LocalAccount, to: str, amount: int) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.transfer(to_checksum_address(to), amount), sender)
+
+    async def approve(self, owner: LocalAccount, spender: str, amount: int) -> SentTransaction:
+        return await self.chain.transact(self.contract.functions.approve(to_checksum_address(spender), amount), owner)
+
+
+class GovernanceTimelock:
+    """The TimelockController that owns the protocol: schedule, wait, execute."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("TimelockController", address)
+
+    async def min_delay(self) -> int:
+        return int(await self.chain.call(self.contract.functions.getMinDelay()))
+
+    async def schedule(self, proposer: LocalAccount, target: str, calldata: bytes, salt: bytes) -> SentTransaction:
+        delay = await self.min_delay()
+        fn = self.contract.functions.schedule(to_checksum_address(target), 0, calldata, bytes(32), salt, delay)
+        return await self.chain.transact(fn, proposer)
+
+    async def execute(self, executor: LocalAccount, target: str, calldata: bytes, salt: bytes) -> SentTransaction:
+        fn = self.contract.functions.execute(to_checksum_address(target), 0, calldata, bytes(32), salt)
+        return await self.chain.transact(fn, executor)
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """Every protocol contract of one deployment, bound to one chain connection."""
+
+    chain: ChainClient
+    deployment: Deployment
+    audit: AuditContract
+    registry: RegistryContract
+    params: ParamsContract
+    token: TokenContract
+    timelock: GovernanceTimelock
+
+    @classmethod
+    def bind(cls, chain: ChainClient, deployment: Deployment) -> Protocol:
+        if deployment.chain_id != chain.chain_id:
+            raise ChainError(
+                f"deployment is for chain {deployment.chain_id} but {chain.rpc_url} is chain {chain.chain_id}"
+            )
+        c = deployment.contracts
+        return cls(
+            chain=chain,
+            deployment=deployment,
+            audit=AuditContract(chain, c["TRUSTAudit"]),
+            registry=RegistryContract(chain, c["AuditorRegistry"]),
+            params=ParamsContract(chain, c["ProtocolParams"]),
+            token=TokenContract(chain, c["TrustToken"]),
+            timelock=GovernanceTimelock(chain, c["TimelockController"]),
+        )

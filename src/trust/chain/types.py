@@ -1,0 +1,238 @@
+"""Typed values read from and written to the protocol contracts.
+
+Frozen dataclasses mirror the contracts' structs and enums, with units in the field names, so that
+services never handle web3's raw tuples.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AuditorInfo",
+    "CommitteeDrawn",
+    "Phase",
+    "SeatCommit",
+    "SeatInfo",
+    "SeatReveal",
+    "SegmentInfo",
+    "SegmentSpec",
+    "SegmentStatus",
+    "SessionInfo",
+    "SessionStatus",
+]
+
+
+class SessionStatus(enum.IntEnum):
+    NONE = 0
+    REGISTERING = 1
+    OPEN = 2
+    FINALIZED = 3
+    DISTRIBUTED = 4
+
+
+class SegmentStatus(enum.IntEnum):
+    NONE = 0
+    AWAITING_DRAW = 1
+    VOTING = 2
+    PASSED = 3
+    FAILED = 4
+    UNDETERMINED = 5
+
+    @property
+    def is_final(self) -> bool:
+        return self in (SegmentStatus.PASSED, SegmentStatus.FAILED, SegmentStatus.UNDETERMINED)
+
+
+class Phase(enum.IntEnum):
+    NONE = 0
+    AWAITING_DRAW = 1
+    COMMIT = 2
+    REVEAL = 3
+    FINALIZABLE = 4
+    FINAL = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSpec:
+    """A segment as a provider registers it (`ITRUSTAudit.SegmentInput`)."""
+
+    tier: int
+    weight: int
+    content_digest: bytes
+    critical: bool = False
+    contradiction: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tier not in (1, 2, 3):
+            raise ValueError(f"tier must be 1, 2 or 3, not {self.tier}")
+        if not 0 < self.weight < 2**32:
+            raise ValueError(f"weight must be in [1, 2^32), not {self.weight}")
+        if len(self.content_digest) != 32 or self.content_digest == bytes(32):
+            raise ValueError("content_digest must be 32 non-zero bytes (the CID's digest)")
+
+    def as_tuple(self) -> tuple[int, int, bool, bool, bytes]:
+        return (self.tier, self.weight, self.critical, self.contradiction, self.content_digest)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatCommit:
+    session_id: int
+    segment_id: int
+    seat_index: int
+    commitment: bytes
+
+    def as_tuple(self) -> tuple[int, int, int, bytes]:
+        return (self.session_id, self.segment_id, self.seat_index, self.commitment)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatReveal:
+    session_id: int
+    segment_id: int
+    seat_index: int
+    vote: bool
+    salt: bytes
+
+    def as_tuple(self) -> tuple[int, int, int, bool, bytes]:
+        return (self.session_id, self.segment_id, self.seat_index, self.vote, self.salt)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session_id: int
+    provider: str
+    status: SessionStatus
+    valid: bool
+    trace_root: bytes
+    fee_wei: int
+    segment_count: int
+    registered_count: int
+    finalized_count: int
+    randomness_block: int
+    total_weight: int
+    pass_weight: int
+    critical_failed: int
+    contradictions_confirmed: int
+    aligned_seats: int
+
+    @classmethod
+    def from_chain(cls, session_id: int, raw: Any) -> SessionInfo:
+        return cls(
+            session_id=session_id,
+            provider=raw.provider,
+            status=SessionStatus(raw.status),
+            valid=raw.valid,
+            trace_root=bytes(raw.traceRoot),
+            fee_wei=raw.feeWei,
+            segment_count=raw.segmentCount,
+            registered_count=raw.registeredCount,
+            finalized_count=raw.finalizedCount,
+            randomness_block=raw.randomnessBlock,
+            total_weight=raw.totalWeight,
+            pass_weight=raw.passWeight,
+            critical_failed=raw.criticalFailed,
+            contradictions_confirmed=raw.contradictionsConfirmed,
+            aligned_seats=raw.alignedSeats,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    segment_id: int
+    tier: int
+    weight: int
+    critical: bool
+    contradiction: bool
+    status: SegmentStatus
+    round: int
+    committee_size: int
+    revealed_count: int
+    commit_deadline: int
+    reveal_deadline: int
+    randomness_block: int
+    content_digest: bytes
+
+    @classmethod
+    def from_chain(cls, segment_id: int, raw: Any) -> SegmentInfo:
+        return cls(
+            segment_id=segment_id,
+            tier=raw.tier,
+            weight=raw.weight,
+            critical=raw.critical,
+            contradiction=raw.contradiction,
+            status=SegmentStatus(raw.status),
+            round=raw.round,
+            committee_size=raw.committeeSize,
+            revealed_count=raw.revealedCount,
+            commit_deadline=raw.commitDeadline,
+            reveal_deadline=raw.revealDeadline,
+            randomness_block=raw.randomnessBlock,
+            content_digest=bytes(raw.contentDigest),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SeatInfo:
+    auditor: str
+    weight: int
+    committed: bool
+    revealed: bool
+    vote: bool
+
+    @classmethod
+    def from_chain(cls, raw: Any) -> SeatInfo:
+        return cls(auditor=raw.auditor, weight=raw.weight, committed=raw.committed, revealed=raw.revealed, vote=raw.vote)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditorInfo:
+    address: str
+    registered: bool
+    tier: int
+    available: bool
+    credentialed: bool
+    stake: int
+    locked: int
+    unbonding: int
+    unbonding_ready_at: int
+    reputation_wad: int
+    encryption_key: bytes
+    metadata_uri: str
+
+    @property
+    def reputation(self) -> float:
+        return self.reputation_wad / 10**18
+
+    @classmethod
+    def from_chain(cls, address: str, raw: Any) -> AuditorInfo:
+        return cls(
+            address=address,
+            registered=raw.registered,
+            tier=raw.tier,
+            available=raw.available,
+            credentialed=raw.credentialed,
+            stake=raw.stake,
+            locked=raw.locked,
+            unbonding=raw.unbonding,
+            unbonding_ready_at=raw.unbondingReadyAt,
+            reputation_wad=raw.reputationWad,
+            encryption_key=bytes(raw.encryptionKey),
+            metadata_uri=raw.metadataURI,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CommitteeDrawn:
+    """A `CommitteeDrawn` event: who sits on a segment's round, and its windows."""
+
+    session_id: int
+    segment_id: int
+    round: int
+    tier: int
+    members: tuple[str, ...]
+    commit_deadline: int
+    reveal_deadline: int
+    block_number: int

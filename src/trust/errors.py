@@ -1,0 +1,75 @@
+"""The exceptions of the `trust` package, in one hierarchy.
+
+    TrustError
+     +-- ConfigError            settings, tools or files are missing or invalid
+     +-- ToolchainError         a pinned tool (anvil, forge, solc wrapper) is missing or failed
+     +-- CompileError           the Solidity compiler reported errors
+     +-- ChainError             the chain could not be reached or did not do what was asked
+     |    +-- ContractReverted  a call reverted; carries the decoded custom error when known
+     |    +-- DeploymentNotFound  no deployment file for this chain
+     +-- DevnetError            the local development chain could not be started or stopped
+     +-- WalletError            a keystore could not be read, written or unlocked
+
+Every message says what failed, the values involved and what to do next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ChainError",
+    "CompileError",
+    "ConfigError",
+    "ContractReverted",
+    "DeploymentNotFound",
+    "DevnetError",
+    "ToolchainError",
+    "TrustError",
+    "WalletError",
+]
+
+
+class TrustError(Exception):
+    """Base class of every error raised on purpose by this package."""
+
+
+class ConfigError(TrustError):
+    """Settings, tools or files are missing or invalid."""
+
+
+class ToolchainError(TrustError):
+    """A pinned tool is missing or failed."""
+
+
+class CompileError(TrustError):
+    """The Solidity compiler reported errors."""
+
+
+class ChainError(TrustError):
+    """The chain could not be reached, or a transaction did not do what was asked."""
+
+
+class DeploymentNotFound(ChainError):
+    """No deployment file exists for the chain."""
+
+
+class ContractReverted(ChainError):
+    """A contract call reverted.
+
+    `error_name` and `args` hold the decoded custom error (for example
+    `AuditOutsideCommitWindow` and its values) when the selector is one of ours.
+    """
+
+    def __init__(self, message: str, error_name: str | None = None, args: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.error_name = error_name
+        self.error_args = args or {}
+
+
+class DevnetError(TrustError):
+    """The local development chain could not be started or stopped."""
+
+
+class WalletError(TrustError):
+    """A keystore could not be read, written or unlocked."""

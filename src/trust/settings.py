@@ -1,0 +1,198 @@
+"""Off-chain configuration: one `Settings` object, built by the entry point and passed down.
+
+Protocol parameters have their on-chain home in the `ProtocolParams` contract, changed only through
+governance. `ProtocolSettings` here holds the values a new deployment starts with: the TRUST
+paper's numbers (tau = 0.66, gamma = 0.1, p_min = 0.35, p_max = 0.5, the 70/15/10/5 fee split)
+in human units, converted exactly once, in `to_params()`, into the contract's fixed-point struct.
+
+Every field can be set from the environment with the `TRUST_` prefix and `__` for nesting, for
+example `TRUST_RPC_URL=http://127.0.0.1:8545` or `TRUST_PROTOCOL__TAU=0.7`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DevnetSettings", "GovernanceSettings", "ProtocolSettings", "Settings"]
+
+BPS = 10_000
+WAD = 10**18
+TOKEN = 10**18  # the staking token has 18 decimals
+
+
+def _bps(ratio: Decimal) -> int:
+    value = ratio * BPS
+    if value != int(value):
+        raise ValueError(f"{ratio} is finer than one basis point (0.0001)")
+    return int(value)
+
+
+def _wad(ratio: Decimal) -> int:
+    value = ratio * WAD
+    if value != int(value):
+        raise ValueError(f"{ratio} is finer than 1e-18")
+    return int(value)
+
+
+class ProtocolSettings(BaseModel):
+    """The protocol parameters a deployment starts with (paper sections 3.2, 3.3, 4.7, 6.1).
+
+    Ratios are decimals in [0, 1]; amounts are in wei (ETH) or whole staking tokens.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tau: Decimal = Field(Decimal("0.66"), gt=Decimal("0.5"), le=1, description="segment threshold (eq. 3.3)")
+    beta: Decimal = Field(
+        Decimal("0.65"),
+        gt=0,
+        lt=1,
+        description="trace quorum (eq. 3.6); the paper gives [0.55, 0.75] for 99.99% accuracy, we take the middle",
+    )
+    gamma: Decimal = Field(Decimal("0.1"), gt=0, le=1, description="reputation EMA rate (eq. 3.8)")
+    p_min: Decimal = Field(
+        Decimal("0.35"), gt=0, lt=1, description="slash probability at r = 1 (eq. 3.9; 0.35 satisfies E2, sec. 4.7)"
+    )
+    p_max: Decimal = Field(Decimal("0.5"), gt=0, le=1, description="slash probability at r = 0 (eq. 3.9)")
+    committee_size_tier1: int = Field(3, ge=1, le=127)
+    committee_size_tier2: int = Field(5, ge=1, le=127)
+    committee_size_tier3: int = Field(5, ge=1, le=127)
+    max_rounds: int = Field(3, ge=1, le=4, description="rounds before an undecided segment fails")
+    commit_window_seconds: int = Field(600, ge=1)
+    reveal_window_seconds: int = Field(600, ge=1)
+    randomness_delay_blocks: int = Field(2, ge=1, le=128)
+    max_segments_per_session: int = Field(1024, ge=1, le=4096)
+    reward_per_seat_wei: int = Field(6 * 10**14, ge=0, description="R (eq. 3.10): 0.0006 ETH per aligned seat")
+    penalty_per_seat_tokens: Decimal = Field(Decimal(8), gt=0, description="P (eq. 3.10), locked per seat")
+    unbonding_delay_seconds: int = Field(7 * 24 * 3600, ge=0)
+    min_stake_tier1_tokens: Decimal = Field(Decimal(100), gt=0, description="Table 2: low")
+    min_stake_tier2_tokens: Decimal = Field(Decimal(1_000), gt=0, description="Table 2: medium")
+    min_stake_tier3_tokens: Decimal = Field(Decimal(10_000), gt=0, description="Table 2: high")
+    initial_reputation: Decimal = Field(Decimal("0.5"), ge=0, le=1)
+    auditor_share: Decimal = Field(Decimal("0.70"), gt=0, le=1)
+    treasury_share: Decimal = Field(Decimal("0.15"), ge=0, le=1)
+    staker_share: Decimal = Field(Decimal("0.10"), ge=0, le=1)
+    insurance_share: Decimal = Field(Decimal("0.05"), ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProtocolSettings:
+        if self.p_min >= self.p_max:
+            raise ValueError(f"p_min ({self.p_min}) must be below p_max ({self.p_max})")
+        shares = self.auditor_share + self.treasury_share + self.staker_share + self.insurance_share
+        if shares != 1:
+            raise ValueError(f"fee shares add up to {shares}, not 1")
+        if not (self.min_stake_tier1_tokens <= self.min_stake_tier2_tokens <= self.min_stake_tier3_tokens):
+            raise ValueError("minimum stakes must rise with the tier (Table 2: low <= medium <= high)")
+        if self.min_stake_tier1_tokens < self.penalty_per_seat_tokens:
+            raise ValueError("the tier-1 minimum stake must back at least one seat's penalty")
+        return self
+
+    def committee_size(self, tier: int) -> int:
+        return {1: self.committee_size_tier1, 2: self.committee_size_tier2, 3: self.committee_size_tier3}[tier]
+
+    def min_stake(self, tier: int) -> int:
+        """The tier's minimum stake in token base units."""
+        tokens = {1: self.min_stake_tier1_tokens, 2: self.min_stake_tier2_tokens, 3: self.min_stake_tier3_tokens}[tier]
+        return int(tokens * TOKEN)
+
+    def to_params(self) -> dict[str, Any]:
+        """The `Params` struct of the contracts, field by field, in fixed point."""
+        return {
+            "tauBps": _bps(self.tau),
+            "betaBps": _bps(self.beta),
+            "gammaWad": _wad(self.gamma),
+            "pMinBps": _bps(self.p_min),
+            "pMaxBps": _bps(self.p_max),
+            "committeeSizeTier1": self.committee_size_tier1,
+            "committeeSizeTier2": self.committee_size_tier2,
+            "committeeSizeTier3": self.committee_size_tier3,
+            "maxRounds": self.max_rounds,
+            "commitWindowSeconds": self.commit_window_seconds,
+            "revealWindowSeconds": self.reveal_window_seconds,
+            "randomnessDelayBlocks": self.randomness_delay_blocks,
+            "maxSegmentsPerSession": self.max_segments_per_session,
+            "rewardPerSeatWei": self.reward_per_seat_wei,
+            "penaltyPerSeat": int(self.penalty_per_seat_tokens * TOKEN),
+            "unbondingDelaySeconds": self.unbonding_delay_seconds,
+            "minStakeTier1": self.min_stake(1),
+            "minStakeTier2": self.min_stake(2),
+            "initialReputationWad": _wad(self.initial_reputation),
+            "minStakeTier3": self.min_stake(3),
+            "auditorShareBps": _bps(self.auditor_share),
+            "treasuryShareBps": _bps(self.treasury_share),
+            "stakerShareBps": _bps(self.staker_share),
+            "insuranceShareBps": _bps(self.insurance_share),
+        }
+
+
+class GovernanceSettings(BaseModel):
+    """The TimelockController that owns every protocol contract."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timelock_min_delay_seconds: int = Field(2 * 24 * 3600, ge=0, description="delay between scheduling and executing")
+    token_supply_tokens: int = Field(1_000_000_000, gt=0, description="staking tokens minted at deployment")
+
+
+class DevnetSettings(BaseModel):
+    """The local development network started by `trust devnet up`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8545, ge=1, le=65535)
+    chain_id: int = 31337
+    auditors: int = Field(16, ge=3, le=256, description="auditor accounts created, across the three tiers")
+    # Anvil's well-known development mnemonic: its accounts hold only devnet ETH.
+    mnemonic: str = "test test test test test test test test test test test junk"
+    state_interval_seconds: int = Field(1, ge=1, description="how often anvil writes its state file")
+    timelock_min_delay_seconds: int = Field(60, ge=0)
+    commit_window_seconds: int = Field(120, ge=1)
+    reveal_window_seconds: int = Field(120, ge=1)
+    unbonding_delay_seconds: int = Field(3600, ge=0)
+    # Keystores of devnet auditors hold only test funds: a lighter scrypt keeps `up` quick.
+    keystore_scrypt_n: int = Field(2**14, ge=2**10)
+
+    @property
+    def rpc_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class Settings(BaseSettings):
+    """Everything the `trust` command and the library read from the outside world."""
+
+    model_config = SettingsConfigDict(env_prefix="TRUST_", env_nested_delimiter="__", extra="ignore", frozen=True)
+
+    rpc_url: str | None = Field(None, description="JSON-RPC endpoint; the devnet's when unset")
+    home: Path = Field(default_factory=lambda: Path.home() / ".trust", description="state of the devnet and wallets")
+    deployments_dir: Path | None = Field(None, description="where per-chain address files live; deploy/deployments")
+    tx_timeout_seconds: float = Field(120.0, gt=0)
+    protocol: ProtocolSettings = ProtocolSettings()
+    governance: GovernanceSettings = GovernanceSettings()
+    devnet: DevnetSettings = DevnetSettings()
+
+    @property
+    def effective_rpc_url(self) -> str:
+        return self.rpc_url or self.devnet.rpc_url
+
+    @property
+    def devnet_dir(self) -> Path:
+        return self.home / "devnet"
+
+    def deployments_path(self, root: Path) -> Path:
+        return self.deployments_dir or root / "deploy" / "deployments"
+
+    def devnet_protocol(self) -> ProtocolSettings:
+        """The protocol settings of the devnet: the same numbers with windows short enough to watch."""
+        return self.protocol.model_copy(
+            update={
+                "commit_window_seconds": self.devnet.commit_window_seconds,
+                "reveal_window_seconds": self.devnet.reveal_window_seconds,
+                "unbonding_delay_seconds": self.devnet.unbonding_delay_seconds,
+            }
+        )
