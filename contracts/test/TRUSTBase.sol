@@ -312,17 +312,17 @@ abstract contract TRUSTAuditBase is TRUSTBase {
         (list[0], list[1], list[2]) = (a, b, c);
     }
 
-    function votes(bool a) internal pure returns (bool[] memory list) {
+    function bools(bool a) internal pure returns (bool[] memory list) {
         list = new bool[](1);
         list[0] = a;
     }
 
-    function votes(bool a, bool b) internal pure returns (bool[] memory list) {
+    function bools(bool a, bool b) internal pure returns (bool[] memory list) {
         list = new bool[](2);
         (list[0], list[1]) = (a, b);
     }
 
-    function votes(bool a, bool b, bool c) internal pure returns (bool[] memory list) {
+    function bools(bool a, bool b, bool c) internal pure returns (bool[] memory list) {
         list = new bool[](3);
         (list[0], list[1], list[2]) = (a, b, c);
     }
