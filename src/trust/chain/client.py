@@ -28,6 +28,8 @@ __all__ = ["ChainClient", "ErrorDecoder", "SentTransaction"]
 
 _PANIC_SELECTOR = bytes.fromhex("4e487b71")
 _ERROR_STRING_SELECTOR = bytes.fromhex("08c379a0")
+_GAS_HEADROOM = 1.25
+_GAS_MARGIN = 20_000
 
 
 def _abi_type(param: dict[str, Any]) -> str:
@@ -226,6 +228,10 @@ class ChainClient:
             return await self._send(tx, sender, f"sending {value_wei} wei to {to}")
 
     async def _send(self, tx: dict[str, Any], sender: LocalAccount, what: str) -> SentTransaction:
+        if "gas" in tx and tx.get("gas", 0) > 21_000:
+            # The estimate is taken against the pending state; other transactions mined first can
+            # make ours costlier (a sortition tree that grew, a slot that became non-zero).
+            tx["gas"] = int(tx["gas"] * _GAS_HEADROOM) + _GAS_MARGIN
         if "maxFeePerGas" not in tx and "gasPrice" not in tx:
             base = (await self.w3.eth.get_block("latest"))["baseFeePerGas"]
             tip = await self.w3.eth.max_priority_fee
