@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {TRUSTAuditBase} from "./TRUSTBase.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+
+/// @notice Commit-reveal voting (paper section 3.2.1): who may commit and reveal, the two windows, and
+///         commitments that bind the auditor, the segment and the round as well as the vote.
+contract TRUSTAuditVotesTest is TRUSTAuditBase {
+    address internal a;
+    address internal b;
+    address internal c;
+    address internal outsider; // a registered auditor of another tier, seated nowhere
+    address internal stranger = makeAddr("stranger");
+
+    uint256 internal id;
+    uint48 internal commitDeadline;
+    uint48 internal revealDeadline;
+
+    function setUp() public override {
+        super.setUp();
+        // Exactly three tier-1 auditors: every tier-1 committee (k = 3) seats all of them.
+        address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18);
+        (a, b, c) = (pool[0], pool[1], pool[2]);
+        outsider = addAuditor("outsider", 2, 2_000e18);
+        id = openSession(uniformSegments(2, 1));
+        drawAll(id);
+        commitDeadline = audit.segment(id, 0).commitDeadline;
+        revealDeadline = audit.segment(id, 0).revealDeadline;
+    }
+
+    function commitWith(address auditor, uint256 segmentId, bool vote, bytes32 salt) internal returns (bytes32 commitment) {
+        commitment = audit.commitmentOf(id, segmentId, audit.segment(id, segmentId).round, auditor, vote, salt);
+        vm.prank(auditor);
+        audit.commitVote(id, segmentId, commitment);
+    }
+
+    function revealWith(address auditor, uint256 segmentId, bool vote, bytes32 salt) internal {
+        vm.prank(auditor);
+        audit.revealVote(id, segmentId, vote, salt);
+    }
+
+    function toRevealWindow() internal {
+        vm.warp(uint256(commitDeadline) + 1);
+    }
+
+    function mismatch(uint256 segmentId, address auditor) internal view returns (bytes memory) {
+        return abi.encodeWithSelector(ITRUSTAudit.AuditCommitmentMismatch.selector, id, segmentId, auditor);
+    }
+
+    // ------------------------------------------------------------------ commitVote
+
+    function test_commitVote_recordsCommitment() public {
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, a, true, "salt");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteCommitted(id, 0, a);
+        vm.prank(a);
+        audit.commitVote(id, 0, commitment);
+        vm.snapshotGasLastCall("TRUSTAudit", "commitVote");
+
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, a));
+        assertTrue(st.committed);
+        assertFalse(st.revealed);
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, b)).committed);
+        assertFalse(audit.seat(id, 1, 0, seatIndexOf(id, 1, a)).committed, "other segment untouched");
+    }
+
+    function test_commitVote_revertsWhenNotSeated() public {
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, outsider, true, "salt");
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, outsider));
+        vm.prank(outsider);
+        audit.commitVote(id, 0, commitment);
+
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, stranger));
+        vm.prank(stranger);
+        audit.commitVote(id, 0, commitment);
+    }
+
+    function test_commitVote_acceptsUntilTheCommitDeadline() public {
+        vm.warp(commitDeadline);
+        commitWith(a, 0, true, "salt");
+        assertTrue(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).committed);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+    }
+
+    function test_commitVote_revertsAfterTheCommitWindow() public {
+        vm.warp(uint256(commitDeadline) + 1);
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, a, true, "salt");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, uint256(commitDeadline) + 1, commitDeadline
+            )
+        );
+        vm.prank(a);
+        audit.commitVote(id, 0, commitment);
+    }
+
+    function test_commitVote_revertsOnZeroCommitment() public {
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditZeroCommitment.selector));
+        vm.prank(a);
+        audit.commitVote(id, 0, bytes32(0));
+    }
+
+    function test_commitVote_revertsBeforeTheDraw() public {
+        uint256 id2 = openSingle(1);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditWrongSegmentStatus.selector, id2, 0, ITRUSTAudit.SegmentStatus.AwaitingDraw
+            )
+        );
+        vm.prank(a);
+        audit.commitVote(id2, 0, keccak256("x"));
+    }
+
+    function test_commitVote_revertsOnUnknownSessionOrSegment() public {
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 9));
+        vm.prank(a);
+        audit.commitVote(9, 0, keccak256("x"));
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSegment.selector, id, 2));
+        vm.prank(a);
+        audit.commitVote(id, 2, keccak256("x"));
+    }
+
+    function test_commitVote_lastCommitmentInTheWindowIsTheOneRevealed() public {
+        commitWith(a, 0, true, "first");
+        vm.warp(commitDeadline);
+        commitWith(a, 0, false, "second");
+        toRevealWindow();
+
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, true, "first");
+        revealWith(a, 0, false, "second");
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, a));
+        assertTrue(st.revealed);
+        assertFalse(st.vote);
+    }
+
+    // ------------------------------------------------------------------ revealVote
+
+    function test_revealVote_recordsVote() public {
+        commitWith(a, 0, true, "salt");
+        toRevealWindow();
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteRevealed(id, 0, a, true);
+        revealWith(a, 0, true, "salt");
+        vm.snapshotGasLastCall("TRUSTAudit", "revealVote");
+
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, a));
+        assertTrue(st.committed);
+        assertTrue(st.revealed);
+        assertTrue(st.vote);
+        assertEq(audit.segment(id, 0).revealedCount, 1);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+    }
+
+    function test_revealVote_recordsAFailVote() public {
+        commitWith(b, 0, false, bytes32(0)); // a zero salt is a salt like any other
+        toRevealWindow();
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteRevealed(id, 0, b, false);
+        revealWith(b, 0, false, bytes32(0));
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, b));
+        assertTrue(st.revealed);
+        assertFalse(st.vote);
+    }
+
+    function test_revealVote_revertsDuringTheCommitWindow() public {
+        commitWith(a, 0, true, "salt");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector, id, 0, block.timestamp, commitDeadline, revealDeadline
+            )
+        );
+        revealWith(a, 0, true, "salt");
+
+        // The commit deadline itself still belongs to the commit window.
+        vm.warp(commitDeadline);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector, id, 0, commitDeadline, commitDeadline, revealDeadline
+            )
+        );
+        revealWith(a, 0, true, "salt");
+    }
+
+    function test_revealVote_acceptsAtTheRevealDeadline() public {
+        commitWith(a, 0, true, "salt");
+        vm.warp(revealDeadline);
+        revealWith(a, 0, true, "salt");
+        assertTrue(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).revealed);
+    }
+
+    function test_revealVote_revertsAfterTheRevealWindow() public {
+        commitWith(a, 0, true, "salt");
+        vm.warp(uint256(revealDeadline) + 1);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector,
+                id,
+                0,
+                uint256(revealDeadline) + 1,
+                commitDeadline,
+                revealDeadline
+            )
+        );
+        revealWith(a, 0, true, "salt");
+    }
+
+    function test_revealVote_revertsWithoutCommitment() public {
+        toRevealWindow();
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNoCommitment.selector, id, 0, b));
+        revealWith(b, 0, true, "salt");
+    }
+
+    function test_revealVote_revertsWhenRevealedTwice() public {
+        commitWith(a, 0, true, "salt");
+        toRevealWindow();
+        revealWith(a, 0, true, "salt");
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditAlreadyRevealed.selector, id, 0, a));
+        revealWith(a, 0, true, "salt");
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditAlreadyRevealed.selector, id, 0, a));
+        revealWith(a, 0, false, "salt");
+        assertEq(audit.segment(id, 0).revealedCount, 1);
+    }
+
+    function test_revealVote_revertsOnWrongSalt() public {
+        commitWith(a, 0, true, "salt");
+        toRevealWindow();
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, true, "pepper");
+    }
+
+    function test_revealVote_revertsOnWrongVote() public {
+        commitWith(a, 0, true, "salt");
+        toRevealWindow();
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, false, "salt");
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).revealed);
+    }
+
+    function test_revealVote_revertsWhenNotSeated() public {
+        toRevealWindow();
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, outsider));
+        vm.prank(outsider);
+        audit.revealVote(id, 0, true, "salt");
+    }
+
+    /// @notice The herding attack of section 3.2.1 with a (vote, salt)-only hash: B copies A's
+    ///         commitment, waits for A's reveal, and replays A's (vote, salt). The commitment binds
+    ///         the auditor, so the copy opens for A only.
+    function test_revealVote_copiedCommitmentCannotBeRevealedByTheCopier() public {
+        bytes32 commitmentA = commitWith(a, 0, true, "a's salt");
+        vm.prank(b);
+        audit.commitVote(id, 0, commitmentA); // accepted: a commitment is opaque
+        toRevealWindow();
+        revealWith(a, 0, true, "a's salt");
+
+        vm.expectRevert(mismatch(0, b));
+        revealWith(b, 0, true, "a's salt");
+        vm.expectRevert(mismatch(0, b));
+        revealWith(b, 0, false, "a's salt");
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, b)).revealed);
+    }
+
+    function test_revealVote_commitmentForAnotherSegmentDoesNotOpen() public {
+        // A commits on segment 1 the commitment it computed for segment 0.
+        bytes32 forSegment0 = audit.commitmentOf(id, 0, 0, a, true, "salt");
+        vm.prank(a);
+        audit.commitVote(id, 1, forSegment0);
+        toRevealWindow();
+        vm.expectRevert(mismatch(1, a));
+        revealWith(a, 1, true, "salt");
+    }
+
+    function test_revealVote_everySeatRevealedMakesTheSegmentFinalizable() public {
+        commitWith(a, 0, true, "sa");
+        commitWith(b, 0, true, "sb");
+        commitWith(c, 0, false, "sc");
+        toRevealWindow();
+        revealWith(a, 0, true, "sa");
+        revealWith(b, 0, true, "sb");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        revealWith(c, 0, false, "sc");
+        assertEq(audit.segment(id, 0).revealedCount, 3);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        assertLt(block.timestamp, revealDeadline);
+    }
+
+    // ------------------------------------------------------------------ commitVotes
+
+    function seatCommit(uint256 segmentId, uint256 seatIndex, bytes32 commitment)
+        internal
+        view
+        returns (ITRUSTAudit.SeatCommit memory)
+    {
+        return ITRUSTAudit.SeatCommit({sessionId: id, segmentId: segmentId, seatIndex: seatIndex, commitment: commitment});
+    }
+
+    function seatReveal(uint256 segmentId, uint256 seatIndex, bool vote, bytes32 salt)
+        internal
+        view
+        returns (ITRUSTAudit.SeatReveal memory)
+    {
+        return ITRUSTAudit.SeatReveal({sessionId: id, segmentId: segmentId, seatIndex: seatIndex, vote: vote, salt: salt});
+    }
+
+    function test_commitVotes_commitsSeveralSeats() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](2);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, a), audit.commitmentOf(id, 0, 0, a, true, "s0"));
+        batch[1] = seatCommit(1, seatIndexOf(id, 1, a), audit.commitmentOf(id, 1, 0, a, false, "s1"));
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteCommitted(id, 0, a);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteCommitted(id, 1, a);
+        vm.prank(a);
+        audit.commitVotes(batch);
+        vm.snapshotGasLastCall("TRUSTAudit", "commitVotes_2");
+
+        assertTrue(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).committed);
+        assertTrue(audit.seat(id, 1, 0, seatIndexOf(id, 1, a)).committed);
+
+        // The batch commitments open with revealVote as well.
+        toRevealWindow();
+        revealWith(a, 0, true, "s0");
+        revealWith(a, 1, false, "s1");
+        assertTrue(audit.seat(id, 1, 0, seatIndexOf(id, 1, a)).revealed);
+    }
+
+    function test_commitVotes_revertsOnAnotherAuditorsSeatIndex() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](2);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, a), audit.commitmentOf(id, 0, 0, a, true, "s0"));
+        batch[1] = seatCommit(1, seatIndexOf(id, 1, b), audit.commitmentOf(id, 1, 0, a, true, "s1"));
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 1, a));
+        vm.prank(a);
+        audit.commitVotes(batch);
+        // All or nothing: the first seat was not committed either.
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).committed);
+        assertFalse(audit.seat(id, 1, 0, seatIndexOf(id, 1, b)).committed);
+    }
+
+    function test_commitVotes_revertsOnSeatIndexPastTheCommittee() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = seatCommit(0, 3, keccak256("x"));
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, a));
+        vm.prank(a);
+        audit.commitVotes(batch);
+
+        batch[0] = seatCommit(0, type(uint256).max, keccak256("x"));
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, a));
+        vm.prank(a);
+        audit.commitVotes(batch);
+    }
+
+    function test_commitVotes_revertsOnZeroCommitment() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, a), bytes32(0));
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditZeroCommitment.selector));
+        vm.prank(a);
+        audit.commitVotes(batch);
+    }
+
+    function test_commitVotes_revertsAfterTheCommitWindow() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, a), keccak256("x"));
+        toRevealWindow();
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, uint256(commitDeadline) + 1, commitDeadline
+            )
+        );
+        vm.prank(a);
+        audit.commitVotes(batch);
+    }
+
+    function test_commitVotes_revertsOnUnknownSession() public {
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = ITRUSTAudit.SeatCommit({sessionId: 4, segmentId: 0, seatIndex: 0, commitment: keccak256("x")});
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 4));
+        vm.prank(a);
+        audit.commitVotes(batch);
+    }
+
+    // ------------------------------------------------------------------ revealVotes
+
+    function test_revealVotes_revealsSeveralSeats() public {
+        commitWith(a, 0, true, "s0");
+        commitWith(a, 1, false, "s1");
+        toRevealWindow();
+        ITRUSTAudit.SeatReveal[] memory batch = new ITRUSTAudit.SeatReveal[](2);
+        batch[0] = seatReveal(0, seatIndexOf(id, 0, a), true, "s0");
+        batch[1] = seatReveal(1, seatIndexOf(id, 1, a), false, "s1");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteRevealed(id, 0, a, true);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteRevealed(id, 1, a, false);
+        vm.prank(a);
+        audit.revealVotes(batch);
+        vm.snapshotGasLastCall("TRUSTAudit", "revealVotes_2");
+
+        ITRUSTAudit.SeatView memory s0 = audit.seat(id, 0, 0, seatIndexOf(id, 0, a));
+        ITRUSTAudit.SeatView memory s1 = audit.seat(id, 1, 0, seatIndexOf(id, 1, a));
+        assertTrue(s0.revealed && s0.vote);
+        assertTrue(s1.revealed && !s1.vote);
+    }
+
+    function test_revealVotes_revertsOnAnotherAuditorsSeatIndex() public {
+        commitWith(a, 0, true, "s0");
+        commitWith(b, 0, true, "sb");
+        toRevealWindow();
+        ITRUSTAudit.SeatReveal[] memory batch = new ITRUSTAudit.SeatReveal[](1);
+        batch[0] = seatReveal(0, seatIndexOf(id, 0, b), true, "sb"); // B's seat, A's transaction
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, a));
+        vm.prank(a);
+        audit.revealVotes(batch);
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, b)).revealed);
+    }
+
+    function test_revealVotes_revertsAsAWholeOnAMismatch() public {
+        commitWith(a, 0, true, "s0");
+        commitWith(a, 1, true, "s1");
+        toRevealWindow();
+        ITRUSTAudit.SeatReveal[] memory batch = new ITRUSTAudit.SeatReveal[](2);
+        batch[0] = seatReveal(0, seatIndexOf(id, 0, a), true, "s0");
+        batch[1] = seatReveal(1, seatIndexOf(id, 1, a), false, "s1");
+        vm.expectRevert(mismatch(1, a));
+        vm.prank(a);
+        audit.revealVotes(batch);
+        assertFalse(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).revealed);
+    }
+
+    function test_revealVotes_revertsOutsideTheRevealWindow() public {
+        commitWith(a, 0, true, "s0");
+        ITRUSTAudit.SeatReveal[] memory batch = new ITRUSTAudit.SeatReveal[](1);
+        batch[0] = seatReveal(0, seatIndexOf(id, 0, a), true, "s0");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector, id, 0, block.timestamp, commitDeadline, revealDeadline
+            )
+        );
+        vm.prank(a);
+        audit.revealVotes(batch);
+    }
+
+    // ------------------------------------------------------------------ fuzz
+
+    /// @notice Any (vote, salt) opens its own commitment, and no other pair does.
+    function testFuzz_revealVote_opensOnlyTheCommittedPair(bool vote, bytes32 salt, bool otherVote, bytes32 otherSalt)
+        public
+    {
+        // Keep the other pair distinct without discarding runs.
+        if (otherVote == vote && otherSalt == salt) otherSalt = ~salt;
+        commitWith(a, 0, vote, salt);
+        toRevealWindow();
+
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, otherVote, otherSalt);
+
+        revealWith(a, 0, vote, salt);
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, a));
+        assertTrue(st.revealed);
+        assertEq(st.vote, vote);
+    }
+
+    /// @notice At any time, committing succeeds exactly in [draw, commit deadline] and revealing
+    ///         exactly in (commit deadline, reveal deadline].
+    function testFuzz_windows_partitionTime(uint256 offset) public {
+        offset = bound(offset, 0, 3 hours);
+        uint256 t = block.timestamp + offset;
+        vm.warp(t);
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, a, true, "salt");
+        vm.prank(a);
+        (bool committed,) = address(audit).call(abi.encodeCall(ITRUSTAudit.commitVote, (id, 0, commitment)));
+        assertEq(committed, t <= commitDeadline);
+
+        // B committed at the draw; can it reveal now?
+        vm.warp(block.timestamp - offset);
+        commitWith(b, 0, false, "b");
+        vm.warp(t);
+        vm.prank(b);
+        (bool revealed,) = address(audit).call(abi.encodeCall(ITRUSTAudit.revealVote, (id, 0, false, "b")));
+        assertEq(revealed, t > commitDeadline && t <= revealDeadline);
+    }
+}
