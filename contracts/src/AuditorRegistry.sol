@@ -4,6 +4,7 @@ pragma solidity ^0.8.28;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Address} from "@openzeppelin/contracts/utils/Address.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
@@ -367,7 +368,10 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         }
         uint256 increment = amount * ParamsLib.WAD / stakeTotal; // floor: never pays out more than received
         _rewardPerStakeWad += increment;
-        _unallocatedRewardWei = amount - increment * stakeTotal / ParamsLib.WAD;
+        // Ceil: the fraction of a wei that the increment promises stakers is allocated, not carried;
+        // carrying it would promise it again with the next notification, until the pending rewards
+        // exceed the ETH held. increment * stakeTotal <= amount * WAD, so this is at most `amount`.
+        _unallocatedRewardWei = amount - Math.mulDiv(increment, stakeTotal, ParamsLib.WAD, Math.Rounding.Ceil);
         emit StakerRewardNotified(msg.value, _rewardPerStakeWad);
     }
 
