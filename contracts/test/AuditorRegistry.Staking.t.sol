@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
+import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+import {Params} from "../src/types/Params.sol";
+
+/// @notice Top-ups, the two-step unstake, availability and draw eligibility.
+contract AuditorRegistryStakingTest is AuditorRegistryBase {
+    address internal alice;
+
+    function setUp() public override {
+        super.setUp();
+        alice = addAuditor("alice", 1, 200e18);
+        token.transfer(alice, 1_000e18);
+        vm.prank(alice);
+        token.approve(address(registry), type(uint256).max);
+    }
+
+    function requestUnstakeAs(address a, uint256 amount) internal {
+        vm.prank(a);
+        registry.requestUnstake(amount);
+    }
+
+    // ------------------------------------------------------------------ stake
+
+    function test_stake_topsUp() public {
+        uint256 balanceBefore = token.balanceOf(alice);
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.Staked(alice, 50e18, 250e18, 250e18);
+        vm.prank(alice);
+        registry.stake(50e18);
+        assertEq(registry.stakeOf(alice), 250e18);
+        assertEq(registry.totalStake(), 250e18);
+        assertEq(registry.eligibleStake(1), 250e18, "draw weight follows the stake");
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(token.balanceOf(alice), balanceBefore - 50e18);
+        assertEq(token.balanceOf(address(registry)), 250e18);
+    }
+
+    function test_stake_revertsForZeroAmount() public {
+        vm.expectRevert(IAuditorRegistry.RegistryZeroAmount.selector);
+        vm.prank(alice);
+        registry.stake(0);
+    }
+
+    function test_stake_revertsWhenNotRegistered() public {
+        fund(stranger, 100e18);
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotRegistered.selector, stranger));
+        vm.prank(stranger);
+        registry.stake(100e18);
+    }
+
+    function test_stake_revertsAboveUint96() public {
+        uint256 amount = uint256(type(uint96).max) - 200e18 + 1;
+        fund(alice, amount);
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryStakeOverflow.selector, alice, amount + 200e18));
+        vm.prank(alice);
+        registry.stake(amount);
+    }
+
+    function test_stake_afterFullExitRestoresEligibility() public {
+        requestUnstakeAs(alice, 200e18);
+        assertEq(registry.eligibleCount(1), 0);
+        vm.prank(alice);
+        registry.stake(100e18);
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(registry.eligibleStake(1), 100e18);
+    }
+
+    function test_stake_belowMinimumAfterExitIsNotDrawable() public {
+        requestUnstakeAs(alice, 200e18);
+        vm.prank(alice);
+        registry.stake(99e18);
+        assertEq(registry.stakeOf(alice), 99e18);
+        assertEq(registry.eligibleCount(1), 0);
+        assertEq(registry.eligibleStake(1), 0);
+    }
+
+    // ------------------------------------------------------------------ requestUnstake
+
+    function test_requestUnstake_partial() public {
+        uint256 readyAt = block.timestamp + UNBONDING;
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.UnstakeRequested(alice, 60e18, 140e18, readyAt);
+        requestUnstakeAs(alice, 60e18);
+        IAuditorRegistry.AuditorInfo memory a = info(alice);
+        assertEq(a.stake, 140e18);
+        assertEq(a.unbonding, 60e18);
+        assertEq(a.unbondingReadyAt, readyAt);
+        assertEq(registry.totalStake(), 140e18, "unbonding stake stops counting at once");
+        assertEq(registry.eligibleStake(1), 140e18);
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(token.balanceOf(address(registry)), 200e18, "tokens stay until executeUnstake");
+    }
+
+    function test_requestUnstake_fullExitAllowed() public {
+        requestUnstakeAs(alice, 200e18);
+        IAuditorRegistry.AuditorInfo memory a = info(alice);
+        assertEq(a.stake, 0);
+        assertEq(a.unbonding, 200e18);
+        assertTrue(a.registered, "still registered, with nothing staked");
+        assertEq(registry.totalStake(), 0);
+        assertEq(registry.eligibleCount(1), 0);
+        assertEq(registry.eligibleStake(1), 0);
+    }
+
+    function test_requestUnstake_downToExactlyTheMinimum() public {
+        requestUnstakeAs(alice, 100e18);
+        assertEq(registry.stakeOf(alice), MIN_TIER1);
+        assertEq(registry.eligibleCount(1), 1);
+    }
+
+    function test_requestUnstake_revertsForZeroAmount() public {
+        vm.expectRevert(IAuditorRegistry.RegistryZeroAmount.selector);
+        requestUnstakeAs(alice, 0);
+    }
+
+    function test_requestUnstake_revertsWhenNotRegistered() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotRegistered.selector, stranger));
+        requestUnstakeAs(stranger, 1);
+    }
+
+    function test_requestUnstake_revertsWithOpenSeats() public {
+        addAuditor("bob", 1, 150e18);
+        addAuditor("carol", 1, 300e18);
+        (uint256 sessionId, address[] memory members) = openSeatedSession();
+        assertTrue(contains(members, alice));
+        for (uint256 i; i < members.length; ++i) {
+            assertEq(info(members[i]).locked, PENALTY);
+            vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryHasOpenSeats.selector, members[i], PENALTY));
+            requestUnstakeAs(members[i], 1);
+        }
+        // Once the seats settle, the stake can leave.
+        settleAligned(sessionId);
+        assertEq(info(alice).locked, 0);
+        requestUnstakeAs(alice, 200e18);
+        assertEq(info(alice).unbonding, 200e18);
+    }
+
+    function test_requestUnstake_revertsWhileUnbondingPending() public {
+        requestUnstakeAs(alice, 50e18);
+        uint256 readyAt = block.timestamp + UNBONDING;
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryUnbondingPending.selector, alice, 50e18, readyAt)
+        );
+        requestUnstakeAs(alice, 10e18);
+        // Still pending once ready, until executed.
+        vm.warp(readyAt);
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryUnbondingPending.selector, alice, 50e18, readyAt)
+        );
+        requestUnstakeAs(alice, 10e18);
+    }
+
+    function test_requestUnstake_revertsWhenExceedingStake() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryExceedsStake.selector, alice, 200e18 + 1, 200e18));
+        requestUnstakeAs(alice, 200e18 + 1);
+    }
+
+    function test_requestUnstake_revertsWhenRemainderBelowMinimum() public {
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryInsufficientStake.selector, alice, MIN_TIER1 - 1, MIN_TIER1)
+        );
+        requestUnstakeAs(alice, 100e18 + 1);
+    }
+
+    function testFuzz_requestUnstake_leavesZeroOrAtLeastTheMinimum(uint256 amount) public {
+        amount = bound(amount, 1, 200e18);
+        uint256 remaining = 200e18 - amount;
+        if (remaining != 0 && remaining < MIN_TIER1) {
+            vm.expectRevert(
+                abi.encodeWithSelector(IAuditorRegistry.RegistryInsufficientStake.selector, alice, remaining, MIN_TIER1)
+            );
+            requestUnstakeAs(alice, amount);
+        } else {
+            requestUnstakeAs(alice, amount);
+            assertEq(registry.stakeOf(alice), remaining);
+            assertEq(info(alice).unbonding, amount);
+            assertEq(registry.totalStake(), remaining);
+            assertEq(registry.eligibleStake(1), remaining);
+        }
+    }
+
+    // ------------------------------------------------------------------ executeUnstake
+
+    function test_executeUnstake_revertsWithNothingUnbonding() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNothingUnbonding.selector, alice));
+        vm.prank(alice);
+        registry.executeUnstake();
+    }
+
+    function test_executeUnstake_revertsForStranger() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNothingUnbonding.selector, stranger));
+        vm.prank(stranger);
+        registry.executeUnstake();
+    }
+
+    function test_executeUnstake_revertsBeforeTheDelay() public {
+        requestUnstakeAs(alice, 50e18);
+        uint256 readyAt = block.timestamp + UNBONDING;
+        vm.warp(readyAt - 1);
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryUnbondingNotReady.selector, alice, readyAt, readyAt - 1)
+        );
+        vm.prank(alice);
+        registry.executeUnstake();
+    }
+
+    function test_executeUnstake_paysOutAfterTheDelay() public {
+        requestUnstakeAs(alice, 50e18);
+        uint256 balanceBefore = token.balanceOf(alice);
+        vm.warp(block.timestamp + UNBONDING);
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.Unstaked(alice, 50e18);
+        vm.prank(alice);
+        registry.executeUnstake();
+        assertEq(token.balanceOf(alice), balanceBefore + 50e18);
+        assertEq(token.balanceOf(address(registry)), 150e18);
+        IAuditorRegistry.AuditorInfo memory a = info(alice);
+        assertEq(a.unbonding, 0);
+        assertEq(a.unbondingReadyAt, 0);
+        assertEq(a.stake, 150e18);
+
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNothingUnbonding.selector, alice));
+        vm.prank(alice);
+        registry.executeUnstake();
+    }
+
+    function test_executeUnstake_thenRequestAgain() public {
+        requestUnstakeAs(alice, 50e18);
+        vm.warp(block.timestamp + UNBONDING);
+        vm.prank(alice);
+        registry.executeUnstake();
+        requestUnstakeAs(alice, 50e18);
+        assertEq(info(alice).unbonding, 50e18);
+        assertEq(registry.stakeOf(alice), 100e18);
+    }
+
+    function test_executeUnstake_usesTheDelayInForceAtTheRequest() public {
+        requestUnstakeAs(alice, 50e18);
+        uint256 readyAt = block.timestamp + UNBONDING;
+        Params memory p = defaultParams();
+        p.unbondingDelaySeconds = 30 days;
+        params.setParams(p);
+        vm.warp(readyAt);
+        vm.prank(alice);
+        registry.executeUnstake();
+        assertEq(info(alice).unbonding, 0);
+    }
+
+    // ------------------------------------------------------------------ setAvailable and eligibility
+
+    function test_setAvailable_falseRemovesDrawWeight() public {
+        address bob = addAuditor("bob", 1, 300e18);
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.AvailabilityChanged(alice, false);
+        vm.prank(alice);
+        registry.setAvailable(false);
+        assertFalse(info(alice).available);
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(registry.eligibleStake(1), 300e18);
+        assertEq(registry.totalStake(), 500e18, "still staked, just not drawn");
+
+        vm.prank(alice);
+        registry.setAvailable(true);
+        assertEq(registry.eligibleCount(1), 2);
+        assertEq(registry.eligibleStake(1), 500e18);
+        assertEq(info(bob).stake, 300e18);
+    }
+
+    function test_setAvailable_isIdempotent() public {
+        vm.startPrank(alice);
+        registry.setAvailable(false);
+        registry.setAvailable(false);
+        vm.stopPrank();
+        assertEq(registry.eligibleCount(1), 0);
+        vm.startPrank(alice);
+        registry.setAvailable(true);
+        registry.setAvailable(true);
+        vm.stopPrank();
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(registry.eligibleStake(1), 200e18);
+    }
+
+    function test_setAvailable_revertsWhenNotRegistered() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotRegistered.selector, stranger));
+        vm.prank(stranger);
+        registry.setAvailable(true);
+    }
+
+    function test_setAvailable_unavailableAuditorIsNeverDrawn() public {
+        address[] memory others = addAuditors("other", 1, 3, 150e18);
+        vm.prank(alice);
+        registry.setAvailable(false);
+        (, address[] memory members) = openSeatedSession();
+        assertFalse(contains(members, alice));
+        for (uint256 i; i < others.length; ++i) {
+            assertTrue(contains(members, others[i]), "exactly three may be drawn: all of them");
+        }
+        assertEq(info(alice).locked, 0);
+    }
+
+    function test_setAvailable_tooFewAvailableLeavesTheCommitteeUndrawn() public {
+        addAuditor("bob", 1, 150e18);
+        address carol = addAuditor("carol", 1, 150e18);
+        vm.prank(carol);
+        registry.setAvailable(false);
+        uint256 sessionId = openSession(uniformSegments(1, 1));
+        vm.roll(audit.session(sessionId).randomnessBlock + 1);
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
+        audit.assignAuditors(sessionId, 0);
+    }
+
+    function test_eligibility_seatWithoutAnotherFreePenaltyIsNotDrawable() public {
+        Params memory p = defaultParams();
+        p.penaltyPerSeat = uint96(MIN_TIER1); // one seat locks a whole minimum stake
+        params.setParams(p);
+        addAuditor("bob", 1, 150e18);
+        addAuditor("carol", 1, 100e18);
+        assertEq(registry.eligibleCount(1), 3);
+        (uint256 sessionId, address[] memory members) = openSeatedSession();
+        assertEq(members.length, 3);
+        // alice: 200 - 100 = 100 free, still one seat; bob: 50; carol: 0.
+        assertEq(registry.eligibleCount(1), 1);
+        assertEq(registry.eligibleStake(1), 200e18);
+        settleAligned(sessionId);
+        assertEq(registry.eligibleCount(1), 3);
+        assertEq(registry.eligibleStake(1), 450e18);
+    }
+
+    function test_eligibility_drawWeightIsTheWholeStakeWhileSeated() public {
+        addAuditor("bob", 1, 150e18);
+        addAuditor("carol", 1, 300e18);
+        openSeatedSession();
+        assertEq(registry.eligibleStake(1), 650e18, "locked stake still counts toward draw weight");
+        assertEq(registry.totalStake(), 650e18);
+    }
+}
