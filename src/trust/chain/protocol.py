@@ -162,6 +162,10 @@ class AuditContract:
         """Segment ids that a finalization transaction escalated to a new round."""
         return [int(a["segmentId"]) for a in _event_args(self.contract, "SegmentEscalated", sent)]
 
+    def slashed_in(self, sent: SentTransaction) -> list[tuple[str, int]]:
+        """(auditor, amount) of every `AuditorSlashed` event in a transaction."""
+        return [(a["auditor"], int(a["amount"])) for a in _event_args(self.contract, "AuditorSlashed", sent)]
+
     async def finalize_trace(self, caller: LocalAccount, session_id: int) -> tuple[bool, SentTransaction]:
         sent = await self.chain.transact(self.contract.functions.finalizeTrace(session_id), caller)
         (event,) = _event_args(self.contract, "TraceFinalized", sent)

@@ -1,0 +1,48 @@
+"""Shared fixtures: the compiled contracts, a fresh Anvil per test module, a deployed protocol."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from trust.chain.anvil import AnvilNode
+from trust.chain.client import ChainClient
+from trust.chain.compiler import Artifact, compile_protocol
+from trust.settings import DevnetSettings
+from trust.toolchain import Toolchain
+
+
+@pytest.fixture(scope="session")
+def toolchain() -> Toolchain:
+    return Toolchain.discover()
+
+
+@pytest.fixture(scope="session")
+def artifacts(toolchain: Toolchain) -> dict[str, Artifact]:
+    return compile_protocol(toolchain)
+
+
+@pytest.fixture(scope="session")
+def mnemonic() -> str:
+    return DevnetSettings().mnemonic
+
+
+@pytest.fixture(scope="module")
+def anvil(toolchain: Toolchain, mnemonic: str) -> Iterator[AnvilNode]:
+    """A fresh chain for each test module, on a free port, stopped afterwards."""
+    with AnvilNode.start(toolchain, mnemonic=mnemonic) as node:
+        yield node
+
+
+@pytest_asyncio.fixture
+async def chain(anvil: AnvilNode, artifacts: dict[str, Artifact]) -> AsyncIterator[ChainClient]:
+    async with ChainClient(anvil.rpc_url, artifacts) as client:
+        yield client
+
+
+@pytest.fixture
+def keystore_dir(tmp_path: Path) -> Path:
+    return tmp_path / "keystores"
