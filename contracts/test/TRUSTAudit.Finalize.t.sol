@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {TRUSTAuditBase} from "./TRUSTBase.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
+import {Params} from "../src/types/Params.sol";
+
+/// @notice Segment and trace finalization: the stake-weighted threshold (eq. 3.3), seat settlement
+///         (reputation eq. 3.8, slashing eq. 3.9, forfeits of silent seats), escalation, and the
+///         trace verdict (eq. 3.5-3.6, critical path, contradictions).
+contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
+    uint256 internal constant PENALTY = 8e18;
+
+    address internal stranger = makeAddr("stranger");
+
+    // ------------------------------------------------------------------ fixtures
+
+    /// @notice Exactly three tier-1 auditors, so that every tier-1 committee seats all of them.
+    function trio(uint256 stakeA, uint256 stakeB, uint256 stakeC)
+        internal
+        returns (address a, address b, address c)
+    {
+        a = addAuditor("a", 1, stakeA);
+        b = addAuditor("b", 1, stakeB);
+        c = addAuditor("c", 1, stakeC);
+    }
+
+    /// @notice A drawn single tier-1 segment.
+    function drawnSingle() internal returns (uint256 id) {
+        id = openSingle(1);
+        drawSegment(id, 0);
+    }
+
+    /// @notice Every listed segment's committee votes unanimously `outcomes[i]`; all are finalized.
+    function decideAll(uint256 id, bool[] memory outcomes) internal {
+        drawAll(id);
+        for (uint256 s; s < outcomes.length; ++s) {
+            commitAll(id, s, outcomes[s]);
+        }
+        toCommitEnd(id, 0);
+        for (uint256 s; s < outcomes.length; ++s) {
+            revealAll(id, s, outcomes[s]);
+            audit.finalizeSegment(id, s);
+        }
+    }
+
+    /// @notice p_slash(r) = p_min + (p_max - p_min)(1 - r) in basis points, rounded up (eq. 3.9).
+    function pSlashBps(uint256 reputationWad, uint256 pMinBps, uint256 pMaxBps) internal pure returns (uint256) {
+        uint256 num = (pMaxBps - pMinBps) * (WAD - reputationWad);
+        return pMinBps + num / WAD + (num % WAD == 0 ? 0 : 1);
+    }
+
+    /// @notice The slash roll of a seat: uniform in [0, 10_000) from the draw seed XOR every revealed
+    ///         salt (TRUSTAudit's `Segment.entropy`). `revealers` must list every seat that revealed.
+    function slashRoll(uint256 id, uint256 segmentId, address[] memory revealers, uint256 seatIndex)
+        internal
+        view
+        returns (uint256)
+    {
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
+        bytes32 entropy =
+            keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
+        for (uint256 i; i < revealers.length; ++i) {
+            entropy ^= saltFor(revealers[i], id, segmentId, g.round);
+        }
+        return uint256(keccak256(abi.encode(entropy, seatIndex))) % BPS;
+    }
+
+    function status(uint256 id, uint256 segmentId) internal view returns (uint8) {
+        return uint8(audit.segment(id, segmentId).status);
+    }
+
+    // ------------------------------------------------------------------ timing
+
+    function test_finalizeSegment_revertsBeforeVotingIsOver() public {
+        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        uint256 revealDeadline = audit.segment(id, 0).revealDeadline;
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditVotingNotOver.selector, id, 0, block.timestamp, revealDeadline)
+        );
+        audit.finalizeSegment(id, 0);
+
+        castVotes(id, 0, addrs(a, b), bools(true, true)); // c stays silent
+        // The reveal deadline itself still belongs to the reveal window.
+        vm.warp(revealDeadline);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditVotingNotOver.selector, id, 0, revealDeadline, revealDeadline)
+        );
+        audit.finalizeSegment(id, 0);
+
+        vm.warp(revealDeadline + 1);
+        audit.finalizeSegment(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Final));
+    }
+
+    function test_finalizeSegment_earlyOnceEverySeatRevealed() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        voteAll(id, 0, true);
+        assertLt(block.timestamp, audit.segment(id, 0).revealDeadline);
+        assertTrue(audit.finalizeSegment(id, 0));
+        vm.snapshotGasLastCall("TRUSTAudit", "finalizeSegment_k3_pass");
+    }
+
+    function test_finalizeSegment_revertsBeforeTheDraw() public {
+        uint256 id = openSingle(1);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditWrongSegmentStatus.selector, id, 0, ITRUSTAudit.SegmentStatus.AwaitingDraw
+            )
+        );
+        audit.finalizeSegment(id, 0);
+    }
+
+    function test_finalizeSegment_revertsOnUnknownSegmentOrSession() public {
+        uint256 id = openSingle(1);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSegment.selector, id, 1));
+        audit.finalizeSegment(id, 1);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 8));
+        audit.finalizeSegment(8, 0);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 8));
+        audit.finalizeSegments(8, ids(0));
+    }
+
+    // ------------------------------------------------------------------ verdicts (eq. 3.3)
+
+    function test_finalizeSegment_passesUnanimously() public {
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        voteAll(id, 0, true);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true);
+        assertTrue(audit.finalizeSegment(id, 0));
+
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        ITRUSTAudit.SessionView memory s = audit.session(id);
+        assertEq(s.finalizedCount, 1);
+        assertEq(s.passWeight, 1);
+        assertEq(s.alignedSeats, 3);
+        address[3] memory all = [a, b, c];
+        for (uint256 i; i < 3; ++i) {
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(all[i]);
+            assertEq(info.locked, 0, "lock released");
+            assertEq(info.stake, 1_000e18, "aligned seats keep their stake");
+            assertEq(info.reputationWad, 0.55e18);
+        }
+    }
+
+    function test_finalizeSegment_failsUnanimously() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        voteAll(id, 0, false);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        assertFalse(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
+        assertEq(audit.session(id).passWeight, 0);
+        assertEq(audit.session(id).alignedSeats, 3); // agreeing on Fail is aligned too
+    }
+
+    /// @notice Two of three seats (a head-count supermajority) vote Pass, but hold 1/6 of the stake.
+    function test_finalizeSegment_stakeNotHeadcountDecidesFail() public {
+        (address a, address b, address c) = trio(1_000e18, 100e18, 100e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(false, true, true));
+        assertFalse(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
+        assertEq(registry.auditor(a).reputationWad, 0.55e18);
+        assertEq(registry.auditor(b).reputationWad, 0.45e18);
+        assertEq(registry.auditor(c).reputationWad, 0.45e18);
+        assertEq(audit.session(id).alignedSeats, 1);
+    }
+
+    function test_finalizeSegment_stakeNotHeadcountDecidesPass() public {
+        (address a, address b, address c) = trio(1_000e18, 100e18, 100e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(true, false, false));
+        assertTrue(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        assertEq(audit.session(id).alignedSeats, 1);
+    }
+
+    function test_finalizeSegment_passesAtExactlyTau() public {
+        // 330 + 330 of 1000: exactly 66%.
+        (address a, address b, address c) = trio(330e18, 330e18, 340e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        assertTrue(audit.finalizeSegment(id, 0));
+    }
+
+    function test_finalizeSegment_failsAtExactlyTau() public {
+        (address a, address b, address c) = trio(330e18, 330e18, 340e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(false, false, true));
+        assertFalse(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
+    }
+
+    function test_finalizeSegment_escalatesJustBelowTau() public {
+        // One wei more stake on the minority side: 660e18 of 1000e18 + 1 is under 66%.
+        (address a, address b, address c) = trio(330e18, 330e18, 340e18 + 1);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 2, 7, uint64(block.number + 2));
+        assertFalse(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+    }
+
+    // ------------------------------------------------------------------ seat settlement
+
+    function test_finalizeSegment_silentSeatForfeitsItsLockToInsurance() public {
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b), bools(true, true)); // c never reveals (nor commits)
+        vm.warp(uint256(audit.segment(id, 0).revealDeadline) + 1);
+        uint256 totalStakeBefore = registry.totalStake();
+
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(c, PENALTY, insurance, "no reveal");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(c, PENALTY);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 2 of 3 equal stakes: 66.7% >= 66%
+        audit.finalizeSegment(id, 0);
+
+        IAuditorRegistry.AuditorInfo memory silent = registry.auditor(c);
+        assertEq(silent.stake, 1_000e18 - PENALTY);
+        assertEq(silent.locked, 0);
+        assertEq(silent.reputationWad, 0.45e18);
+        assertEq(registry.claimableTokens(insurance), PENALTY);
+        assertEq(registry.totalStake(), totalStakeBefore - PENALTY);
+        assertEq(registry.auditor(a).stake, 1_000e18);
+        assertEq(registry.auditor(b).stake, 1_000e18);
+        assertEq(audit.session(id).alignedSeats, 2);
+
+        // The insurance fund claims the tokens from the registry.
+        vm.prank(insurance);
+        registry.claimTokens();
+        assertEq(token.balanceOf(insurance), PENALTY);
+    }
+
+    function test_finalizeSegment_committedButUnrevealedSeatForfeits() public {
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        commitAs(c, id, 0, true);
+        castVotes(id, 0, addrs(a, b), bools(true, true));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        assertEq(registry.auditor(c).stake, 1_000e18 - PENALTY);
+        assertEq(registry.claimableTokens(insurance), PENALTY);
+    }
+
+    function test_finalizeSegment_silentSeatsCountAgainstBothOutcomes() public {
+        // Pass 1/3, Fail 1/3, silent 1/3: neither reaches tau, so the round escalates; the revealed
+        // seats are released untouched and the silent one still forfeits.
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b), bools(true, false));
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(c, PENALTY);
+        assertFalse(audit.finalizeSegment(id, 0));
+
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        for (uint256 i; i < 2; ++i) {
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(i == 0 ? a : b);
+            assertEq(info.locked, 0);
+            assertEq(info.stake, 1_000e18);
+            assertEq(info.reputationWad, 0.5e18, "released seats keep their reputation");
+        }
+        assertEq(registry.auditor(c).stake, 1_000e18 - PENALTY);
+        assertEq(registry.auditor(c).reputationWad, 0.45e18);
+        assertEq(audit.session(id).alignedSeats, 0);
+        assertEq(audit.session(id).finalizedCount, 0);
+    }
+
+    /// @notice r' = floor(r (1 - gamma)) + gamma for an aligned seat, floor(r (1 - gamma)) otherwise.
+    function test_finalizeSegment_updatesReputationByTheEma() public {
+        Params memory p = defaultParams();
+        p.initialReputationWad = 333_333_333_333_333_333;
+        applyParams(p);
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.ReputationUpdated(a, 399_999_999_999_999_999);
+        audit.finalizeSegment(id, 0);
+        // 333_333_333_333_333_333 * 0.9 = 299_999_999_999_999_999.7, floored.
+        assertEq(registry.auditor(a).reputationWad, 399_999_999_999_999_999);
+        assertEq(registry.auditor(b).reputationWad, 399_999_999_999_999_999);
+        assertEq(registry.auditor(c).reputationWad, 299_999_999_999_999_999);
+    }
+
+    function test_finalizeSegment_reputationReachesOneAndStays() public {
+        Params memory p = defaultParams();
+        p.initialReputationWad = 1e18;
+        p.gammaWad = 1e18; // gamma = 1: reputation is the last outcome
+        applyParams(p);
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        audit.finalizeSegment(id, 0);
+        assertEq(registry.auditor(a).reputationWad, 1e18);
+        assertEq(registry.auditor(c).reputationWad, 0);
+    }
+
+    /// @notice A misaligned seat loses its lock exactly when its roll falls under p_slash(r) at its
+    ///         reputation before the update; over 24 segments both outcomes occur.
+    function test_finalizeSegment_slashesMisalignedSeatExactlyBelowPSlash() public {
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 n = 24;
+        uint256 id = openSession(uniformSegments(n, 1));
+        drawAll(id);
+        for (uint256 s; s < n; ++s) {
+            commitAs(a, id, s, true);
+            commitAs(b, id, s, true);
+            commitAs(c, id, s, false);
+        }
+        toCommitEnd(id, 0);
+        uint256 slashed;
+        for (uint256 s; s < n; ++s) {
+            revealAs(a, id, s, true);
+            revealAs(b, id, s, true);
+            revealAs(c, id, s, false);
+            uint256 r = registry.auditor(c).reputationWad;
+            uint256 pBps = pSlashBps(r, 3_500, 5_000);
+            uint256 roll = slashRoll(id, s, addrs(a, b, c), seatIndexOf(id, s, c));
+            uint256 stakeBefore = registry.auditor(c).stake;
+
+            audit.finalizeSegment(id, s);
+
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(c);
+            assertEq(info.reputationWad, r * 9 / 10, "misaligned: r (1 - gamma)");
+            if (roll < pBps) {
+                assertEq(info.stake, stakeBefore - PENALTY, "roll under p_slash: slashed");
+                ++slashed;
+            } else {
+                assertEq(info.stake, stakeBefore, "roll at or over p_slash: kept");
+            }
+        }
+        assertEq(registry.claimableTokens(insurance), slashed * PENALTY);
+        assertGt(slashed, 0);
+        assertLt(slashed, n);
+    }
+
+    /// @notice Eq. 3.9 statistically: three misaligned auditors with reputations 1, 0.5 and 0 (and
+    ///         a gamma of 1 wei, so reputations do not move) under p_min 10%, p_max 90% are slashed at
+    ///         10%, 50% and 90% of 250 seats. Each count must lie within 5 standard deviations of
+    ///         the sum of its per-seat probabilities; a reversed or constant p_slash misses by far.
+    function test_finalizeSegment_slashFrequencyFollowsReputation() public {
+        Params memory p = defaultParams();
+        p.committeeSizeTier1 = 6;
+        p.pMinBps = 1_000;
+        p.pMaxBps = 9_000;
+        p.gammaWad = 1;
+        address[3] memory misaligned;
+        uint64[3] memory initial = [uint64(1e18), 0.5e18, 0];
+        for (uint256 j; j < 3; ++j) {
+            p.initialReputationWad = initial[j];
+            applyParams(p);
+            misaligned[j] = addAuditor(string.concat("m", vm.toString(j)), 1, 10_000e18);
+        }
+        address[] memory honest = addAuditors("h", 1, 3, 100_000e18);
+
+        uint256 n = 250;
+        uint256 id = openSession(uniformSegments(n, 1));
+        drawAll(id);
+        for (uint256 s; s < n; ++s) {
+            for (uint256 j; j < 3; ++j) {
+                commitAs(honest[j], id, s, true);
+                commitAs(misaligned[j], id, s, false);
+            }
+        }
+        toCommitEnd(id, 0);
+        uint256[3] memory count;
+        uint256[3] memory sumPBps;
+        uint256[3] memory sumVarBps2;
+        for (uint256 s; s < n; ++s) {
+            for (uint256 j; j < 3; ++j) {
+                revealAs(honest[j], id, s, true);
+                revealAs(misaligned[j], id, s, false);
+            }
+            uint256[3] memory before;
+            for (uint256 j; j < 3; ++j) {
+                IAuditorRegistry.AuditorInfo memory info = registry.auditor(misaligned[j]);
+                before[j] = info.stake;
+                uint256 pj = pSlashBps(info.reputationWad, 1_000, 9_000);
+                sumPBps[j] += pj;
+                sumVarBps2[j] += pj * (BPS - pj);
+            }
+            assertTrue(audit.finalizeSegment(id, s));
+            for (uint256 j; j < 3; ++j) {
+                if (registry.auditor(misaligned[j]).stake < before[j]) ++count[j];
+            }
+        }
+        for (uint256 j; j < 3; ++j) {
+            uint256 observed = count[j] * BPS;
+            uint256 diff = observed > sumPBps[j] ? observed - sumPBps[j] : sumPBps[j] - observed;
+            assertLe(diff * diff, 25 * sumVarBps2[j], "slash count beyond 5 sigma of p_slash(r)");
+        }
+        assertLt(count[0], count[1]);
+        assertLt(count[1], count[2]);
+    }
+
+    // ------------------------------------------------------------------ escalation
+
+    function test_finalizeSegment_escalatesToALargerCommitteeOfTheNextTier() public {
+        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
+        addAuditors("t2-", 2, 8, 2_000e18);
+        uint256 id = drawnSingle();
+        address[] memory round0 = audit.committee(id, 0);
+        castVotes(id, 0, addrs(a, b), bools(true, false));
+        toRevealEnd(id, 0);
+
+        uint64 nextBlock = uint64(block.number + 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 2, 7, nextBlock);
+        audit.finalizeSegment(id, 0);
+        vm.snapshotGasLastCall("TRUSTAudit", "finalizeSegment_k3_escalate");
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(g.round, 1);
+        assertEq(g.tier, 2);
+        assertEq(g.committeeSize, 7); // 2k + 1
+        assertEq(g.revealedCount, 0);
+        assertEq(g.commitDeadline, 0);
+        assertEq(g.revealDeadline, 0);
+        assertEq(g.randomnessBlock, nextBlock);
+        assertEq(audit.committee(id, 0).length, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.AwaitingDraw));
+        assertEq(audit.session(id).finalizedCount, 0);
+        // Round 0's seats stay on record.
+        assertEq(audit.seat(id, 0, 0, 0).auditor, round0[0]);
+
+        // Round 1 is drawn from a new block, among tier-2 auditors.
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditRandomnessPending.selector, id, 0, nextBlock));
+        audit.assignAuditors(id, 0);
+        address[] memory round1 = drawSegment(id, 0);
+        assertEq(round1.length, 7);
+        for (uint256 i; i < 7; ++i) {
+            assertEq(registry.auditor(round1[i]).tier, 2);
+            assertEq(audit.seat(id, 0, 1, i).auditor, round1[i]);
+        }
+
+        voteAll(id, 0, true);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true);
+        assertTrue(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        assertEq(audit.session(id).alignedSeats, 7, "only the deciding round's seats are aligned");
+    }
+
+    function test_finalizeSegment_roundCommitmentDoesNotOpenInTheNextRound() public {
+        address[] memory t2 = addAuditors("t2-", 2, 7, 2_000e18);
+        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
+        t2; // the escalated committee: all seven
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(a, b), bools(true, false));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        address[] memory round1 = drawSegment(id, 0);
+        // A round-0 commitment of a round-1 member does not open in round 1.
+        bytes32 stale = audit.commitmentOf(id, 0, 0, round1[0], true, "salt");
+        vm.prank(round1[0]);
+        audit.commitVote(id, 0, stale);
+        toCommitEnd(id, 0);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditCommitmentMismatch.selector, id, 0, round1[0]));
+        vm.prank(round1[0]);
+        audit.revealVote(id, 0, true, "salt");
+    }
+
+    function test_finalizeSegment_tier3EscalatesWithinTier3() public {
+        Params memory p = defaultParams();
+        p.maxRounds = 2;
+        applyParams(p);
+        // Above the tier minimum: the silent round-0 seats lose 8 tokens and must stay eligible.
+        addAuditors("t3-", 3, 11, 20_000e18);
+        uint256 id = openSingle(3);
+        drawSegment(id, 0); // nobody votes: undecided
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 3, 11, uint64(block.number + 2));
+        audit.finalizeSegment(id, 0);
+        assertEq(audit.segment(id, 0).tier, 3);
+        assertEq(drawSegment(id, 0).length, 11);
+    }
+
+    function test_finalizeSegment_undeterminedAfterMaxRounds() public {
+        Params memory p = defaultParams();
+        p.maxRounds = 2;
+        applyParams(p);
+        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
+        address[] memory t2 = addAuditors("t2-", 2, 7, 2_000e18);
+        ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](1);
+        segs[0] = segmentInput(1, 5, true, false, keccak256("critical"));
+        uint256 id = openSession(segs);
+        drawSegment(id, 0);
+        castVotes(id, 0, addrs(a, b), bools(true, false));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0); // round 0 undecided: escalate
+
+        // Round 1: 3 Pass, 3 Fail, 1 silent out of 7 equal stakes: undecided again, and the last round.
+        drawSegment(id, 0);
+        address[] memory voters = new address[](6);
+        bool[] memory choices = new bool[](6);
+        for (uint256 i; i < 6; ++i) {
+            (voters[i], choices[i]) = (t2[i], i < 3);
+        }
+        castVotes(id, 0, voters, choices);
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(t2[6], PENALTY);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        assertFalse(audit.finalizeSegment(id, 0));
+
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Final));
+        ITRUSTAudit.SessionView memory s = audit.session(id);
+        assertEq(s.finalizedCount, 1);
+        assertEq(s.passWeight, 0);
+        assertEq(s.criticalFailed, 1, "undetermined counts as failed");
+        assertEq(s.alignedSeats, 0);
+        for (uint256 i; i < 6; ++i) {
+            assertEq(registry.auditor(t2[i]).reputationWad, 0.5e18);
+            assertEq(registry.auditor(t2[i]).locked, 0);
+        }
+        assertFalse(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeSegment_undeterminedAtOnceWithOneRound() public {
+        Params memory p = defaultParams();
+        p.maxRounds = 1;
+        applyParams(p);
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        audit.finalizeSegment(id, 0);
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+        assertEq(registry.claimableTokens(insurance), 3 * PENALTY);
+    }
+
+    /// @notice Under the default three rounds: tier 1 (k = 3), tier 2 (7), tier 3 (15), then
+    ///         Undetermined.
+    function test_finalizeSegment_defaultRoundsClimbEveryTier() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        addAuditors("t2-", 2, 7, 2_000e18);
+        addAuditors("t3-", 3, 15, 10_000e18);
+        uint256 id = drawnSingle();
+        uint8[3] memory sizes = [3, 7, 15];
+        for (uint256 r; r < 3; ++r) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+            assertEq(g.round, r);
+            assertEq(g.tier, r + 1);
+            assertEq(g.committeeSize, sizes[r]);
+            if (r > 0) drawSegment(id, 0);
+            assertEq(audit.committee(id, 0).length, sizes[r]);
+            toRevealEnd(id, 0); // nobody votes
+            audit.finalizeSegment(id, 0);
+        }
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+        assertEq(registry.claimableTokens(insurance), (3 + 7 + 15) * PENALTY);
+    }
+
+    function test_finalizeSegment_verdictIsFinal() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = openSession(uniformSegments(2, 1));
+        drawAll(id);
+        voteAll(id, 0, true);
+        audit.finalizeSegment(id, 0);
+        bytes memory passed = abi.encodeWithSelector(
+            ITRUSTAudit.AuditWrongSegmentStatus.selector, id, 0, ITRUSTAudit.SegmentStatus.Passed
+        );
+        vm.expectRevert(passed);
+        audit.finalizeSegment(id, 0);
+        vm.expectRevert(passed);
+        audit.assignAuditors(id, 0);
+        vm.expectRevert(passed);
+        vm.prank(stranger);
+        audit.commitVote(id, 0, keccak256("x"));
+        vm.expectRevert(passed);
+        audit.finalizeSegments(id, ids(0, 1));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+    }
+
+    // ------------------------------------------------------------------ finalizeSegments
+
+    function test_finalizeSegments_finalizesEach() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = openSession(uniformSegments(2, 1));
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAll(id, 1, false);
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true);
+        revealAll(id, 1, false);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 1, false);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true);
+        audit.finalizeSegments(id, ids(1, 0));
+        vm.snapshotGasLastCall("TRUSTAudit", "finalizeSegments_2x_k3");
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        assertEq(status(id, 1), uint8(ITRUSTAudit.SegmentStatus.Failed));
+        assertEq(audit.session(id).finalizedCount, 2);
+    }
+
+    function test_finalizeSegments_revertsAsAWhole() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = openSession(uniformSegments(2, 1));
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAll(id, 1, true);
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true); // segment 1 is still in its reveal window
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditVotingNotOver.selector, id, 1, block.timestamp, audit.segment(id, 1).revealDeadline
+            )
+        );
+        audit.finalizeSegments(id, ids(0, 1));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Voting));
+    }
+
+    // ------------------------------------------------------------------ finalizeTrace
+
+    function twoSegments(uint32 w0, bool critical1, bool contradiction1, uint32 w1) internal returns (uint256 id) {
+        ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](2);
+        segs[0] = segmentInput(1, w0, false, false, keccak256("s0"));
+        segs[1] = segmentInput(1, w1, critical1, contradiction1, keccak256("s1"));
+        id = openSession(segs);
+    }
+
+    function test_finalizeTrace_validAtExactlyBeta() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(65, false, false, 35);
+        decideAll(id, bools(true, false)); // W = 65 of 100 = beta
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.TraceFinalized(id, true);
+        assertTrue(audit.finalizeTrace(id));
+        vm.snapshotGasLastCall("TRUSTAudit", "finalizeTrace");
+        ITRUSTAudit.SessionView memory s = audit.session(id);
+        assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.Finalized));
+        assertTrue(s.valid);
+        assertEq(s.passWeight, 65);
+        assertEq(s.totalWeight, 100);
+    }
+
+    function test_finalizeTrace_invalidBelowBeta() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(64, false, false, 36);
+        decideAll(id, bools(true, false)); // W = 64 of 100 < 65
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.TraceFinalized(id, false);
+        assertFalse(audit.finalizeTrace(id));
+        assertFalse(audit.session(id).valid);
+        assertEq(uint8(audit.session(id).status), uint8(ITRUSTAudit.SessionStatus.Finalized));
+    }
+
+    function test_finalizeTrace_failedCriticalSegmentInvalidates() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(99, true, false, 1);
+        decideAll(id, bools(true, false)); // W = 99%, but the critical segment failed
+        assertEq(audit.session(id).criticalFailed, 1);
+        assertFalse(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeTrace_passedCriticalSegmentKeepsTraceValid() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(30, true, false, 70);
+        decideAll(id, bools(false, true)); // W = 70%, critical segment passed
+        assertEq(audit.session(id).criticalFailed, 0);
+        assertTrue(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeTrace_confirmedContradictionInvalidates() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(99, false, true, 1);
+        decideAll(id, bools(true, false)); // the contradiction holds (Fail)
+        assertEq(audit.session(id).contradictionsConfirmed, 1);
+        assertFalse(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeTrace_refutedContradictionKeepsTraceValid() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(99, false, true, 1);
+        decideAll(id, bools(true, true)); // the contradiction does not hold (Pass)
+        assertEq(audit.session(id).contradictionsConfirmed, 0);
+        assertTrue(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeTrace_undeterminedContradictionInvalidates() public {
+        Params memory p = defaultParams();
+        p.maxRounds = 1;
+        applyParams(p);
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = twoSegments(99, false, true, 1);
+        drawAll(id);
+        voteAll(id, 0, true);
+        audit.finalizeSegment(id, 0);
+        toRevealEnd(id, 1); // nobody votes on the contradiction: Undetermined
+        audit.finalizeSegment(id, 1);
+        assertEq(status(id, 1), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+        assertEq(audit.session(id).contradictionsConfirmed, 1);
+        assertFalse(audit.finalizeTrace(id));
+    }
+
+    function test_finalizeTrace_revertsWhileSegmentsPending() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = openSession(uniformSegments(2, 1));
+        drawAll(id);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSegmentsPending.selector, id, 0, 2));
+        audit.finalizeTrace(id);
+        voteAll(id, 0, true);
+        audit.finalizeSegment(id, 0);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSegmentsPending.selector, id, 1, 2));
+        audit.finalizeTrace(id);
+    }
+
+    function test_finalizeTrace_revertsOnUnknownOrRegisteringSession() public {
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 3));
+        audit.finalizeTrace(3);
+        vm.prank(provider);
+        uint256 id = audit.createSession(keccak256("root"), 1);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditSessionNotOpen.selector, id, ITRUSTAudit.SessionStatus.Registering
+            )
+        );
+        audit.finalizeTrace(id);
+    }
+
+    function test_finalizeTrace_verdictIsFinal() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = openSession(uniformSegments(1, 1));
+        decideAll(id, bools(true));
+        assertTrue(audit.finalizeTrace(id));
+        bytes memory closed = abi.encodeWithSelector(
+            ITRUSTAudit.AuditSessionNotOpen.selector, id, ITRUSTAudit.SessionStatus.Finalized
+        );
+        vm.expectRevert(closed);
+        audit.finalizeTrace(id);
+        vm.expectRevert(closed);
+        audit.finalizeSegment(id, 0);
+        assertTrue(audit.session(id).valid);
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
+    }
+
+    // ------------------------------------------------------------------ fuzz
+
+    /// @notice The tally never reports Pass and Fail at once (tau > 1/2), and its outcome is eq. 3.3
+    ///         over the committee's stake at the draw, silent seats counting in the denominator.
+    ///         Seat weights are stakes clamped to 2^88 - 1 (TRUSTAudit's `Seat.weight`); stakes run
+    ///         past that bound so the clamp is exercised too.
+    function testFuzz_finalizeSegment_tallyFollowsEq33(
+        uint256[3] memory stakes,
+        uint8[3] memory choices,
+        uint256 tauBps
+    ) public {
+        Params memory p = defaultParams();
+        p.tauBps = uint16(bound(tauBps, BPS / 2 + 1, BPS));
+        applyParams(p);
+        address[3] memory who;
+        for (uint256 i; i < 3; ++i) {
+            stakes[i] = bound(stakes[i], 100e18, 1e27);
+            who[i] = addAuditor(string.concat("f", vm.toString(i)), 1, stakes[i]);
+        }
+        uint256 id = drawnSingle();
+        uint256 total;
+        uint256 passWeight;
+        uint256 failWeight;
+        for (uint256 i; i < 3; ++i) {
+            uint256 w = stakes[i] > type(uint88).max ? type(uint88).max : stakes[i];
+            assertEq(audit.seat(id, 0, 0, seatIndexOf(id, 0, who[i])).weight, w);
+            total += w;
+            uint8 choice = choices[i] % 3; // 0 silent, 1 Pass, 2 Fail
+            if (choice == 0) continue;
+            commitAs(who[i], id, 0, choice == 1);
+            if (choice == 1) passWeight += w;
+            else failWeight += w;
+        }
+        toCommitEnd(id, 0);
+        for (uint256 i; i < 3; ++i) {
+            uint8 choice = choices[i] % 3;
+            if (choice != 0) revealAs(who[i], id, 0, choice == 1);
+        }
+        toRevealEnd(id, 0);
+        bool passes = passWeight * BPS >= p.tauBps * total;
+        bool fails = failWeight * BPS >= p.tauBps * total;
+        assertFalse(passes && fails, "Pass and Fail at once");
+
+        bool passed = audit.finalizeSegment(id, 0);
+        assertEq(passed, passes);
+        uint8 expected = passes
+            ? uint8(ITRUSTAudit.SegmentStatus.Passed)
+            : fails ? uint8(ITRUSTAudit.SegmentStatus.Failed) : uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw);
+        assertEq(status(id, 0), expected);
+        assertEq(audit.segment(id, 0).round, passes || fails ? 0 : 1);
+    }
+
+    /// @notice Over any sequence of aligned, misaligned and silent seats, reputation follows eq. 3.8
+    ///         exactly (floored) and stays within [0, 1e18].
+    function testFuzz_finalizeSegment_reputationStaysInUnitInterval(
+        uint256 gammaWad,
+        uint256 initialWad,
+        uint256 outcomes,
+        uint256 rounds
+    ) public {
+        Params memory p = defaultParams();
+        p.gammaWad = uint64(bound(gammaWad, 1, WAD));
+        p.initialReputationWad = uint64(bound(initialWad, 0, WAD));
+        applyParams(p);
+        // Two heavy honest seats decide every segment; the third seat's outcome varies.
+        (address a,, address c) = trio(10_000e18, 10_000e18, 1_000e18);
+        rounds = bound(rounds, 1, 6);
+        uint256 id = openSession(uniformSegments(rounds, 1));
+        drawAll(id);
+        // 0 aligned, 1 misaligned, 2 silent
+        uint256[] memory outcome = new uint256[](rounds);
+        for (uint256 s; s < rounds; ++s) {
+            outcome[s] = (outcomes >> (2 * s)) % 3;
+            address[] memory members = audit.committee(id, s);
+            for (uint256 i; i < members.length; ++i) {
+                if (members[i] != c) commitAs(members[i], id, s, true);
+            }
+            if (outcome[s] != 2) commitAs(c, id, s, outcome[s] == 0);
+        }
+        toCommitEnd(id, 0);
+        for (uint256 s; s < rounds; ++s) {
+            address[] memory members = audit.committee(id, s);
+            for (uint256 i; i < members.length; ++i) {
+                if (members[i] != c) revealAs(members[i], id, s, true);
+            }
+            if (outcome[s] != 2) revealAs(c, id, s, outcome[s] == 0);
+        }
+        toRevealEnd(id, 0);
+
+        uint256 rA = p.initialReputationWad;
+        uint256 rC = p.initialReputationWad;
+        for (uint256 s; s < rounds; ++s) {
+            assertTrue(audit.finalizeSegment(id, s));
+            rA = rA * (WAD - p.gammaWad) / WAD + p.gammaWad;
+            rC = rC * (WAD - p.gammaWad) / WAD + (outcome[s] == 0 ? p.gammaWad : 0);
+            assertEq(registry.auditor(a).reputationWad, rA);
+            assertEq(registry.auditor(c).reputationWad, rC);
+            assertLe(rA, WAD);
+            assertLe(rC, WAD);
+        }
+    }
+}
