@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything the project needs, from the project's own files, and nothing else:
+#   - the npm toolchain pinned in package.json / package-lock.json (anvil, forge, cast, solcjs,
+#     OpenZeppelin, forge-std) into node_modules/
+#   - the Python package with its pinned dependencies into .venv/
+#   - slither (whose web3 pin conflicts with ours) into its own .venv-slither/
+# Safe to run again: each step is skipped when its inputs have not changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), f"Python 3.11 is required, not {sys.version}"'
+command -v npm >/dev/null 2>&1 || { echo "npm is required (Node.js 20 or newer)" >&2; exit 1; }
+
+stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+if [ ! -f node_modules/.trust-stamp ] || [ "$(cat node_modules/.trust-stamp)" != "$(stamp package.json package-lock.json)" ]; then
+    echo "==> npm ci (Foundry 1.7.1, solcjs, OpenZeppelin, forge-std)"
+    npm ci --no-audit --no-fund
+    stamp package.json package-lock.json > node_modules/.trust-stamp
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "==> creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+if [ ! -f .venv/.trust-stamp ] || [ "$(cat .venv/.trust-stamp)" != "$(stamp pyproject.toml)" ]; then
+    echo "==> pip install -e .[dev]"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    stamp pyproject.toml > .venv/.trust-stamp
+fi
+
+if [ ! -x .venv-slither/bin/slither ]; then
+    echo "==> creating .venv-slither (slither-analyzer 0.11.6)"
+    "$PYTHON" -m venv .venv-slither
+    .venv-slither/bin/python -m pip install --quiet "slither-analyzer==0.11.6"
+fi
+echo "==> setup done"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets up the project and runs every test: the forge suite (unit, fuzz, invariant; CI profile),
+# slither (no high or medium finding allowed), and the Python suite on real Anvil nodes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+export PATH="$PWD/node_modules/@foundry-rs/forge-linux-amd64/bin:$PWD/node_modules/@foundry-rs/anvil-linux-amd64/bin:$PATH"
+
+echo "==> forge test (profile ci)"
+(cd contracts && FOUNDRY_PROFILE=ci forge test)
+
+echo "==> slither"
+bash scripts/slither.sh
+
+echo "==> pytest"
+.venv/bin/python -m pytest
