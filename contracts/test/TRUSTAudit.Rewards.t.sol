@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ERC1967Proxy} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol";
+import {ERC1967Utils} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Utils.sol";
+import {IERC1967} from "@openzeppelin/contracts/interfaces/IERC1967.sol";
+import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
+
+import {TRUSTAuditBase} from "./TRUSTBase.sol";
+import {TRUSTAudit} from "../src/TRUSTAudit.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
+import {IProtocolParams} from "../src/interfaces/IProtocolParams.sol";
+import {IRandomnessSource} from "../src/interfaces/IRandomnessSource.sol";
+import {BlockhashRandomness} from "../src/randomness/BlockhashRandomness.sol";
+import {Params} from "../src/types/Params.sol";
+
+/// @notice A randomness source that answers with a fixed status and value, standing in for a VRF
+///         (the interface exists so that one can replace `BlockhashRandomness`).
+contract FixedRandomness is IRandomnessSource {
+    Status internal _status;
+    bytes32 internal _value;
+
+    constructor(Status status_, bytes32 value_) {
+        (_status, _value) = (status_, value_);
+    }
+
+    function randomnessAt(uint256) external view returns (Status, bytes32) {
+        return (_status, _value);
+    }
+}
+
+/// @notice The fee split and withdrawals (paper section 3.3.2: R per aligned seat), governance
+///         actions (slashAuditor, setRandomnessSource, UUPS upgrades) and the read-only views.
+contract TRUSTAuditRewardsTest is TRUSTAuditBase {
+    uint256 internal constant PENALTY = 8e18;
+
+    address internal stranger = makeAddr("stranger");
+    address internal a;
+    address internal b;
+    address internal c;
+
+    function setUp() public override {
+        super.setUp();
+        // Exactly three tier-1 auditors: every tier-1 committee seats all of them.
+        a = addAuditor("a", 1, 1_000e18);
+        b = addAuditor("b", 1, 1_000e18);
+        c = addAuditor("c", 1, 2_000e18);
+    }
+
+    function openWithFee(ITRUSTAudit.SegmentInput[] memory segs, uint256 fee) internal returns (uint256 id) {
+        vm.prank(provider);
+        id = audit.createSessionWithSegments{value: fee}(keccak256("trace"), segs);
+    }
+
+    /// @notice A finalized one-segment session where a, b and c voted `va`, `vb`, `vc` (all revealed).
+    function finalizedSingle(uint256 fee, bool va, bool vb, bool vc) internal returns (uint256 id) {
+        id = openWithFee(uniformSegments(1, 1), fee);
+        drawAll(id);
+        castVotes(id, 0, addrs(a, b, c), bools(va, vb, vc));
+        audit.finalizeSegment(id, 0);
+        audit.finalizeTrace(id);
+    }
+
+    // ------------------------------------------------------------------ distributeRewards
+
+    function test_distributeRewards_splitsTheFee70_15_10_5() public {
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        uint256 registryBefore = address(registry).balance;
+        // 0.7 ether over 3 aligned seats: 233_333_333_333_333_333 each, 1 wei of dust to the treasury.
+        uint256 perSeat = 233_333_333_333_333_333;
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsDistributed(id, 3 * perSeat, perSeat, 0.15 ether + 1, 0.1 ether, 0.05 ether);
+        audit.distributeRewards(id);
+        vm.snapshotGasLastCall("TRUSTAudit", "distributeRewards_3seats");
+
+        assertEq(audit.claimable(a), perSeat);
+        assertEq(audit.claimable(b), perSeat);
+        assertEq(audit.claimable(c), perSeat);
+        assertEq(audit.claimable(treasury), 0.15 ether + 1);
+        assertEq(audit.claimable(insurance), 0.05 ether);
+        assertEq(address(registry).balance - registryBefore, 0.1 ether);
+        assertEq(audit.claimable(provider), 0);
+        assertEq(uint8(audit.session(id).status), uint8(ITRUSTAudit.SessionStatus.Distributed));
+        // Everything the session held is accounted for.
+        assertEq(address(audit).balance, 3 * perSeat + 0.15 ether + 1 + 0.05 ether);
+    }
+
+    function test_distributeRewards_minimumFeePaysRPerSeat() public {
+        uint256 fee = audit.minimumFee(uniformSegments(1, 1));
+        uint256 id = finalizedSingle(fee, true, true, true);
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(a), 0.0006 ether); // R
+        assertEq(audit.claimable(c), 0.0006 ether);
+    }
+
+    function test_distributeRewards_paysPerAlignedSeat() public {
+        uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAs(a, id, 1, true);
+        commitAs(b, id, 1, true);
+        commitAs(c, id, 1, false); // c holds 1/2 of the stake: Pass 50%, Fail 50%, undecided
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true);
+        revealAs(a, id, 1, true);
+        revealAs(b, id, 1, true);
+        revealAs(c, id, 1, false);
+        audit.finalizeSegment(id, 0);
+        audit.finalizeSegment(id, 1); // escalates: its seats are released, not aligned
+        assertEq(audit.session(id).alignedSeats, 3);
+
+        // Re-decide segment 1 with tier-2 auditors so the trace can finalize.
+        addAuditors("t2-", 2, 7, 2_000e18);
+        drawSegment(id, 1);
+        voteAll(id, 1, true);
+        audit.finalizeSegment(id, 1);
+        audit.finalizeTrace(id);
+        assertEq(audit.session(id).alignedSeats, 10);
+
+        audit.distributeRewards(id);
+        uint256 perSeat = 0.07 ether; // 0.7 ether / 10 seats
+        assertEq(audit.claimable(a), perSeat);
+        assertEq(audit.claimable(c), perSeat);
+        address[] memory round1 = audit.committee(id, 1);
+        for (uint256 i; i < round1.length; ++i) {
+            assertEq(audit.claimable(round1[i]), perSeat);
+        }
+        assertEq(audit.claimable(treasury), 0.15 ether);
+    }
+
+    function test_distributeRewards_auditorWithSeveralAlignedSeatsEarnsEach() public {
+        uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAs(a, id, 1, false);
+        commitAs(b, id, 1, false);
+        commitAs(c, id, 1, false);
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true);
+        revealAs(a, id, 1, false);
+        revealAs(b, id, 1, false);
+        revealAs(c, id, 1, false);
+        audit.finalizeSegments(id, ids(0, 1));
+        audit.finalizeTrace(id);
+        audit.distributeRewards(id);
+        // Six aligned seats, two each: 0.7 ether / 6 per seat, floored.
+        uint256 perSeat = uint256(0.7 ether) / 6;
+        assertEq(audit.claimable(a), 2 * perSeat);
+        assertEq(audit.claimable(b), 2 * perSeat);
+        assertEq(audit.claimable(c), 2 * perSeat);
+        assertEq(audit.claimable(treasury), 0.15 ether + (0.7 ether - 6 * perSeat));
+    }
+
+    function test_distributeRewards_misalignedAndSilentSeatsEarnNothing() public {
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        drawAll(id);
+        // a and c hold 3/4 of the stake and vote Pass; b stays silent.
+        castVotes(id, 0, addrs(a, c), bools(true, true));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        audit.finalizeTrace(id);
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(b), 0);
+        assertEq(audit.claimable(a), 0.35 ether);
+        assertEq(audit.claimable(c), 0.35 ether);
+
+        // Misaligned: a and c (3/4 of the stake) outvote b.
+        uint256 id2 = finalizedSingle(1 ether, true, false, true);
+        audit.distributeRewards(id2);
+        assertEq(audit.claimable(b), 0);
+        assertEq(audit.claimable(a), 0.7 ether);
+    }
+
+    function test_distributeRewards_noAlignedSeatSendsTheAuditorsShareToTheTreasury() public {
+        Params memory p = defaultParams();
+        p.maxRounds = 1;
+        applyParams(p);
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        drawAll(id);
+        toRevealEnd(id, 0); // nobody votes: Undetermined
+        audit.finalizeSegment(id, 0);
+        audit.finalizeTrace(id);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsDistributed(id, 0, 0, 0.85 ether, 0.1 ether, 0.05 ether);
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(treasury), 0.85 ether);
+        assertEq(audit.claimable(a), 0);
+    }
+
+    function test_distributeRewards_revertsBeforeTheTraceIsFinal() public {
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditNotFinalized.selector, id, ITRUSTAudit.SessionStatus.Open)
+        );
+        audit.distributeRewards(id);
+
+        vm.prank(provider);
+        uint256 id2 = audit.createSession(keccak256("t"), 1);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditNotFinalized.selector, id2, ITRUSTAudit.SessionStatus.Registering)
+        );
+        audit.distributeRewards(id2);
+
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditUnknownSession.selector, 9));
+        audit.distributeRewards(9);
+    }
+
+    function test_distributeRewards_revertsWhenCalledTwice() public {
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        audit.distributeRewards(id);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditNotFinalized.selector, id, ITRUSTAudit.SessionStatus.Distributed)
+        );
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(a), 233_333_333_333_333_333, "credited once");
+    }
+
+    function test_distributeRewards_stakerShareIsProRataToStake() public {
+        address big = addAuditor("big", 2, 6_000e18); // not seated: stakers' share is for all stakers
+        uint256 totalStake = registry.totalStake();
+        assertEq(totalStake, 10_000e18);
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        uint256 before = address(registry).balance;
+        audit.distributeRewards(id);
+        assertEq(address(registry).balance - before, 0.1 ether);
+
+        // 0.1 ether over 10_000 tokens of stake.
+        assertEq(registry.pendingStakerReward(a), 0.01 ether);
+        assertEq(registry.pendingStakerReward(b), 0.01 ether);
+        assertEq(registry.pendingStakerReward(c), 0.02 ether);
+        assertEq(registry.pendingStakerReward(big), 0.06 ether);
+
+        uint256 balance = big.balance;
+        vm.prank(big);
+        registry.claimStakerReward();
+        assertEq(big.balance - balance, 0.06 ether);
+    }
+
+    // ------------------------------------------------------------------ withdraw
+
+    function test_withdraw_paysCreditedEth() public {
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        audit.distributeRewards(id);
+        uint256 owed = audit.claimable(a);
+        uint256 before = a.balance;
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.Withdrawn(a, owed);
+        vm.prank(a);
+        audit.withdraw();
+        vm.snapshotGasLastCall("TRUSTAudit", "withdraw");
+        assertEq(a.balance - before, owed);
+        assertEq(audit.claimable(a), 0);
+
+        vm.prank(treasury);
+        audit.withdraw();
+        assertEq(treasury.balance, 0.15 ether + 1);
+        vm.prank(insurance);
+        audit.withdraw();
+        assertEq(insurance.balance, 0.05 ether);
+    }
+
+    function test_withdraw_revertsWhenNothingIsOwed() public {
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNothingToWithdraw.selector, stranger));
+        vm.prank(stranger);
+        audit.withdraw();
+
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        audit.distributeRewards(id);
+        vm.prank(a);
+        audit.withdraw();
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNothingToWithdraw.selector, a));
+        vm.prank(a);
+        audit.withdraw();
+    }
+
+    function test_withdraw_accumulatesAcrossSessions() public {
+        uint256 id1 = finalizedSingle(1 ether, true, true, true);
+        uint256 id2 = finalizedSingle(2 ether, false, false, false);
+        audit.distributeRewards(id1);
+        audit.distributeRewards(id2);
+        uint256 expected = 233_333_333_333_333_333 + 466_666_666_666_666_666;
+        assertEq(audit.claimable(b), expected);
+        uint256 before = b.balance;
+        vm.prank(b);
+        audit.withdraw();
+        assertEq(b.balance - before, expected);
+    }
+
+    // ------------------------------------------------------------------ slashAuditor
+
+    function test_slashAuditor_revertsForNonOwner() public {
+        vm.expectRevert(abi.encodeWithSelector(OwnableUpgradeable.OwnableUnauthorizedAccount.selector, stranger));
+        vm.prank(stranger);
+        audit.slashAuditor(a, 1e18, "no");
+    }
+
+    function test_slashAuditor_takesStakeForTheInsuranceFund() public {
+        uint256 totalBefore = registry.totalStake();
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(a, 100e18, insurance, "plagiarised reasoning");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(a, 100e18);
+        audit.slashAuditor(a, 100e18, "plagiarised reasoning");
+        assertEq(registry.auditor(a).stake, 900e18);
+        assertEq(registry.totalStake(), totalBefore - 100e18);
+        assertEq(registry.claimableTokens(insurance), 100e18);
+    }
+
+    function test_slashAuditor_neverTouchesLockedStake() public {
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        drawAll(id);
+        assertEq(registry.auditor(a).locked, PENALTY);
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryExceedsStake.selector, a, 1_000e18, 1_000e18 - PENALTY)
+        );
+        audit.slashAuditor(a, 1_000e18, "everything");
+
+        audit.slashAuditor(a, 1_000e18 - PENALTY, "all it may");
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        assertEq(info.stake, PENALTY);
+        assertEq(info.locked, PENALTY, "the open seat stays backed");
+
+        // The seat still settles: a stays silent and forfeits the lock.
+        castVotes(id, 0, addrs(b, c), bools(true, true));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        assertEq(registry.auditor(a).stake, 0);
+        assertEq(registry.claimableTokens(insurance), 1_000e18);
+    }
+
+    function test_slashAuditor_reachesUnbondingStake() public {
+        vm.prank(a);
+        registry.requestUnstake(500e18);
+        audit.slashAuditor(a, 800e18, "left in a hurry");
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        assertEq(info.stake, 0);
+        assertEq(info.unbonding, 200e18);
+        assertEq(registry.claimableTokens(insurance), 800e18);
+    }
+
+    function test_slashAuditor_revertsOnZeroAmountOrUnknownAuditor() public {
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryZeroAmount.selector));
+        audit.slashAuditor(a, 0, "nothing");
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotRegistered.selector, stranger));
+        audit.slashAuditor(stranger, 1, "who");
+    }
+
+    function test_slashAuditor_throughTheTimelock() public {
+        handToTimelock();
+        vm.expectRevert(abi.encodeWithSelector(OwnableUpgradeable.OwnableUnauthorizedAccount.selector, address(this)));
+        audit.slashAuditor(a, 10e18, "direct");
+
+        governed(address(audit), abi.encodeCall(ITRUSTAudit.slashAuditor, (a, 10e18, "governed")));
+        assertEq(registry.auditor(a).stake, 990e18);
+        assertEq(registry.claimableTokens(insurance), 10e18);
+    }
+
+    // ------------------------------------------------------------------ setRandomnessSource
+
+    function test_setRandomnessSource_replacesTheSource() public {
+        BlockhashRandomness next = new BlockhashRandomness();
+        vm.expectEmit(address(audit));
+        emit TRUSTAudit.RandomnessSourceChanged(address(randomness), address(next));
+        audit.setRandomnessSource(next);
+        (address reg, address par, address rnd) = audit.dependencies();
+        assertEq(reg, address(registry));
+        assertEq(par, address(params));
+        assertEq(rnd, address(next));
+    }
+
+    function test_setRandomnessSource_revertsForNonOwnerOrZero() public {
+        BlockhashRandomness next = new BlockhashRandomness();
+        vm.expectRevert(abi.encodeWithSelector(OwnableUpgradeable.OwnableUnauthorizedAccount.selector, stranger));
+        vm.prank(stranger);
+        audit.setRandomnessSource(next);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditZeroAddress.selector));
+        audit.setRandomnessSource(IRandomnessSource(address(0)));
+        (,, address current) = audit.dependencies();
+        assertEq(current, address(randomness));
+    }
+
+    function test_setRandomnessSource_drawsReadTheNewSource() public {
+        uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
+        // The block-hash source would still be pending; a source that is ready draws at once.
+        audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Ready, keccak256("vrf")));
+        audit.assignAuditors(id, 0);
+        assertEq(audit.committee(id, 0).length, 3);
+
+        audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Expired, 0));
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RandomnessRefreshed(id, 1, uint64(block.number + 2));
+        audit.assignAuditors(id, 1);
+
+        audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Pending, 0));
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditRandomnessPending.selector, id, 1, block.number + 2)
+        );
+        audit.assignAuditors(id, 1);
+    }
+
+    // ------------------------------------------------------------------ upgrades and initialization
+
+    function implementationOf(address proxy) internal view returns (address) {
+        return address(uint160(uint256(vm.load(proxy, ERC1967Utils.IMPLEMENTATION_SLOT))));
+    }
+
+    function test_upgradeToAndCall_byTheOwnerKeepsState() public {
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        TRUSTAudit next = new TRUSTAudit();
+        vm.expectEmit(address(audit));
+        emit IERC1967.Upgraded(address(next));
+        audit.upgradeToAndCall(address(next), "");
+        assertEq(implementationOf(address(audit)), address(next));
+        assertEq(audit.owner(), address(this));
+        assertEq(audit.sessionCount(), 1);
+        assertTrue(audit.session(id).valid);
+        // And it keeps working.
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(a), 233_333_333_333_333_333);
+    }
+
+    function test_upgradeToAndCall_revertsForNonOwner() public {
+        address before = implementationOf(address(audit));
+        TRUSTAudit next = new TRUSTAudit();
+        vm.expectRevert(abi.encodeWithSelector(OwnableUpgradeable.OwnableUnauthorizedAccount.selector, stranger));
+        vm.prank(stranger);
+        audit.upgradeToAndCall(address(next), "");
+        assertEq(implementationOf(address(audit)), before);
+    }
+
+    function test_upgradeToAndCall_throughTheTimelock() public {
+        handToTimelock();
+        TRUSTAudit next = new TRUSTAudit();
+        vm.expectRevert(abi.encodeWithSelector(OwnableUpgradeable.OwnableUnauthorizedAccount.selector, address(this)));
+        audit.upgradeToAndCall(address(next), "");
+        governed(address(audit), abi.encodeCall(UUPSUpgradeable.upgradeToAndCall, (address(next), "")));
+        assertEq(implementationOf(address(audit)), address(next));
+    }
+
+    function test_initialize_runsOnce() public {
+        vm.expectRevert(abi.encodeWithSelector(Initializable.InvalidInitialization.selector));
+        audit.initialize(
+            stranger,
+            IAuditorRegistry(address(registry)),
+            IProtocolParams(address(params)),
+            IRandomnessSource(address(randomness))
+        );
+        // The implementation behind the proxy cannot be initialized either.
+        TRUSTAudit impl = TRUSTAudit(implementationOf(address(audit)));
+        vm.expectRevert(abi.encodeWithSelector(Initializable.InvalidInitialization.selector));
+        impl.initialize(
+            stranger,
+            IAuditorRegistry(address(registry)),
+            IProtocolParams(address(params)),
+            IRandomnessSource(address(randomness))
+        );
+    }
+
+    function test_initialize_revertsOnZeroDependency() public {
+        address impl = address(new TRUSTAudit());
+        IAuditorRegistry reg = IAuditorRegistry(address(registry));
+        IProtocolParams par = IProtocolParams(address(params));
+        IRandomnessSource rnd = IRandomnessSource(address(randomness));
+        bytes[3] memory calls = [
+            abi.encodeCall(TRUSTAudit.initialize, (address(this), IAuditorRegistry(address(0)), par, rnd)),
+            abi.encodeCall(TRUSTAudit.initialize, (address(this), reg, IProtocolParams(address(0)), rnd)),
+            abi.encodeCall(TRUSTAudit.initialize, (address(this), reg, par, IRandomnessSource(address(0))))
+        ];
+        for (uint256 i; i < 3; ++i) {
+            vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditZeroAddress.selector));
+            new ERC1967Proxy(impl, calls[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------ views
+
+    function test_phase_followsTheSegmentLifecycle() public {
+        assertEq(uint8(audit.phase(1, 0)), uint8(ITRUSTAudit.Phase.None), "unknown session");
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        assertEq(uint8(audit.phase(id, 1)), uint8(ITRUSTAudit.Phase.None), "unknown segment");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.AwaitingDraw));
+        drawSegment(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+        commitAll(id, 0, true);
+        vm.warp(audit.segment(id, 0).commitDeadline);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+        toCommitEnd(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        revealAs(a, id, 0, true);
+        vm.warp(audit.segment(id, 0).revealDeadline);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        toRevealEnd(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        audit.finalizeSegment(id, 0); // a alone: undecided, escalates
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.AwaitingDraw));
+        addAuditors("t2-", 2, 7, 2_000e18);
+        drawSegment(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+        voteAll(id, 0, false);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        audit.finalizeSegment(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Final));
+    }
+
+    function test_session_viewTracksTheLifecycle() public {
+        ITRUSTAudit.SessionView memory s = audit.session(1);
+        assertEq(s.provider, address(0));
+        assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.None));
+
+        uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAll(id, 1, false);
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true);
+        revealAll(id, 1, false);
+        audit.finalizeSegment(id, 0);
+        s = audit.session(id);
+        assertEq(s.finalizedCount, 1);
+        assertEq(s.passWeight, 1);
+        assertEq(s.alignedSeats, 3);
+        audit.finalizeSegment(id, 1);
+        audit.finalizeTrace(id);
+        s = audit.session(id);
+        assertEq(s.provider, provider);
+        assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.Finalized));
+        assertFalse(s.valid); // W = 1 of 2 < 65%
+        assertEq(s.feeWei, 1 ether);
+        assertEq(s.segmentCount, 2);
+        assertEq(s.registeredCount, 2);
+        assertEq(s.finalizedCount, 2);
+        assertEq(s.totalWeight, 2);
+        assertEq(s.passWeight, 1);
+        assertEq(s.criticalFailed, 0);
+        assertEq(s.contradictionsConfirmed, 0);
+        assertEq(s.alignedSeats, 6);
+    }
+
+    function test_seatAndCommittee_areEmptyBeforeTheDraw() public {
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        assertEq(audit.committee(id, 0).length, 0);
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, 0);
+        assertEq(st.auditor, address(0));
+        assertEq(st.weight, 0);
+        assertFalse(st.committed || st.revealed || st.vote);
+        assertEq(audit.committee(99, 0).length, 0);
+    }
+
+    function test_sessionParams_isTheSnapshot() public {
+        Params memory empty;
+        assertEq(abi.encode(audit.sessionParams(1)), abi.encode(empty));
+        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+        Params memory p = defaultParams();
+        p.tauBps = 7_000;
+        applyParams(p);
+        assertEq(audit.sessionParams(id).tauBps, 6_600);
+        assertEq(abi.encode(audit.sessionParams(id)), abi.encode(defaultParams()));
+    }
+
+    function test_minimumFee_followsTheCurrentParams() public {
+        ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](2);
+        segs[0] = segmentInput(2, 1, false, false, keccak256("x"));
+        segs[1] = segmentInput(3, 1, false, false, keccak256("y"));
+        assertEq(audit.minimumFee(segs), 8_571_428_571_428_572); // 10 seats * 0.0006 ether / 0.7, up
+        assertEq(audit.minimumFee(new ITRUSTAudit.SegmentInput[](0)), 0);
+        Params memory p = defaultParams();
+        p.committeeSizeTier3 = 9;
+        p.auditorShareBps = 8_000;
+        p.treasuryShareBps = 500;
+        applyParams(p);
+        assertEq(audit.minimumFee(segs), 10_500_000_000_000_000); // 14 seats * 0.0006 ether / 0.8
+    }
+
+    function test_sessionCount_countsCancelledSessionsToo() public {
+        assertEq(audit.sessionCount(), 0);
+        vm.startPrank(provider);
+        uint256 id = audit.createSession(keccak256("t"), 1);
+        audit.cancelSession(id);
+        audit.createSession(keccak256("t"), 1);
+        vm.stopPrank();
+        assertEq(audit.sessionCount(), 2);
+    }
+
+    function test_commitmentOf_bindsEveryField() public {
+        bytes32 base = audit.commitmentOf(1, 2, 0, a, true, "salt");
+        assertEq(
+            base,
+            keccak256(abi.encode(block.chainid, address(audit), uint256(1), uint256(2), uint8(0), a, true, bytes32("salt")))
+        );
+        assertTrue(audit.commitmentOf(2, 2, 0, a, true, "salt") != base, "session");
+        assertTrue(audit.commitmentOf(1, 3, 0, a, true, "salt") != base, "segment");
+        assertTrue(audit.commitmentOf(1, 2, 1, a, true, "salt") != base, "round");
+        assertTrue(audit.commitmentOf(1, 2, 0, b, true, "salt") != base, "auditor");
+        assertTrue(audit.commitmentOf(1, 2, 0, a, false, "salt") != base, "vote");
+        assertTrue(audit.commitmentOf(1, 2, 0, a, true, "pepper") != base, "salt");
+
+        // Another deployment (same code, other address) and another chain give other commitments.
+        TRUSTAudit other = TRUSTAudit(
+            address(
+                new ERC1967Proxy(
+                    address(new TRUSTAudit()),
+                    abi.encodeCall(
+                        TRUSTAudit.initialize,
+                        (
+                            address(this),
+                            IAuditorRegistry(address(registry)),
+                            IProtocolParams(address(params)),
+                            IRandomnessSource(address(randomness))
+                        )
+                    )
+                )
+            )
+        );
+        assertTrue(other.commitmentOf(1, 2, 0, a, true, "salt") != base, "contract");
+        vm.chainId(10);
+        assertTrue(audit.commitmentOf(1, 2, 0, a, true, "salt") != base, "chain");
+    }
+
+    // ------------------------------------------------------------------ fuzz
+
+    /// @notice Whatever the split, the fee and the votes, the four shares credited or sent add up to
+    ///         the fee exactly, and aligned seats never get more than the auditors' share.
+    function testFuzz_distributeRewards_sharesAddUpToTheFee(
+        uint256 fee,
+        uint256 auditorBps,
+        uint256 treasuryBps,
+        uint256 stakerBps,
+        uint8[3] memory choices
+    ) public {
+        Params memory p = defaultParams();
+        p.maxRounds = 1; // every round is final: Pass, Fail or Undetermined
+        p.auditorShareBps = uint16(bound(auditorBps, 1, BPS));
+        p.treasuryShareBps = uint16(bound(treasuryBps, 0, BPS - p.auditorShareBps));
+        p.stakerShareBps = uint16(bound(stakerBps, 0, BPS - p.auditorShareBps - p.treasuryShareBps));
+        p.insuranceShareBps = uint16(BPS - p.auditorShareBps - p.treasuryShareBps - p.stakerShareBps);
+        applyParams(p);
+        ITRUSTAudit.SegmentInput[] memory segs = uniformSegments(1, 1);
+        fee = bound(fee, audit.minimumFee(segs), 500 ether);
+        uint256 id = openWithFee(segs, fee);
+        drawAll(id);
+
+        address[3] memory who = [a, b, c];
+        for (uint256 i; i < 3; ++i) {
+            if (choices[i] % 3 != 0) commitAs(who[i], id, 0, choices[i] % 3 == 1);
+        }
+        toCommitEnd(id, 0);
+        for (uint256 i; i < 3; ++i) {
+            if (choices[i] % 3 != 0) revealAs(who[i], id, 0, choices[i] % 3 == 1);
+        }
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        audit.finalizeTrace(id);
+
+        uint256 registryBefore = address(registry).balance;
+        audit.distributeRewards(id);
+        uint256 toAuditors = audit.claimable(a) + audit.claimable(b) + audit.claimable(c);
+        uint256 stakers = address(registry).balance - registryBefore;
+        assertEq(toAuditors + audit.claimable(treasury) + audit.claimable(insurance) + stakers, fee);
+        assertEq(address(audit).balance, fee - stakers, "the contract holds every credited wei");
+        assertLe(toAuditors, fee * p.auditorShareBps / BPS);
+        assertEq(stakers, fee * p.stakerShareBps / BPS);
+        if (audit.session(id).alignedSeats == 0) assertEq(toAuditors, 0);
+    }
+
+    /// @notice commitmentOf is the documented encoding for any inputs.
+    function testFuzz_commitmentOf_isTheDocumentedHash(
+        uint256 sessionId,
+        uint256 segmentId,
+        uint8 round,
+        address auditor,
+        bool vote,
+        bytes32 salt
+    ) public view {
+        assertEq(
+            audit.commitmentOf(sessionId, segmentId, round, auditor, vote, salt),
+            keccak256(abi.encode(block.chainid, address(audit), sessionId, segmentId, round, auditor, vote, salt))
+        );
+    }
+}
