@@ -126,6 +126,7 @@ class ChainClient:
         try:
             self._chain_id = int(await self.w3.eth.chain_id)
         except Exception as exc:  # the provider raises transport-specific errors
+            await self.close()
             raise ChainError(
                 f"cannot reach the chain at {self.rpc_url}: {exc}. Is the node running (`trust devnet up`)?"
             ) from exc
