@@ -287,12 +287,11 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
         members = d.members;
         weights = new uint96[](size);
-        Params memory p = _params.params();
+        // Locking changes no draw weight (weight is stake; unlocked stake is checked at each draw).
         for (uint256 i; i < size; ++i) {
             Auditor storage au = _auditors[members[i]];
             weights[i] = au.stake;
             au.locked += lockPerSeat; // _drawOne checked stake - locked >= lockPerSeat
-            _sync(members[i], au, p);
         }
     }
 
@@ -302,8 +301,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         onlyAudit
         returns (uint256 forfeitedMask)
     {
-        Params memory p = _params.params();
-        uint256 forfeitedTotal;
+        uint256 forfeitedTotal = 0;
         for (uint256 i; i < seats.length; ++i) {
             SeatSettlement calldata seat = seats[i];
             Auditor storage au = _auditors[seat.auditor];
@@ -329,9 +327,10 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
                         terms.beneficiary,
                         seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus"
                     );
+                    // Only a forfeit changes the stake, and with it the draw weight.
+                    _sync(seat.auditor, au, _params.params());
                 }
             }
-            _sync(seat.auditor, au, p);
         }
         if (forfeitedTotal != 0) {
             _totalStake -= forfeitedTotal;
@@ -477,11 +476,13 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     }
 
     /// @dev Puts the auditor's draw weight in line with the current rules: its stake when it may be
-    ///      drawn, zero otherwise (eq. 3.2's indicator terms).
+    ///      drawn, zero otherwise (eq. 3.2's indicator terms). Locked stake does not enter: seats
+    ///      come and go with every draw and settlement, and rewriting the tree each time would cost
+    ///      O(log n) writes per seat; a member short of unlocked stake is skipped by the draw instead.
     function _sync(address account, Auditor storage au, Params memory p) private {
         uint8 tier = au.tier;
         bool eligible = au.registered && au.available && au.stake >= p.minStake(tier)
-            && au.stake - au.locked >= p.penaltyPerSeat && (tier != ParamsLib.TIER_HUMAN || au.credentialed);
+            && (tier != ParamsLib.TIER_HUMAN || au.credentialed);
         uint96 weight = eligible ? au.stake : 0;
         uint96 previous = au.treeWeight;
         if (weight == previous) return;
@@ -503,6 +504,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     function _drawOne(SortitionTree.Tree storage pool, Draw memory d) private {
         uint256 weightLeft = pool.total();
         if (weightLeft == 0) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
+        // The member's tree index is not needed here.
+        // slither-disable-next-line unused-return
         (address candidate,) = pool.draw(uint256(keccak256(abi.encode(d.seed, d.nonce++))) % weightLeft);
         Auditor storage au = _auditors[candidate];
         bool seated = _contains(d.members, d.seated, candidate);

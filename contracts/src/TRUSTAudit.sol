@@ -37,24 +37,29 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     uint8 private constant _SEAT_SEATED = 1;
     uint8 private constant _SEAT_PASS = 2;
     uint8 private constant _SEAT_FAIL = 3;
+    /// @dev An aligned seat whose reward was claimed.
+    uint8 private constant _SEAT_CLAIMED = 4;
 
     /// @dev Slot layout:
-    ///      0: provider 160 | segmentCount 32 | registeredCount 32 | finalizedCount 32
+    ///      0: provider 160 | segmentCount 16 | registeredCount 16 | finalizedCount 16 | status 8 | valid 8
     ///      1: traceRoot
-    ///      2: feeWei 128 | randomnessBlock 64 | requiredSeats 32 | status 8 | valid 8
+    ///      2: feeWei 96 | perSeatWei 96 (set by `distributeRewards`) | randomnessBlock 40 | requiredSeats 24
     ///      3: totalWeight 64 | passWeight 64 | criticalFailed 32 | contradictionsConfirmed 32 |
     ///         alignedSeats 32 | paramsVersion 32
+    ///      Counts of segments fit 16 bits (maxSegmentsPerSession <= 4096), seats 24 bits
+    ///      (4096 segments x 127 seats), fees 96 bits (7.9e10 ETH).
     struct Session {
         address provider;
-        uint32 segmentCount;
-        uint32 registeredCount;
-        uint32 finalizedCount;
-        bytes32 traceRoot;
-        uint128 feeWei;
-        uint64 randomnessBlock;
-        uint32 requiredSeats;
+        uint16 segmentCount;
+        uint16 registeredCount;
+        uint16 finalizedCount;
         SessionStatus status;
         bool valid;
+        bytes32 traceRoot;
+        uint96 feeWei;
+        uint96 perSeatWei;
+        uint40 randomnessBlock;
+        uint24 requiredSeats;
         uint64 totalWeight;
         uint64 passWeight;
         uint32 criticalFailed;
@@ -63,12 +68,13 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint32 paramsVersion;
     }
 
-    /// @dev Slot layout:
+    /// @dev Slot layout (everything a vote touches lives in slot 0, so a reveal writes one slot):
     ///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
-    ///         commitDeadline 48 | revealDeadline 48 | randomnessBlock 64
+    ///         commitDeadline 48 | randomnessBlock 40 | entropy 88
     ///      1: contentDigest
-    ///      2: entropy: the draw seed, XORed with every revealed salt (slash rolls come from it, so no
-    ///         auditor can predict its own roll when it commits)
+    ///      The reveal deadline is commitDeadline + the session's reveal window. `entropy` is the low
+    ///      88 bits of the draw seed, XORed with every revealed salt: slash rolls come from it, so no
+    ///      auditor can predict its own roll when it commits.
     struct Segment {
         uint8 tier;
         uint8 flags;
@@ -78,10 +84,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint8 revealedCount;
         uint32 weight;
         uint48 commitDeadline;
-        uint48 revealDeadline;
-        uint64 randomnessBlock;
+        uint40 randomnessBlock;
+        uint88 entropy;
         bytes32 contentDigest;
-        bytes32 entropy;
     }
 
     /// @dev Slot layout: 0: auditor 160 | weight 88 | state 8;  1: commitment.
@@ -104,8 +109,6 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     mapping(uint256 sessionId => mapping(uint256 segmentId => Segment)) private _segments;
     /// @dev Keyed by `_seatKey(segmentId, round, index)`.
     mapping(uint256 sessionId => mapping(uint256 seatKey => Seat)) private _seats;
-    mapping(uint256 sessionId => mapping(address auditor => uint256)) private _alignedSeats;
-    mapping(uint256 sessionId => address[]) private _alignedAuditors;
     mapping(address account => uint256) private _claimableWei;
 
     /// @notice The randomness source changed.
@@ -154,7 +157,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         Session storage s = _session(sessionId);
         if (msg.sender != s.provider) revert AuditNotProvider(sessionId, msg.sender);
         if (s.status != SessionStatus.Registering) revert AuditSessionNotOpen(sessionId, s.status);
-        s.feeWei += msg.value.toUint128();
+        s.feeWei += msg.value.toUint96();
         _registerSegments(sessionId, s, segments);
     }
 
@@ -262,20 +265,42 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint256 insuranceWei = fee - auditorsWei - treasuryWei - stakersWei;
 
         uint256 aligned = s.alignedSeats;
+        // With no aligned seat (nobody revealed, or only undecided rounds) the auditors' share goes
+        // to the treasury, and so does the rounding dust of the per-seat split.
+        uint256 dustWei = aligned == 0 ? auditorsWei : auditorsWei % aligned;
         uint256 perSeatWei = aligned == 0 ? 0 : auditorsWei / aligned;
-        // With no aligned seat (nobody revealed, or only undecided rounds), and for rounding dust,
-        // the auditors' share goes to the treasury.
-        treasuryWei += auditorsWei - perSeatWei * aligned;
-        address[] storage auditors = _alignedAuditors[sessionId];
-        for (uint256 i; i < auditors.length; ++i) {
-            address a = auditors[i];
-            _claimableWei[a] += _alignedSeats[sessionId][a] * perSeatWei;
-            delete _alignedSeats[sessionId][a];
-        }
+        s.perSeatWei = uint96(perSeatWei); // <= auditorsWei <= feeWei, a uint96
+        treasuryWei += dustWei;
         _claimableWei[_params.treasury()] += treasuryWei;
         _claimableWei[_params.insuranceFund()] += insuranceWei;
-        emit RewardsDistributed(sessionId, perSeatWei * aligned, perSeatWei, treasuryWei, stakersWei, insuranceWei);
+        emit RewardsDistributed(sessionId, auditorsWei - dustWei, perSeatWei, treasuryWei, stakersWei, insuranceWei);
+        // The registry is ours (set at initialization by governance), not an arbitrary recipient.
+        // slither-disable-next-line arbitrary-send-eth
         if (stakersWei != 0) _registry.notifyStakerReward{value: stakersWei}();
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function claimRewards(uint256 sessionId, SeatRef[] calldata seats) external nonReentrant {
+        Session storage s = _session(sessionId);
+        if (s.status != SessionStatus.Distributed) revert AuditNotDistributed(sessionId, s.status);
+        for (uint256 i; i < seats.length; ++i) {
+            uint256 segmentId = seats[i].segmentId;
+            uint256 seatIndex = seats[i].seatIndex;
+            Segment storage g = _segments[sessionId][segmentId];
+            // Only the final round of a decided segment has aligned seats.
+            SegmentStatus status = g.status;
+            uint8 alignedState = status == SegmentStatus.Passed ? _SEAT_PASS : _SEAT_FAIL;
+            Seat storage st = _seats[sessionId][_seatKey(segmentId, g.round, seatIndex)];
+            bool decided = status == SegmentStatus.Passed || status == SegmentStatus.Failed;
+            if (!decided || seatIndex >= g.committeeSize || st.auditor != msg.sender || st.state != alignedState) {
+                revert AuditSeatNotRewarded(sessionId, segmentId, seatIndex, msg.sender);
+            }
+            st.state = _SEAT_CLAIMED;
+        }
+        uint256 owed = s.perSeatWei * seats.length;
+        if (owed == 0) revert AuditNothingToWithdraw(msg.sender);
+        emit RewardsClaimed(sessionId, msg.sender, seats.length, owed);
+        Address.sendValue(payable(msg.sender), owed);
     }
 
     /// @inheritdoc ITRUSTAudit
@@ -345,7 +370,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             committeeSize: g.committeeSize,
             revealedCount: g.revealedCount,
             commitDeadline: g.commitDeadline,
-            revealDeadline: g.revealDeadline,
+            revealDeadline: g.commitDeadline == 0 ? 0 : uint48(_revealDeadline(sessionId, g)),
             randomnessBlock: g.randomnessBlock,
             contentDigest: g.contentDigest
         });
@@ -358,12 +383,17 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         returns (SeatView memory v)
     {
         Seat storage st = _seats[sessionId][_seatKey(segmentId, round, seatIndex)];
+        uint8 state = st.state;
+        // A claimed seat voted with the outcome of its (final) round.
+        bool vote = state == _SEAT_PASS
+            || (state == _SEAT_CLAIMED && _segments[sessionId][segmentId].status == SegmentStatus.Passed);
         v = SeatView({
             auditor: st.auditor,
             weight: st.weight,
-            committed: st.commitment != bytes32(0) || st.state >= _SEAT_PASS,
-            revealed: st.state >= _SEAT_PASS,
-            vote: st.state == _SEAT_PASS
+            committed: st.commitment != bytes32(0) || state >= _SEAT_PASS,
+            revealed: state >= _SEAT_PASS,
+            vote: vote,
+            claimed: state == _SEAT_CLAIMED
         });
     }
 
@@ -385,7 +415,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         if (status == SegmentStatus.AwaitingDraw) return Phase.AwaitingDraw;
         if (status != SegmentStatus.Voting) return Phase.Final;
         if (block.timestamp <= g.commitDeadline) return Phase.Commit;
-        if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize) return Phase.Reveal;
+        if (block.timestamp <= _revealDeadline(sessionId, g) && g.revealedCount < g.committeeSize) return Phase.Reveal;
         return Phase.Finalizable;
     }
 
@@ -397,7 +427,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     /// @inheritdoc ITRUSTAudit
     function minimumFee(SegmentInput[] calldata segments) external view returns (uint256) {
         Params memory p = _params.params();
-        uint256 seats;
+        uint256 seats = 0;
         for (uint256 i; i < segments.length; ++i) {
             seats += p.committeeSize(segments[i].tier);
         }
@@ -428,11 +458,11 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         sessionId = ++_sessionCount;
         Session storage s = _sessions[sessionId];
         s.provider = msg.sender;
-        s.segmentCount = uint32(segmentCount); // <= maxSegmentsPerSession, a uint16
+        s.segmentCount = uint16(segmentCount); // <= maxSegmentsPerSession <= 4096
         s.traceRoot = traceRoot;
-        s.feeWei = msg.value.toUint128();
+        s.feeWei = msg.value.toUint96();
         // Fixed now, known only once that block is mined: nobody can predict the committees.
-        s.randomnessBlock = uint64(block.number + p.randomnessDelayBlocks);
+        s.randomnessBlock = (block.number + p.randomnessDelayBlocks).toUint40();
         s.status = SessionStatus.Registering;
         s.paramsVersion = _params.version().toUint32();
         _sessionParams[sessionId] = p;
@@ -468,8 +498,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
                 sessionId, first + i, input.tier, input.weight, input.critical, input.contradiction, input.contentDigest
             );
         }
-        s.registeredCount = uint32(first + inputs.length); // <= segmentCount, a uint32
-        s.requiredSeats = uint32(seats); // <= 4096 segments * 127 seats
+        s.registeredCount = uint16(first + inputs.length); // <= segmentCount <= 4096
+        s.requiredSeats = uint24(seats); // <= 4096 segments * 127 seats < 2^24
         s.totalWeight = uint64(weight); // <= 4096 segments * (2^32 - 1)
         if (s.registeredCount == s.segmentCount) {
             // Every first-round seat must be able to earn R from the auditors' share.
@@ -515,7 +545,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             revert AuditRandomnessPending(sessionId, segmentId, g.randomnessBlock);
         }
         if (status == IRandomnessSource.Status.Expired) {
-            uint64 next = uint64(block.number + p.randomnessDelayBlocks);
+            uint40 next = (block.number + p.randomnessDelayBlocks).toUint40();
             g.randomnessBlock = next;
             emit RandomnessRefreshed(sessionId, segmentId, next);
             return;
@@ -530,20 +560,27 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             st.weight = weights[i] > type(uint88).max ? type(uint88).max : uint88(weights[i]);
             st.state = _SEAT_SEATED;
         }
-        uint48 commitDeadline = uint48(block.timestamp + p.commitWindowSeconds);
-        uint48 revealDeadline = commitDeadline + p.revealWindowSeconds;
+        uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
         g.status = SegmentStatus.Voting;
         g.commitDeadline = commitDeadline;
-        g.revealDeadline = revealDeadline;
-        g.entropy = seed;
-        emit CommitteeDrawn(sessionId, segmentId, round, g.tier, members, commitDeadline, revealDeadline);
+        g.entropy = uint88(uint256(seed)); // the low 88 bits
+        emit CommitteeDrawn(sessionId, segmentId, round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds);
     }
 
     // ------------------------------------------------------------------ internals: votes
 
+    /// @dev A segment only votes while its session is open, so the segment's own slot is all a vote
+    ///      reads; the session is looked at only to name the error.
     function _votingSegment(uint256 sessionId, uint256 segmentId) private view returns (Segment storage g) {
-        g = _segment(sessionId, _openSession(sessionId), segmentId);
-        if (g.status != SegmentStatus.Voting) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+        g = _segments[sessionId][segmentId];
+        SegmentStatus status = g.status;
+        if (status == SegmentStatus.Voting) return g;
+        if (status == SegmentStatus.None) _segment(sessionId, _session(sessionId), segmentId);
+        revert AuditWrongSegmentStatus(sessionId, segmentId, status);
+    }
+
+    function _revealDeadline(uint256 sessionId, Segment storage g) private view returns (uint256) {
+        return uint256(g.commitDeadline) + _sessionParams[sessionId].revealWindowSeconds;
     }
 
     function _seatIndexOf(uint256 sessionId, uint256 segmentId, Segment storage g, address auditor)
@@ -583,8 +620,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     function _reveal(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bool vote, bytes32 salt)
         private
     {
-        if (block.timestamp <= g.commitDeadline || block.timestamp > g.revealDeadline) {
-            revert AuditOutsideRevealWindow(sessionId, segmentId, block.timestamp, g.commitDeadline, g.revealDeadline);
+        uint256 revealDeadline = _revealDeadline(sessionId, g);
+        if (block.timestamp <= g.commitDeadline || block.timestamp > revealDeadline) {
+            revert AuditOutsideRevealWindow(sessionId, segmentId, block.timestamp, g.commitDeadline, revealDeadline);
         }
         Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
         if (st.state != _SEAT_SEATED) revert AuditAlreadyRevealed(sessionId, segmentId, msg.sender);
@@ -596,7 +634,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         st.state = vote ? _SEAT_PASS : _SEAT_FAIL;
         st.commitment = bytes32(0); // opened: no longer needed
         g.revealedCount += 1; // at most committeeSize, a uint8
-        g.entropy ^= salt;
+        g.entropy ^= uint88(uint256(salt));
         emit VoteRevealed(sessionId, segmentId, msg.sender, vote);
     }
 
@@ -608,8 +646,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     {
         Segment storage g = _segment(sessionId, s, segmentId);
         if (g.status != SegmentStatus.Voting) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
-        if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize) {
-            revert AuditVotingNotOver(sessionId, segmentId, block.timestamp, g.revealDeadline);
+        uint256 revealDeadline = _revealDeadline(sessionId, g);
+        if (block.timestamp <= revealDeadline && g.revealedCount < g.committeeSize) {
+            revert AuditVotingNotOver(sessionId, segmentId, block.timestamp, revealDeadline);
         }
         Params storage p = _sessionParams[sessionId];
         (SeatSettlement[] memory seats, SegmentStatus outcome) = _tally(sessionId, segmentId, g, p);
@@ -634,7 +673,11 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         }
         passed = outcome == SegmentStatus.Passed;
         g.status = outcome;
-        _recordAligned(sessionId, s, seats);
+        uint256 aligned = 0;
+        for (uint256 i; i < seats.length; ++i) {
+            if (seats[i].outcome == SeatOutcome.Aligned) ++aligned;
+        }
+        s.alignedSeats += uint32(aligned); // <= committee size
         s.finalizedCount += 1; // at most segmentCount
         if (passed) {
             s.passWeight += g.weight;
@@ -658,9 +701,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint8 round = g.round;
         seats = new SeatSettlement[](size);
         uint8[] memory states = new uint8[](size);
-        uint256 total;
-        uint256 passWeight;
-        uint256 failWeight;
+        uint256 total = 0;
+        uint256 passWeight = 0;
+        uint256 failWeight = 0;
         for (uint256 i; i < size; ++i) {
             Seat storage st = _seats[sessionId][_seatKey(segmentId, round, i)];
             uint256 w = st.weight;
@@ -679,7 +722,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
 
         bool decided = outcome == SegmentStatus.Passed || outcome == SegmentStatus.Failed;
         uint8 alignedState = outcome == SegmentStatus.Passed ? _SEAT_PASS : _SEAT_FAIL;
-        bytes32 entropy = g.entropy;
+        uint88 entropy = g.entropy;
         for (uint256 i; i < size; ++i) {
             uint8 state = states[i];
             if (state == _SEAT_SEATED) {
@@ -702,28 +745,15 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint8 tier = g.tier < ParamsLib.TIER_HUMAN ? g.tier + 1 : ParamsLib.TIER_HUMAN;
         // ParamsLib.validate bounds every escalated size by MAX_COMMITTEE_SIZE (127).
         uint8 size = uint8(ParamsLib.escalatedSize(g.committeeSize));
-        uint64 randomnessBlock = uint64(block.number + p.randomnessDelayBlocks);
+        uint40 randomnessBlock = (block.number + p.randomnessDelayBlocks).toUint40();
         g.round = round;
         g.tier = tier;
         g.committeeSize = size;
         g.status = SegmentStatus.AwaitingDraw;
         g.revealedCount = 0;
         g.commitDeadline = 0;
-        g.revealDeadline = 0;
         g.randomnessBlock = randomnessBlock;
         emit SegmentEscalated(sessionId, segmentId, round, tier, size, randomnessBlock);
-    }
-
-    /// @dev Counts each aligned seat toward its auditor's share of the auditors' fee pool.
-    function _recordAligned(uint256 sessionId, Session storage s, SeatSettlement[] memory seats) private {
-        uint256 aligned;
-        for (uint256 i; i < seats.length; ++i) {
-            if (seats[i].outcome != SeatOutcome.Aligned) continue;
-            address a = seats[i].auditor;
-            if (_alignedSeats[sessionId][a]++ == 0) _alignedAuditors[sessionId].push(a);
-            ++aligned;
-        }
-        s.alignedSeats += uint32(aligned); // <= committee size
     }
 
     function _seatKey(uint256 segmentId, uint8 round, uint256 index) private pure returns (uint256) {

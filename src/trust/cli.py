@@ -83,12 +83,13 @@ def bench_gas_cmd(
     segments: Annotated[int, typer.Option(min=1, max=64, help="segments in the session")] = 10,
     seats: Annotated[int, typer.Option(min=1, max=31, help="seats per segment")] = 5,
     auditors: Annotated[int, typer.Option(min=1, max=128, help="registered auditors")] = 15,
+    runs: Annotated[int, typer.Option(min=1, max=50, help="sessions to average, each on a fresh chain")] = 5,
 ) -> None:
     """Gas per seat of a full session on a fresh Anvil: draw, commit, reveal, finalize, distribute."""
     from trust.bench.gas import render, run_gas_benchmark
 
     with console.status("running the gas benchmark on a fresh anvil"):
-        report = asyncio.run(run_gas_benchmark(segments=segments, seats=seats, auditors=auditors))
+        report = asyncio.run(run_gas_benchmark(segments=segments, seats=seats, auditors=auditors, runs=runs))
     render(report, console)
 
 

@@ -34,7 +34,7 @@ from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol, hand_to_timelock
 from trust.chain.protocol import Protocol
-from trust.chain.wallets import create_keystore, load_keystore
+from trust.chain.wallets import create_keystore, load_keystore, write_keystore
 from trust.errors import DeploymentNotFound, DevnetError
 from trust.settings import Settings
 from trust.toolchain import Toolchain
@@ -117,6 +117,7 @@ async def provision_auditors(
     first_index: int = 0,
     stake_for: Callable[[int, int], int] | None = None,
     grant_credentials: Callable[[list[str]], Awaitable[None]] | None = None,
+    new_account: Callable[[int], LocalAccount] | None = None,
     scrypt_n: int = 2**14,
     progress: Progress | None = None,
 ) -> list[AuditorAccount]:
@@ -126,6 +127,8 @@ async def provision_auditors(
     register: `grant_credentials` grants it (by default the funder grants it directly, which works
     while it still owns the registry; after the hand-over it must go through the timelock). The
     default stake is the tier minimum times 1, 2 or 3 in turn, so that stake weighting matters.
+    `new_account(index)` supplies the key of a new auditor (random by default; the benchmark
+    derives them from a mnemonic so that its runs are reproducible).
     """
     params = await protocol.params.params()
     minimum = {1: params["minStakeTier1"], 2: params["minStakeTier2"], 3: params["minStakeTier3"]}
@@ -147,6 +150,9 @@ async def provision_auditors(
         # An earlier run that stopped half-way left its keys: reuse them rather than orphan them.
         if keystore.exists():
             account = load_keystore(keystore, password)
+        elif new_account is not None:
+            account = new_account(index)
+            write_keystore(keystore, account, password, scrypt_n=scrypt_n)
         else:
             account = create_keystore(keystore, password, scrypt_n=scrypt_n)
         public = _encryption_public_key(key_file, password)
@@ -185,7 +191,9 @@ async def provision_auditors(
             account, info.tier, bytes.fromhex(info.encryption_public_key[2:]), f"devnet:auditor:{info.address}", info.stake
         )
 
-    await asyncio.gather(*(register(account, info) for account, info in created_new))
+    # One after another: the chain then sees the same transactions in the same order on every run.
+    for account, info in created_new:
+        await register(account, info)
     if progress:
         progress(f"registered {len(created)} auditors")
     return [info for _, info in created]

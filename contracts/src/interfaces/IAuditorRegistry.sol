@@ -109,8 +109,8 @@ interface IAuditorRegistry {
     /// @return members The committee, in draw order.
     /// @return weights Each member's stake at the draw: their voting weight for this round.
     /// @dev Who may be drawn follows the registry's current rules (registered, available, of `tier`,
-    ///      credentialed for tier 3, stake at the tier minimum and one seat's penalty unlocked); only
-    ///      the lock comes from the session's snapshot, and a member must have it unlocked.
+    ///      credentialed for tier 3, stake at the tier minimum); a member must also have
+    ///      `lockPerSeat` (the session's penalty P) unlocked, or it is skipped.
     ///      Successive sampling without replacement: each seat is drawn with probability
     ///      proportional to stake among the members not yet drawn. O(size * log n) reads in the
     ///      usual case; when rejections pile up (one member holds most of the stake) the drawn

@@ -20,7 +20,10 @@ import {Params} from "../types/Params.sol";
 ///           `SegmentEscalated` for an escalation.
 ///         - `slashAuditor` takes the slashed stake from the registry's unlocked and unbonding stake
 ///           and credits it to the insurance fund; it never touches stake locked by open seats.
-///         - Rewards are paid by pull: `distributeRewards` credits balances, `withdraw` pays them.
+///         - Rewards are paid by pull: `distributeRewards` fixes the per-seat reward (the auditors'
+///           share divided by the aligned seats) and credits the treasury and insurance fund in O(1);
+///           each auditor then claims its aligned seats with `claimRewards`, and the treasury and
+///           insurance fund take their balances with `withdraw`.
 interface ITRUSTAudit {
     // ------------------------------------------------------------------ types
 
@@ -103,6 +106,13 @@ interface ITRUSTAudit {
         bool committed;
         bool revealed;
         bool vote;
+        bool claimed;
+    }
+
+    /// @notice A seat of a session, named by segment and index in the segment's final committee.
+    struct SeatRef {
+        uint256 segmentId;
+        uint256 seatIndex;
     }
 
     /// @notice One commitment of a batch: the seat is named by its index in the committee.
@@ -170,6 +180,7 @@ interface ITRUSTAudit {
         uint256 indexed sessionId, uint256 auditorsWei, uint256 perSeatWei, uint256 treasuryWei, uint256 stakersWei, uint256 insuranceWei
     );
     event Withdrawn(address indexed account, uint256 amountWei);
+    event RewardsClaimed(uint256 indexed sessionId, address indexed auditor, uint256 seats, uint256 amountWei);
 
     // ------------------------------------------------------------------ errors
 
@@ -197,6 +208,8 @@ interface ITRUSTAudit {
     error AuditSegmentsPending(uint256 sessionId, uint256 finalized, uint256 segmentCount);
     error AuditNotFinalized(uint256 sessionId, SessionStatus status);
     error AuditNothingToWithdraw(address account);
+    error AuditNotDistributed(uint256 sessionId, SessionStatus status);
+    error AuditSeatNotRewarded(uint256 sessionId, uint256 segmentId, uint256 seatIndex, address caller);
     error AuditZeroAddress();
 
     // ------------------------------------------------------------------ Listing 1
@@ -244,9 +257,12 @@ interface ITRUSTAudit {
     ///         contradiction was confirmed. O(1). Emits `TraceFinalized`.
     function finalizeTrace(uint256 sessionId) external returns (bool valid);
 
-    /// @notice Splits a finalized session's fee: auditors (per aligned seat), treasury, stakers
-    ///         (pro rata to stake), insurance. Credits balances for `withdraw`.
-    /// @dev O(distinct aligned auditors). Emits `RewardsDistributed`.
+    /// @notice Splits a finalized session's fee: 70% to the auditors, equally per aligned seat (a
+    ///         seat that revealed the outcome of a decided segment), 15% treasury, 10% stakers (pro
+    ///         rata to stake, through the registry), 5% insurance (default split).
+    /// @dev O(1): fixes the per-seat reward for `claimRewards` and credits the treasury and the
+    ///      insurance fund for `withdraw`. With no aligned seat the auditors' share, and always the
+    ///      rounding dust, goes to the treasury. Emits `RewardsDistributed`.
     function distributeRewards(uint256 sessionId) external;
 
     /// @notice Governance slash of `amount` staking tokens from an auditor (owner only).
@@ -277,8 +293,14 @@ interface ITRUSTAudit {
     /// @notice `finalizeSegment` for many segments of a session.
     function finalizeSegments(uint256 sessionId, uint256[] calldata segmentIds) external;
 
-    /// @notice Pays the caller's credited ETH (rewards, treasury and insurance shares).
+    /// @notice Pays the caller's credited ETH (the treasury and insurance shares).
     function withdraw() external;
+
+    /// @notice Pays the caller the reward of its aligned seats in a distributed session.
+    /// @dev Each seat is claimed once. Reverts with `AuditSeatNotRewarded` for a seat that is not
+    ///      the caller's, not in a decided segment's final round, or not aligned with its outcome.
+    ///      O(seats). Emits `RewardsClaimed`.
+    function claimRewards(uint256 sessionId, SeatRef[] calldata seats) external;
 
     /// @notice The commitment a seat must submit: binds chain id, this contract, session, segment,
     ///         round, auditor, vote and salt.

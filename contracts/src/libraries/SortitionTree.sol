@@ -14,6 +14,7 @@ import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 library SortitionTree {
     struct Tree {
         uint256 size;
+        uint256 totalWeight;
         mapping(uint256 index => uint256) nodes;
         mapping(uint256 index => address) members;
     }
@@ -31,6 +32,7 @@ library SortitionTree {
         // Node `index` covers members index - lowbit + 1 .. index: the new one plus those before it.
         uint256 lowbit = index & (~index + 1);
         tree.nodes[index] = weight + prefixSum(tree, index - 1) - prefixSum(tree, index - lowbit);
+        tree.totalWeight += weight;
     }
 
     /// @notice Changes a member's weight from `oldWeight` to `newWeight`. O(log n).
@@ -42,12 +44,14 @@ library SortitionTree {
         if (newWeight == oldWeight) return;
         if (newWeight > oldWeight) {
             uint256 delta = newWeight - oldWeight;
-            for (uint256 i = index; i <= size; i += i & (~i + 1)) {
+            tree.totalWeight += delta;
+            for (uint256 i = index; i <= size; i = _next(i)) {
                 tree.nodes[i] += delta;
             }
         } else {
             uint256 delta = oldWeight - newWeight;
-            for (uint256 i = index; i <= size; i += i & (~i + 1)) {
+            tree.totalWeight -= delta;
+            for (uint256 i = index; i <= size; i = _next(i)) {
                 tree.nodes[i] -= delta;
             }
         }
@@ -55,14 +59,18 @@ library SortitionTree {
 
     /// @notice The total weight of members 1 .. `index`. O(log n).
     function prefixSum(Tree storage tree, uint256 index) internal view returns (uint256 sum) {
-        for (uint256 i = index; i > 0; i -= i & (~i + 1)) {
+        for (uint256 i = index; i > 0;) {
             sum += tree.nodes[i];
+            // unchecked: i & -i is the lowest set bit of i > 0, so it is at most i.
+            unchecked {
+                i -= i & (~i + 1);
+            }
         }
     }
 
-    /// @notice The total weight of the tree. O(log n).
+    /// @notice The total weight of the tree. O(1): kept beside the nodes.
     function total(Tree storage tree) internal view returns (uint256) {
-        return prefixSum(tree, tree.size);
+        return tree.totalWeight;
     }
 
     /// @notice The member whose weight interval contains `value`, for `value` < total weight.
@@ -73,19 +81,31 @@ library SortitionTree {
         uint256 step = size == 0 ? 0 : 1 << Math.log2(size);
         uint256 remaining = value;
         uint256 position;
-        while (step > 0) {
-            uint256 next = position + step;
-            if (next <= size) {
-                uint256 node = tree.nodes[next];
-                if (node <= remaining) {
-                    position = next;
-                    remaining -= node;
+        // unchecked: position + step <= 2 * size (each step is a distinct power of two below
+        // 2 * size), and `remaining` is reduced only by a node that is not above it.
+        unchecked {
+            while (step > 0) {
+                uint256 next = position + step;
+                if (next <= size) {
+                    uint256 node = tree.nodes[next];
+                    if (node <= remaining) {
+                        position = next;
+                        remaining -= node;
+                    }
                 }
+                step >>= 1;
             }
-            step >>= 1;
         }
         index = position + 1;
         if (index > size) revert SortitionTreeDrawOutOfRange(value, prefixSum(tree, size));
         member = tree.members[index];
+    }
+
+    /// @dev The next node whose range covers index `i`: i + lowbit(i).
+    function _next(uint256 i) private pure returns (uint256) {
+        // unchecked: i <= size < 2^32 (the registry stores indices as uint32), so no overflow.
+        unchecked {
+            return i + (i & (~i + 1));
+        }
     }
 }

@@ -79,6 +79,7 @@ class AnvilNode:
         state_interval_seconds: int | None = None,
         log_file: Path | None = None,
         detached: bool = False,
+        genesis_timestamp: int | None = None,
         startup_timeout_seconds: float = 30.0,
     ) -> AnvilNode:
         """Starts Anvil and waits until it answers JSON-RPC.
@@ -93,6 +94,8 @@ class AnvilNode:
         cmd = [str(toolchain.anvil), "--host", host, "--port", str(port), "--chain-id", str(chain_id), "--silent"]
         if mnemonic:
             cmd += ["--mnemonic", mnemonic]
+        if genesis_timestamp is not None:
+            cmd += ["--timestamp", str(genesis_timestamp)]
         if state_file is not None:
             state_file.parent.mkdir(parents=True, exist_ok=True)
             cmd += ["--state", str(state_file)]

@@ -174,6 +174,13 @@ class AuditContract:
     async def distribute_rewards(self, caller: LocalAccount, session_id: int) -> SentTransaction:
         return await self.chain.transact(self.contract.functions.distributeRewards(session_id), caller)
 
+    async def claim_rewards(
+        self, auditor: LocalAccount, session_id: int, seats: Sequence[tuple[int, int]]
+    ) -> SentTransaction:
+        """Claims the reward of the caller's aligned seats, given as (segment id, seat index)."""
+        fn = self.contract.functions.claimRewards(session_id, [tuple(seat) for seat in seats])
+        return await self.chain.transact(fn, auditor)
+
     async def withdraw(self, account: LocalAccount) -> SentTransaction:
         return await self.chain.transact(self.contract.functions.withdraw(), account)
 

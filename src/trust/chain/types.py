@@ -181,10 +181,18 @@ class SeatInfo:
     committed: bool
     revealed: bool
     vote: bool
+    claimed: bool
 
     @classmethod
     def from_chain(cls, raw: Any) -> SeatInfo:
-        return cls(auditor=raw.auditor, weight=raw.weight, committed=raw.committed, revealed=raw.revealed, vote=raw.vote)
+        return cls(
+            auditor=raw.auditor,
+            weight=raw.weight,
+            committed=raw.committed,
+            revealed=raw.revealed,
+            vote=raw.vote,
+            claimed=raw.claimed,
+        )
 
 
 @dataclass(frozen=True, slots=True)
