@@ -6,6 +6,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
 import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
@@ -14,7 +15,7 @@ import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/Own
 import {IAuditorRegistry} from "./interfaces/IAuditorRegistry.sol";
 import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
 import {Params} from "./types/Params.sol";
-import {SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
+import {DrawRequest, SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
 import {ReputationLib} from "./libraries/ReputationLib.sol";
 import {SortitionTree} from "./libraries/SortitionTree.sol";
@@ -31,19 +32,23 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     using SafeCast for uint256;
     using ParamsLib for Params;
     using SortitionTree for SortitionTree.Tree;
+    using Checkpoints for Checkpoints.Trace208;
 
-    /// @dev Draws rejected (member already seated, excluded, or short of unlocked stake) before the
-    ///      drawn members are taken out of the tree for the rest of the draw.
+    /// @dev Draws rejected (member already seated, excluded, short of unlocked stake, or weighing
+    ///      less at the randomness block than in the tree) before the draw switches to correcting
+    ///      the tree for the rest of the draw.
     uint256 private constant _REJECTIONS_BEFORE_EXCLUSION = 8;
-    /// @dev Members that may be taken out of the tree in one draw beyond the committee itself.
-    uint256 private constant _MAX_EXTRA_EXCLUSIONS = 64;
+    /// @dev Members whose tree weight one draw may correct beyond the committee itself.
+    uint256 private constant _MAX_EXTRA_EXCLUSIONS = 128;
 
     /// @dev Slot layout:
     ///      0: stake 96 | locked 96 | reputationWad 64      (written by every seat lock and settlement)
-    ///      1: treeWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8
-    ///      2: unbonding 96 | unbondingReadyAt 48
+    ///      1: treeWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8 |
+    ///         weightChangedAt 40 | decreasePending 8    (read by every draw)
+    ///      2: unbonding 96 | unbondingReadyAt 48 | drawWeight 96
     ///      3: encryptionKey
-    ///      Invariant: locked <= stake, so every open seat's penalty is backed.
+    ///      Invariants: locked <= stake, so every open seat's penalty is backed; treeWeight >=
+    ///      the draw weight at every block a draw may still use (see `_sync`).
     struct Auditor {
         uint96 stake;
         uint96 locked;
@@ -54,8 +59,11 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         bool registered;
         bool available;
         bool credentialed;
+        uint40 weightChangedAt;
+        bool decreasePending;
         uint96 unbonding;
         uint48 unbondingReadyAt;
+        uint96 drawWeight;
         bytes32 encryptionKey;
     }
 
@@ -63,13 +71,16 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     struct Draw {
         uint8 tier;
         bytes32 seed;
+        uint256 randomnessBlock;
         address excluded;
         uint96 lockPerSeat;
         address[] members;
+        uint96[] weights;
         uint256 seated;
-        address[] removed;
-        uint256 removedCount;
-        bool excluding;
+        address[] corrected; // members whose tree weight is changed for the rest of the draw
+        uint96[] correctedTo;
+        uint256 correctedCount;
+        bool correcting;
         uint256 rejections;
         uint256 nonce;
     }
@@ -82,6 +93,9 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     mapping(address account => string) private _metadataURIs;
     mapping(uint8 tier => SortitionTree.Tree) private _pools;
     mapping(uint8 tier => uint256) private _eligibleCounts;
+    /// @dev Every change of an auditor's draw weight, by block: a draw reads the weight at its
+    ///      randomness block, so that nothing done after that block's hash is public counts.
+    mapping(address account => Checkpoints.Trace208) private _weightHistory;
     uint256 private _totalStake;
 
     // Stakers' share of fees: a reward-per-stake accumulator (Synthetix StakingRewards).
@@ -225,6 +239,11 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         _token.safeTransfer(msg.sender, owed);
     }
 
+    /// @inheritdoc IAuditorRegistry
+    function settleDrawWeight(address account) external {
+        _lowerSettledWeight(account, _auditors[account]);
+    }
+
     // ------------------------------------------------------------------ governance
 
     /// @inheritdoc IAuditorRegistry
@@ -254,44 +273,46 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     // ------------------------------------------------------------------ audit contract
 
     /// @inheritdoc IAuditorRegistry
-    function drawCommittee(uint8 tier, uint256 size, bytes32 seed, address excluded, uint96 lockPerSeat)
+    function drawCommittee(DrawRequest calldata request)
         external
         onlyAudit
         returns (address[] memory members, uint96[] memory weights)
     {
-        uint256 eligible = _eligibleCounts[tier];
-        if (_inPool(excluded, tier)) --eligible; // excluded is counted in `eligible`
-        if (eligible < size) revert RegistryCommitteeUnavailable(tier, size, eligible);
-
+        uint256 randomnessBlock = request.randomnessBlock;
+        if (randomnessBlock >= block.number || block.number - randomnessBlock > ParamsLib.DRAW_HISTORY_BLOCKS) {
+            revert RegistryRandomnessOutOfWindow(randomnessBlock, block.number);
+        }
+        uint256 size = request.size;
+        uint96 lockPerSeat = request.lockPerSeat;
         Draw memory d = Draw({
-            tier: tier,
-            seed: seed,
-            excluded: excluded,
+            tier: request.tier,
+            seed: request.seed,
+            randomnessBlock: randomnessBlock,
+            excluded: request.excluded,
             lockPerSeat: lockPerSeat,
             members: new address[](size),
+            weights: new uint96[](size),
             seated: 0,
-            removed: new address[](size + 1 + _MAX_EXTRA_EXCLUSIONS),
-            removedCount: 0,
-            excluding: false,
+            corrected: new address[](0), // allocated if the draw switches to correcting
+            correctedTo: new uint96[](0),
+            correctedCount: 0,
+            correcting: false,
             rejections: 0,
             nonce: 0
         });
-        SortitionTree.Tree storage pool = _pools[tier];
+        SortitionTree.Tree storage pool = _pools[request.tier];
         while (d.seated < size) {
             _drawOne(pool, d);
         }
-        for (uint256 i; i < d.removedCount; ++i) {
-            Auditor storage au = _auditors[d.removed[i]];
-            pool.update(au.treeIndex, 0, au.treeWeight);
+        for (uint256 i; i < d.correctedCount; ++i) {
+            Auditor storage au = _auditors[d.corrected[i]];
+            pool.update(au.treeIndex, d.correctedTo[i], au.treeWeight);
         }
-
         members = d.members;
-        weights = new uint96[](size);
-        // Locking changes no draw weight (weight is stake; unlocked stake is checked at each draw).
+        weights = d.weights;
+        // Locking changes no draw weight (unlocked stake is checked at each draw instead).
         for (uint256 i; i < size; ++i) {
-            Auditor storage au = _auditors[members[i]];
-            weights[i] = au.stake;
-            au.locked += lockPerSeat; // _drawOne checked stake - locked >= lockPerSeat
+            _auditors[members[i]].locked += lockPerSeat; // _drawOne checked stake - locked >= lockPerSeat
         }
     }
 
@@ -479,28 +500,65 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     ///      drawn, zero otherwise (eq. 3.2's indicator terms). Locked stake does not enter: seats
     ///      come and go with every draw and settlement, and rewriting the tree each time would cost
     ///      O(log n) writes per seat; a member short of unlocked stake is skipped by the draw instead.
+    ///
+    ///      Every change is recorded by block in `_weightHistory`. An increase enters the tree at
+    ///      once; a decrease leaves the tree weight where it was until `DRAW_HISTORY_BLOCKS` have
+    ///      passed, so that the tree never weighs a member less than it weighed at any randomness
+    ///      block still in use (the draw's rejection step needs that).
     function _sync(address account, Auditor storage au, Params memory p) private {
         uint8 tier = au.tier;
         bool eligible = au.registered && au.available && au.stake >= p.minStake(tier)
             && (tier != ParamsLib.TIER_HUMAN || au.credentialed);
         uint96 weight = eligible ? au.stake : 0;
-        uint96 previous = au.treeWeight;
-        if (weight == previous) return;
-        SortitionTree.Tree storage pool = _pools[tier];
+        uint96 previous = au.drawWeight;
+        if (weight == previous) {
+            _lowerSettledWeight(account, au);
+            return;
+        }
+        au.drawWeight = weight;
+        au.weightChangedAt = uint40(block.number); // block numbers stay below 2^40 for eons
+        _weightHistory[account].push(uint48(block.number), weight);
+        if (previous == 0) ++_eligibleCounts[tier];
+        else if (weight == 0) --_eligibleCounts[tier];
+        if (weight >= au.treeWeight) {
+            _setTreeWeight(account, au, weight);
+            au.decreasePending = false;
+        } else {
+            au.decreasePending = true;
+        }
+        emit DrawWeightChanged(account, weight);
+    }
+
+    /// @dev Lowers the tree weight to the draw weight once no usable randomness predates the
+    ///      decrease.
+    function _lowerSettledWeight(address account, Auditor storage au) private {
+        if (au.decreasePending && block.number > uint256(au.weightChangedAt) + ParamsLib.DRAW_HISTORY_BLOCKS) {
+            _setTreeWeight(account, au, au.drawWeight);
+            au.decreasePending = false;
+        }
+    }
+
+    function _setTreeWeight(address account, Auditor storage au, uint96 weight) private {
+        SortitionTree.Tree storage pool = _pools[au.tier];
         if (au.treeIndex == 0) {
             au.treeIndex = pool.append(account, weight).toUint32();
         } else {
-            pool.update(au.treeIndex, previous, weight);
+            pool.update(au.treeIndex, au.treeWeight, weight);
         }
         au.treeWeight = weight;
-        if (previous == 0) ++_eligibleCounts[tier];
-        else if (weight == 0) --_eligibleCounts[tier];
     }
 
-    /// @dev One draw from the pool: seats the member drawn if it may sit, and otherwise counts a
-    ///      rejection. Once rejections pass `_REJECTIONS_BEFORE_EXCLUSION`, every member drawn leaves
-    ///      the tree for the rest of the draw, so each further draw either seats someone new or
-    ///      removes a member who cannot sit, and the draw ends within `removed.length` steps.
+    /// @dev One proposal from the pool, by rejection sampling towards the weights at the
+    ///      randomness block. The tree holds, for every member, a weight at least its weight at any
+    ///      block a draw may still use (increases enter at once, decreases after
+    ///      `DRAW_HISTORY_BLOCKS`); a proposal of `candidate` is accepted with probability
+    ///      weightAt(randomnessBlock) / treeWeight, so each seat goes to a member with probability
+    ///      proportional to its stake at the randomness block (eq. 3.2), whatever anyone did after.
+    ///      Members already seated, the excluded account, and members short of unlocked stake have
+    ///      target weight zero. Once rejections pass `_REJECTIONS_BEFORE_EXCLUSION`, the draw
+    ///      instead corrects each proposed member's tree weight to its target for the rest of the
+    ///      draw (zero for the seated), so every later proposal either seats someone or corrects a
+    ///      member for good: the draw ends within `corrected.length` proposals.
     function _drawOne(SortitionTree.Tree storage pool, Draw memory d) private {
         uint256 weightLeft = pool.total();
         if (weightLeft == 0) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
@@ -508,28 +566,78 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         // slither-disable-next-line unused-return
         (address candidate,) = pool.draw(uint256(keccak256(abi.encode(d.seed, d.nonce++))) % weightLeft);
         Auditor storage au = _auditors[candidate];
-        bool seated = _contains(d.members, d.seated, candidate);
-        bool accept = candidate != d.excluded && !seated && au.stake - au.locked >= d.lockPerSeat;
-        if (accept) d.members[d.seated++] = candidate;
-        if (d.excluding) {
-            _remove(pool, d, candidate);
-        } else if (!accept && ++d.rejections > _REJECTIONS_BEFORE_EXCLUSION) {
-            d.excluding = true;
+        uint96 target = 0;
+        if (candidate != d.excluded && au.stake - au.locked >= d.lockPerSeat && !_contains(d.members, d.seated, candidate)) {
+            target = _weightAt(candidate, au, d.randomnessBlock);
+        }
+        (bool isCorrected, uint96 proposal) = _proposalWeight(d, candidate, au.treeWeight);
+        if (d.correcting) {
+            if (target == proposal) _seat(d, candidate, target);
+            _correct(pool, d, candidate, target == proposal ? 0 : target, isCorrected, proposal);
+            return;
+        }
+        // Accept with probability target / proposal (always when equal, never when zero).
+        if (target == proposal || (target != 0 && uint256(keccak256(abi.encode(d.seed, d.nonce++))) % proposal < target)) {
+            _seat(d, candidate, target);
+        } else if (++d.rejections > _REJECTIONS_BEFORE_EXCLUSION) {
+            d.correcting = true;
+            d.corrected = new address[](d.members.length + 1 + _MAX_EXTRA_EXCLUSIONS);
+            d.correctedTo = new uint96[](d.corrected.length);
             for (uint256 i; i < d.seated; ++i) {
-                _remove(pool, d, d.members[i]);
+                (bool c, uint96 w) = _proposalWeight(d, d.members[i], _auditors[d.members[i]].treeWeight);
+                _correct(pool, d, d.members[i], 0, c, w);
             }
-            if (_inPool(d.excluded, d.tier)) _remove(pool, d, d.excluded);
-            if (candidate != d.excluded && !seated) _remove(pool, d, candidate);
+            if (_inPool(d.excluded, d.tier)) _correct(pool, d, d.excluded, 0, false, _auditors[d.excluded].treeWeight);
         }
     }
 
-    /// @dev Takes `member` out of the tree for the rest of a draw (weight zero), leaving its
-    ///      `treeWeight` as it was so that the draw can put it back.
-    function _remove(SortitionTree.Tree storage pool, Draw memory d, address member) private {
-        if (d.removedCount == d.removed.length) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
-        Auditor storage au = _auditors[member];
-        pool.update(au.treeIndex, au.treeWeight, 0);
-        d.removed[d.removedCount++] = member;
+    function _seat(Draw memory d, address member, uint96 weight) private pure {
+        d.members[d.seated] = member;
+        d.weights[d.seated] = weight;
+        ++d.seated;
+    }
+
+    /// @dev The weight `member` has in the tree during this draw: corrected, or its stored one.
+    function _proposalWeight(Draw memory d, address member, uint96 treeWeight)
+        private
+        pure
+        returns (bool corrected, uint96 weight)
+    {
+        for (uint256 i; i < d.correctedCount; ++i) {
+            if (d.corrected[i] == member) return (true, d.correctedTo[i]);
+        }
+        return (false, treeWeight);
+    }
+
+    /// @dev Sets `member`'s tree weight to `to` for the rest of the draw (restored at its end).
+    function _correct(
+        SortitionTree.Tree storage pool,
+        Draw memory d,
+        address member,
+        uint96 to,
+        bool alreadyCorrected,
+        uint96 from
+    ) private {
+        pool.update(_auditors[member].treeIndex, from, to);
+        if (alreadyCorrected) {
+            for (uint256 i; i < d.correctedCount; ++i) {
+                if (d.corrected[i] == member) d.correctedTo[i] = to;
+            }
+            return;
+        }
+        if (d.correctedCount == d.corrected.length) {
+            revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
+        }
+        d.corrected[d.correctedCount] = member;
+        d.correctedTo[d.correctedCount] = to;
+        ++d.correctedCount;
+    }
+
+    /// @dev The draw weight of `account` at the end of block `blockNumber`.
+    function _weightAt(address account, Auditor storage au, uint256 blockNumber) private view returns (uint96) {
+        if (au.weightChangedAt <= blockNumber) return au.decreasePending ? au.drawWeight : au.treeWeight;
+        // Changed since: read the history (rare: only members who changed after the randomness).
+        return uint96(_weightHistory[account].upperLookupRecent(uint48(blockNumber))); // stored from uint96
     }
 
     function _inPool(address account, uint8 tier) private view returns (bool) {

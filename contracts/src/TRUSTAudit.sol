@@ -14,7 +14,7 @@ import {IAuditorRegistry} from "./interfaces/IAuditorRegistry.sol";
 import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
 import {IRandomnessSource} from "./interfaces/IRandomnessSource.sol";
 import {Params} from "./types/Params.sol";
-import {SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
+import {DrawRequest, SeatOutcome, SeatSettlement, SettlementTerms} from "./types/Settlement.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
 
 /// @title TRUSTAudit
@@ -540,31 +540,58 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         Segment storage g = _segment(sessionId, s, segmentId);
         if (g.status != SegmentStatus.AwaitingDraw) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
         Params storage p = _sessionParams[sessionId];
-        (IRandomnessSource.Status status, bytes32 value) = _randomness.randomnessAt(g.randomnessBlock);
+        uint256 randomnessBlock = g.randomnessBlock;
+        (IRandomnessSource.Status status, bytes32 value) = _randomness.randomnessAt(randomnessBlock);
         if (status == IRandomnessSource.Status.Pending) {
-            revert AuditRandomnessPending(sessionId, segmentId, g.randomnessBlock);
+            revert AuditRandomnessPending(sessionId, segmentId, randomnessBlock);
         }
-        if (status == IRandomnessSource.Status.Expired) {
+        // Draw weights are kept for DRAW_HISTORY_BLOCKS: older randomness is refreshed whatever the
+        // source says, so that a late draw can never read the registry as it is now.
+        if (status == IRandomnessSource.Status.Expired || block.number > randomnessBlock + ParamsLib.DRAW_HISTORY_BLOCKS) {
             uint40 next = (block.number + p.randomnessDelayBlocks).toUint40();
             g.randomnessBlock = next;
             emit RandomnessRefreshed(sessionId, segmentId, next);
             return;
         }
+        bytes32 seed = keccak256(abi.encode(value, address(this), sessionId, segmentId, g.round));
+        address[] memory members = _seatCommittee(sessionId, segmentId, g, seed, randomnessBlock, s.provider);
+        uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
+        g.status = SegmentStatus.Voting;
+        g.commitDeadline = commitDeadline;
+        g.entropy = uint88(uint256(seed)); // the low 88 bits
+        emit CommitteeDrawn(
+            sessionId, segmentId, g.round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds
+        );
+    }
+
+    /// @dev Draws the committee in the registry (which locks each seat's penalty) and records the
+    ///      seats with their weight at the randomness block.
+    function _seatCommittee(
+        uint256 sessionId,
+        uint256 segmentId,
+        Segment storage g,
+        bytes32 seed,
+        uint256 randomnessBlock,
+        address provider
+    ) private returns (address[] memory members) {
         uint8 round = g.round;
-        bytes32 seed = keccak256(abi.encode(value, address(this), sessionId, segmentId, round));
-        (address[] memory members, uint96[] memory weights) =
-            _registry.drawCommittee(g.tier, g.committeeSize, seed, s.provider, p.penaltyPerSeat);
+        uint96[] memory weights;
+        (members, weights) = _registry.drawCommittee(
+            DrawRequest({
+                tier: g.tier,
+                size: g.committeeSize,
+                seed: seed,
+                randomnessBlock: randomnessBlock,
+                excluded: provider,
+                lockPerSeat: _sessionParams[sessionId].penaltyPerSeat
+            })
+        );
         for (uint256 i; i < members.length; ++i) {
             Seat storage st = _seats[sessionId][_seatKey(segmentId, round, i)];
             st.auditor = members[i];
             st.weight = weights[i] > type(uint88).max ? type(uint88).max : uint88(weights[i]);
             st.state = _SEAT_SEATED;
         }
-        uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
-        g.status = SegmentStatus.Voting;
-        g.commitDeadline = commitDeadline;
-        g.entropy = uint88(uint256(seed)); // the low 88 bits
-        emit CommitteeDrawn(sessionId, segmentId, round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds);
     }
 
     // ------------------------------------------------------------------ internals: votes

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {SeatSettlement, SettlementTerms} from "../types/Settlement.sol";
+import {DrawRequest, SeatSettlement, SettlementTerms} from "../types/Settlement.sol";
 
 /// @title IAuditorRegistry
 /// @notice Auditor registration, staking, unbonding, tier credentials, availability, reputation and
@@ -36,6 +36,8 @@ interface IAuditorRegistry {
     event StakerRewardNotified(uint256 amountWei, uint256 rewardPerStakeWad);
     event StakerRewardClaimed(address indexed auditor, uint256 amountWei);
     event TokensClaimed(address indexed account, uint256 amount);
+    /// @notice The auditor's draw weight (its stake while it may be drawn, else zero) changed.
+    event DrawWeightChanged(address indexed auditor, uint256 weight);
 
     error RegistryAlreadyRegistered(address auditor);
     error RegistryNotRegistered(address auditor);
@@ -54,6 +56,7 @@ interface IAuditorRegistry {
     error RegistryNothingToClaim(address account);
     error RegistryZeroAddress();
     error RegistryStakeOverflow(address auditor, uint256 stake);
+    error RegistryRandomnessOutOfWindow(uint256 randomnessBlock, uint256 currentBlock);
 
     // ---- auditors ----
 
@@ -90,6 +93,11 @@ interface IAuditorRegistry {
     /// @notice Claims staking tokens credited to the caller (forfeits, for the insurance fund).
     function claimTokens() external;
 
+    /// @notice Brings an auditor's sortition weight down to its draw weight once a decrease is older
+    ///         than the draw history window. Anyone may call it; draws are correct without it, only
+    ///         cheaper after it.
+    function settleDrawWeight(address account) external;
+
     // ---- governance ----
 
     /// @notice Grants the tier-3 credential. Owner (governance) only.
@@ -103,19 +111,25 @@ interface IAuditorRegistry {
 
     // ---- audit contract only ----
 
-    /// @notice Draws `size` distinct auditors of `tier`, each with probability proportional to stake
-    ///         (eq. 3.2), never `excluded`, and locks `lockPerSeat` of each member's stake.
-    /// @param seed The randomness of this draw (unknown until after the session was created).
+    /// @notice Draws `request.size` distinct auditors of `request.tier`, each with probability
+    ///         proportional to its stake at `request.randomnessBlock` (eq. 3.2), never
+    ///         `request.excluded`, and locks `request.lockPerSeat` of each member's stake.
+    /// @param request The draw (see `DrawRequest`). Its seed is unknown until after the session
+    ///        was created. Draw weights are read as of its randomness block, so nothing done once
+    ///        that block's hash is public (staking, leaving, switching availability) changes who is
+    ///        drawn; the block must lie within the last `DRAW_HISTORY_BLOCKS` blocks.
     /// @return members The committee, in draw order.
-    /// @return weights Each member's stake at the draw: their voting weight for this round.
-    /// @dev Who may be drawn follows the registry's current rules (registered, available, of `tier`,
-    ///      credentialed for tier 3, stake at the tier minimum); a member must also have
-    ///      `lockPerSeat` (the session's penalty P) unlocked, or it is skipped.
+    /// @return weights Each member's stake at the randomness block: its voting weight this round.
+    /// @dev Who may be drawn follows the registry's rules as of the randomness block (registered,
+    ///      available, of the tier, credentialed for tier 3, stake at the tier minimum); a member
+    ///      must also have `request.lockPerSeat` (the session's penalty P) unlocked now, or it is
+    ///      skipped.
     ///      Successive sampling without replacement: each seat is drawn with probability
-    ///      proportional to stake among the members not yet drawn. O(size * log n) reads in the
-    ///      usual case; when rejections pile up (one member holds most of the stake) the drawn
-    ///      members are taken out of the tree for the rest of the draw, which bounds the work.
-    function drawCommittee(uint8 tier, uint256 size, bytes32 seed, address excluded, uint96 lockPerSeat)
+    ///      proportional to stake among the members not yet drawn, by rejection sampling from the
+    ///      sortition tree. O(size * log n) reads in the usual case; when rejections pile up (one
+    ///      member holds most of the stake) the draw corrects the tree for its own duration, which
+    ///      bounds the work.
+    function drawCommittee(DrawRequest calldata request)
         external
         returns (address[] memory members, uint96[] memory weights);
 

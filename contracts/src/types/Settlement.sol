@@ -20,6 +20,22 @@ struct SeatSettlement {
     uint16 slashRollBps;
 }
 
+/// @notice What the audit contract asks of the registry for one committee (`drawCommittee`).
+/// @param tier The tier to draw from.
+/// @param size The number of distinct members.
+/// @param seed The randomness of this draw.
+/// @param randomnessBlock The block the seed comes from: draw weights are read as of that block.
+/// @param excluded An account never drawn (the session's provider).
+/// @param lockPerSeat The stake each member locks (the session's penalty P).
+struct DrawRequest {
+    uint8 tier;
+    uint8 size;
+    bytes32 seed;
+    uint256 randomnessBlock;
+    address excluded;
+    uint96 lockPerSeat;
+}
+
 /// @notice The session-level terms of a settlement (from the session's parameter snapshot).
 struct SettlementTerms {
     uint96 lockPerSeat;
