@@ -66,6 +66,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ distributeRewards
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_distributeRewards_splitsTheFee70_15_10_5() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         uint256 registryBefore = address(registry).balance;
@@ -275,6 +277,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ withdraw
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_withdraw_paysCreditedEth() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         audit.distributeRewards(id);
