@@ -2,7 +2,6 @@
 pragma solidity ^0.8.28;
 
 import {CommonBase} from "forge-std/Base.sol";
-import {StdCheats} from "forge-std/StdCheats.sol";
 import {StdUtils} from "forge-std/StdUtils.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
@@ -20,7 +19,7 @@ import {Params} from "../../../src/types/Params.sol";
 ///      never ends a run; the ghost variables record only what succeeded. Lifecycle actions that
 ///      need time to pass (draw, reveal, finalize) move the clock themselves when they must, so that
 ///      sessions reach their end within a run's depth.
-contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
+contract ProtocolHandler is CommonBase, StdUtils {
     uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_SEGMENTS = 2;
     /// @dev Sessions without a trace verdict at any time: the runs finish sessions rather than
