@@ -3,7 +3,6 @@ pragma solidity ^0.8.28;
 
 import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
-import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {Params} from "../src/types/Params.sol";
 
 /// @notice Top-ups, the two-step unstake, availability and draw eligibility.

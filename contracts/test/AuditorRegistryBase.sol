@@ -3,7 +3,6 @@ pragma solidity ^0.8.28;
 
 import {TRUSTBase} from "./TRUSTBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
-import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 
 /// @notice Helpers shared by the AuditorRegistry.*.t.sol suites, on top of the protocol fixture.
 abstract contract AuditorRegistryBase is TRUSTBase {

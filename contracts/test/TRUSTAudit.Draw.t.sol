@@ -125,6 +125,8 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         }
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_assignAuditors_emitsCommitteeDrawn() public {
         addAuditors("t2-", 2, 7, 2_000e18);
         uint256 id = openSingle(2);
@@ -144,6 +146,8 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         vm.snapshotGasLastCall("TRUSTAudit", "assignAuditors_tier2_k5");
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_assignAuditors_setsDeadlinesAndOpensCommitPhase() public {
         addAuditors("t1-", 1, 4, 1_000e18);
         uint256 id = openSingle(1);
@@ -372,6 +376,8 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         assertEq(audit.committee(id, 0).length, 3);
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_assignAuditorsBatch_drawsEverySegment() public {
         addAuditors("t1-", 1, 5, 1_000e18);
         uint256 id = openSession(uniformSegments(3, 1));

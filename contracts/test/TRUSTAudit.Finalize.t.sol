@@ -95,6 +95,8 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Final));
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_finalizeSegment_earlyOnceEverySeatRevealed() public {
         trio(1_000e18, 1_000e18, 1_000e18);
         uint256 id = drawnSingle();
@@ -407,6 +409,8 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ escalation
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_finalizeSegment_escalatesToALargerCommitteeOfTheNextTier() public {
         (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
         addAuditors("t2-", 2, 8, 2_000e18);
@@ -591,6 +595,8 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ finalizeSegments
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_finalizeSegments_finalizesEach() public {
         trio(1_000e18, 1_000e18, 1_000e18);
         uint256 id = openSession(uniformSegments(2, 1));
@@ -637,6 +643,8 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         id = openSession(segs);
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_finalizeTrace_validAtExactlyBeta() public {
         trio(1_000e18, 1_000e18, 1_000e18);
         uint256 id = twoSegments(65, false, false, 35);

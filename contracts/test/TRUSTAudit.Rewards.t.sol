@@ -66,6 +66,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ distributeRewards
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_distributeRewards_splitsTheFee70_15_10_5() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         uint256 registryBefore = address(registry).balance;
@@ -239,8 +241,44 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(big.balance - balance, 0.06 ether);
     }
 
+    /// @notice End to end over committees drawn from a larger pool: create, draw, vote, finalize
+    ///         segments and trace, distribute, withdraw; every wei of the fee lands somewhere.
+    function test_distributeRewards_endToEndSession() public {
+        address[] memory pool = addAuditors("llm", 2, 8, 2_000e18);
+        uint256 fee = audit.minimumFee(uniformSegments(2, 2));
+        uint256 id = openSession(uniformSegments(2, 2));
+        drawAll(id);
+        commitAll(id, 0, true);
+        commitAll(id, 1, false);
+        toCommitEnd(id, 0);
+        revealAll(id, 0, true);
+        revealAll(id, 1, false);
+        assertTrue(audit.finalizeSegment(id, 0));
+        assertFalse(audit.finalizeSegment(id, 1));
+        assertFalse(audit.finalizeTrace(id)); // W = 1 of 2 < 65%
+        uint256 registryBefore = address(registry).balance;
+        audit.distributeRewards(id);
+
+        uint256 credited = audit.claimable(treasury) + audit.claimable(insurance);
+        for (uint256 i; i < pool.length; ++i) {
+            uint256 seats = (contains(audit.committee(id, 0), pool[i]) ? 1 : 0)
+                + (contains(audit.committee(id, 1), pool[i]) ? 1 : 0);
+            assertEq(audit.claimable(pool[i]), seats * 0.0006 ether, "R per aligned seat at the minimum fee");
+            credited += audit.claimable(pool[i]);
+            if (seats != 0) {
+                uint256 before = pool[i].balance;
+                vm.prank(pool[i]);
+                audit.withdraw();
+                assertEq(pool[i].balance - before, seats * 0.0006 ether);
+            }
+        }
+        assertEq(credited + address(registry).balance - registryBefore, fee);
+    }
+
     // ------------------------------------------------------------------ withdraw
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_withdraw_paysCreditedEth() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         audit.distributeRewards(id);

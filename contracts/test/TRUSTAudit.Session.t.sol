@@ -28,6 +28,8 @@ contract TRUSTAuditSessionTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ createSession
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_createSession_opensRegisteringSession() public {
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.SessionCreated(1, ROOT);
@@ -85,6 +87,8 @@ contract TRUSTAuditSessionTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ createSessionWithSegments
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_createSessionWithSegments_registersEverySegment() public {
         ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](3);
         segs[0] = segmentInput(1, 10, true, false, keccak256("s0"));

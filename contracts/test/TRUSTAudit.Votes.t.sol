@@ -50,6 +50,8 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ commitVote
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_commitVote_recordsCommitment() public {
         bytes32 commitment = audit.commitmentOf(id, 0, 0, a, true, "salt");
         vm.expectEmit(address(audit));
@@ -137,6 +139,8 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ revealVote
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_revealVote_recordsVote() public {
         commitWith(a, 0, true, "salt");
         toRevealWindow();
@@ -306,6 +310,8 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         return ITRUSTAudit.SeatReveal({sessionId: id, segmentId: segmentId, seatIndex: seatIndex, vote: vote, salt: salt});
     }
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_commitVotes_commitsSeveralSeats() public {
         ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](2);
         batch[0] = seatCommit(0, seatIndexOf(id, 0, a), audit.commitmentOf(id, 0, 0, a, true, "s0"));
@@ -384,6 +390,8 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ revealVotes
 
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
     function test_revealVotes_revealsSeveralSeats() public {
         commitWith(a, 0, true, "s0");
         commitWith(a, 1, false, "s1");

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {console} from "forge-std/console.sol";
+
+import {TRUSTBase} from "../TRUSTBase.sol";
+import {ITRUSTAudit} from "../../src/interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "../../src/interfaces/IAuditorRegistry.sol";
+import {Params} from "../../src/types/Params.sol";
+import {ProtocolHandler} from "./handlers/ProtocolHandler.sol";
+
+/// @notice Invariants of the whole protocol (TRUSTAudit + AuditorRegistry) under random sequences
+///         of the handler's actions: token and ETH conservation, one vote per seat and only from
+///         seats, final verdicts that never change, payouts bounded by what came in, well-formed and
+///         backed committees, draw weights that follow the eligibility rules.
+/// @dev Committees are small (2 / 3 / 3 seats, escalating once to 5 / 7 / 7) so that a run's depth
+///      covers whole sessions. Deliberate bugs that these invariants catch are in ./bugs.
+contract ProtocolInvariantTest is TRUSTBase {
+    uint256 internal constant TIER1_AUDITORS = 5;
+    uint256 internal constant TIER2_AUDITORS = 8;
+    uint256 internal constant TIER3_AUDITORS = 10;
+
+    ProtocolHandler internal handler;
+    address internal stranger = makeAddr("stranger");
+
+    function setUp() public override {
+        super.setUp();
+        params.setParams(invariantParams());
+
+        uint256 n = TIER1_AUDITORS + TIER2_AUDITORS + TIER3_AUDITORS;
+        address[] memory auditors = new address[](n);
+        uint8[] memory tiers = new uint8[](n);
+        for (uint256 i; i < n; ++i) {
+            uint8 tier = i < TIER1_AUDITORS ? 1 : i < TIER1_AUDITORS + TIER2_AUDITORS ? 2 : 3;
+            address a = makeAddr(string.concat("tier", vm.toString(tier), "-", vm.toString(i)));
+            auditors[i] = a;
+            tiers[i] = tier;
+            token.transfer(a, 100_000e18);
+            vm.prank(a);
+            token.approve(address(registry), type(uint256).max);
+            if (tier == 3) registry.grantCredential(a);
+            // The last auditor of each tier starts unregistered: the `register` action adds it.
+            bool latecomer = i == TIER1_AUDITORS - 1 || i == TIER1_AUDITORS + TIER2_AUDITORS - 1 || i == n - 1;
+            if (!latecomer) {
+                uint256 amount = uint256(tier) * 100e18 * (1 + i % 3) + i * 7e18;
+                vm.prank(a);
+                registry.register(tier, keccak256(abi.encode("key", a)), "ipfs://auditor", amount);
+            }
+        }
+        // The provider is an auditor too: the draw must never seat it on its own sessions.
+        token.transfer(provider, 1_000e18);
+        vm.startPrank(provider);
+        token.approve(address(registry), type(uint256).max);
+        registry.register(1, keccak256("provider key"), "ipfs://provider", 200e18);
+        vm.stopPrank();
+
+        handler = new ProtocolHandler(audit, registry, params, address(this), provider, stranger, auditors, tiers);
+
+        bytes4[] memory selectors = new bytes4[](24);
+        selectors[0] = ProtocolHandler.register.selector;
+        selectors[1] = ProtocolHandler.stake.selector;
+        selectors[2] = ProtocolHandler.requestUnstake.selector;
+        selectors[3] = ProtocolHandler.executeUnstake.selector;
+        selectors[4] = ProtocolHandler.setAvailable.selector;
+        selectors[5] = ProtocolHandler.claimStakerReward.selector;
+        selectors[6] = ProtocolHandler.claimTokens.selector;
+        selectors[7] = ProtocolHandler.governanceSlash.selector;
+        selectors[8] = ProtocolHandler.setPenalty.selector;
+        selectors[9] = ProtocolHandler.warp.selector;
+        selectors[10] = ProtocolHandler.roll.selector;
+        selectors[11] = ProtocolHandler.createSession.selector;
+        selectors[12] = ProtocolHandler.draw.selector;
+        selectors[13] = ProtocolHandler.commit.selector;
+        selectors[14] = ProtocolHandler.reveal.selector;
+        selectors[15] = ProtocolHandler.outsiderVote.selector;
+        selectors[16] = ProtocolHandler.finalizeSegment.selector;
+        selectors[17] = ProtocolHandler.finalizeTrace.selector;
+        selectors[18] = ProtocolHandler.distributeRewards.selector;
+        selectors[19] = ProtocolHandler.withdraw.selector;
+        selectors[20] = ProtocolHandler.refinalize.selector;
+        // `advance` three times over: forge picks selectors uniformly, and this one carries
+        // sessions to their end (trace verdict, fee split) within a run's depth.
+        selectors[21] = ProtocolHandler.advance.selector;
+        selectors[22] = ProtocolHandler.advance.selector;
+        selectors[23] = ProtocolHandler.advance.selector;
+        targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
+        targetContract(address(handler));
+    }
+
+    function invariantParams() internal pure returns (Params memory p) {
+        p = defaultParams();
+        p.committeeSizeTier1 = 2;
+        p.committeeSizeTier2 = 3;
+        p.committeeSizeTier3 = 3;
+        p.maxRounds = 2;
+        p.maxSegmentsPerSession = 8;
+        p.unbondingDelaySeconds = 6 hours;
+        p.minStakeTier2 = 200e18;
+        p.minStakeTier3 = 300e18;
+        p.rewardPerSeatWei = 0.001 ether;
+    }
+
+    // =================================================================== (1) conservation
+
+    /// @notice The registry holds exactly the stakes, the unbonding amounts and the claimable
+    ///         forfeits; and every token that came in is either held or was paid out.
+    function invariant_stakingTokenIsConserved() public view {
+        address[] memory all = handler.everyone();
+        uint256 stakes;
+        uint256 unbonding;
+        uint256 claimable;
+        for (uint256 i; i < all.length; ++i) {
+            IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
+            stakes += a.stake;
+            unbonding += a.unbonding;
+            claimable += registry.claimableTokens(all[i]);
+        }
+        uint256 held = token.balanceOf(address(registry));
+        assertEq(registry.totalStake(), stakes, "totalStake = sum of stakes");
+        assertEq(held, stakes + unbonding + claimable, "registry balance = stakes + unbonding + claimable");
+        assertEq(handler.ghost_tokensIn(), held + handler.ghost_tokensOut(), "tokens in = held + paid out");
+    }
+
+    /// @notice Fees in = held by the audit contract + withdrawn + sent to the registry; the audit
+    ///         contract holds exactly the credited balances and the fees not yet split; the registry
+    ///         holds at least every pending staker reward.
+    function invariant_etherIsConserved() public view {
+        uint256 auditBalance = address(audit).balance;
+        assertEq(
+            handler.ghost_feesIn(),
+            auditBalance + handler.ghost_ethWithdrawn() + handler.ghost_ethToRegistry(),
+            "fees in = audit balance + withdrawn + sent to the registry"
+        );
+
+        address[] memory all = handler.everyone();
+        uint256 owed;
+        uint256 pending;
+        for (uint256 i; i < all.length; ++i) {
+            owed += audit.claimable(all[i]);
+            pending += registry.pendingStakerReward(all[i]);
+        }
+        uint256[] memory ids = handler.sessionIds();
+        for (uint256 i; i < ids.length; ++i) {
+            ITRUSTAudit.SessionView memory s = audit.session(ids[i]);
+            if (s.status != ITRUSTAudit.SessionStatus.Distributed) owed += s.feeWei;
+        }
+        assertEq(auditBalance, owed, "audit balance = credited balances + undistributed fees");
+
+        uint256 registryBalance = address(registry).balance;
+        assertEq(
+            registryBalance,
+            handler.ghost_ethToRegistry() - handler.ghost_stakerRewardsClaimed(),
+            "registry ETH = stakers' shares - claims"
+        );
+        assertGe(registryBalance, pending, "registry ETH covers every pending staker reward");
+    }
+
+    // =================================================================== (2) votes
+
+    /// @notice No seat's vote is revealed twice, and the audit contract's count of reveals is the
+    ///         number of distinct seats whose reveal succeeded.
+    function invariant_oneVotePerSeat() public view {
+        assertLe(handler.ghost_maxRevealsPerSeat(), 1, "a seat revealed twice");
+        assertEq(handler.ghost_wrongRevealsAccepted(), 0, "a reveal that does not open its commitment");
+        ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
+        for (uint256 k; k < voting.length; ++k) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(voting[k].sessionId, voting[k].segmentId);
+            uint256 revealed;
+            for (uint256 i; i < g.committeeSize; ++i) {
+                uint256 reveals = handler.revealsOf(voting[k].sessionId, voting[k].segmentId, g.round, i);
+                revealed += reveals;
+                ITRUSTAudit.SeatView memory v = audit.seat(voting[k].sessionId, voting[k].segmentId, g.round, i);
+                assertEq(v.revealed, reveals != 0, "seat revealed flag");
+            }
+            assertEq(g.revealedCount, revealed, "revealedCount = seats revealed");
+        }
+    }
+
+    /// @notice Someone without a seat in the round never commits or reveals in it.
+    function invariant_onlySeatedAuditorsVote() public view {
+        assertEq(handler.ghost_unseatedSuccesses(), 0, "an unseated actor voted");
+    }
+
+    // =================================================================== (3) finality
+
+    /// @notice A final segment verdict and a trace verdict never change once recorded, and nothing
+    ///         final can be finalized (or its fee split) again.
+    function invariant_finalVerdictsNeverChange() public view {
+        ProtocolHandler.FinalSegment[] memory finals = handler.finalSegments();
+        for (uint256 i; i < finals.length; ++i) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(finals[i].sessionId, finals[i].segmentId);
+            assertEq(uint8(g.status), uint8(finals[i].status), "segment verdict changed");
+        }
+        uint256[] memory traces = handler.traces();
+        for (uint256 i; i < traces.length; ++i) {
+            ITRUSTAudit.SessionView memory s = audit.session(traces[i]);
+            assertEq(s.valid, handler.traceValid(traces[i]), "trace verdict changed");
+            assertEq(s.finalizedCount, s.segmentCount, "finalized count");
+            if (handler.traceDistributed(traces[i])) {
+                assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.Distributed), "distributed session reopened");
+            } else {
+                assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.Finalized), "finalized session reopened");
+            }
+        }
+        assertEq(handler.ghost_refinalizations(), 0, "something final was finalized again");
+        assertEq(handler.ghost_traceVerdictMismatches(), 0, "trace verdict differs from eq. 3.5-3.6 and the flags");
+    }
+
+    // =================================================================== (4) payouts
+
+    /// @notice ETH paid out never exceeds the fees paid in; tokens paid to the insurance fund never
+    ///         exceed what was forfeited and slashed; a slash never takes more than may be taken.
+    function invariant_payoutsNeverExceedFeesAndSlashes() public view {
+        assertLe(
+            handler.ghost_ethWithdrawn() + handler.ghost_stakerRewardsClaimed(), handler.ghost_feesIn(), "ETH paid > fees"
+        );
+        assertLe(
+            handler.ghost_insuranceTokensClaimed() + registry.claimableTokens(insurance),
+            handler.ghost_forfeited() + handler.ghost_slashed(),
+            "tokens to the insurance fund > forfeited + slashed"
+        );
+        assertEq(handler.ghost_overSlashesAccepted(), 0, "a slash took locked or missing stake");
+    }
+
+    // =================================================================== (5) committees and locks
+
+    /// @notice Every open committee has distinct members of the segment's tier, never the provider,
+    ///         each holding at least this seat's lock.
+    function invariant_committeesAreWellFormed() public view {
+        assertEq(handler.ghost_committeeViolations(), 0, "a committee was malformed when drawn");
+        ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
+        for (uint256 k; k < voting.length; ++k) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(voting[k].sessionId, voting[k].segmentId);
+            address[] memory members = audit.committee(voting[k].sessionId, voting[k].segmentId);
+            uint256 lock = audit.sessionParams(voting[k].sessionId).penaltyPerSeat;
+            assertEq(members.length, g.committeeSize, "committee size");
+            for (uint256 i; i < members.length; ++i) {
+                for (uint256 j; j < i; ++j) {
+                    assertTrue(members[i] != members[j], "a member seated twice");
+                }
+                IAuditorRegistry.AuditorInfo memory a = registry.auditor(members[i]);
+                assertEq(a.tier, g.tier, "member of another tier");
+                assertTrue(members[i] != provider, "the provider audits its own trace");
+                assertGe(a.locked, lock, "member without its seat's lock");
+                assertGe(handler.ghost_openSeats(members[i]), 1, "member without an open seat");
+            }
+        }
+    }
+
+    /// @notice Each auditor's locked stake is exactly the sum of the locks of its open seats, and
+    ///         never more than its stake.
+    function invariant_lockedStakeBacksOpenSeats() public view {
+        address[] memory all = handler.everyone();
+        (uint256[] memory ghostLocked,) = handler.lockLedger();
+        for (uint256 i; i < all.length; ++i) {
+            IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
+            assertEq(a.locked, ghostLocked[i], "locked = sum of the open seats' locks");
+            assertLe(a.locked, a.stake, "locked stake exceeds stake");
+        }
+    }
+
+    // =================================================================== registry bookkeeping
+
+    /// @notice Draw weight per tier is the stake of the auditors who may be drawn (eq. 3.2):
+    ///         registered, available, at the tier minimum, one seat's penalty unlocked, credentialed
+    ///         for tier 3. Reputation stays within [0, 1] and settlements follow section 3.3.
+    function invariant_drawWeightsFollowEligibility() public view {
+        Params memory p = params.params();
+        address[] memory all = handler.everyone();
+        (, uint256[] memory syncedPenalty) = handler.lockLedger();
+        uint256[4] memory count;
+        uint256[4] memory weight;
+        for (uint256 i; i < all.length; ++i) {
+            IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
+            assertLe(a.reputationWad, 1e18, "reputation above 1");
+            if (!a.registered) continue;
+            uint256 minimum = a.tier == 1 ? p.minStakeTier1 : a.tier == 2 ? p.minStakeTier2 : p.minStakeTier3;
+            if (
+                a.available && a.stake >= minimum && (a.tier != 3 || a.credentialed)
+                    && a.stake - a.locked >= syncedPenalty[i]
+            ) {
+                count[a.tier] += 1;
+                weight[a.tier] += a.stake;
+            }
+        }
+        for (uint8 tier = 1; tier <= 3; ++tier) {
+            assertEq(registry.eligibleCount(tier), count[tier], "eligible count");
+            assertEq(registry.eligibleStake(tier), weight[tier], "eligible stake");
+        }
+        assertEq(handler.ghost_settlementViolations(), 0, "a seat settled against section 3.3");
+    }
+
+    // =================================================================== summary
+
+    /// @dev Checked once at the end of each run (logging after every call would dominate the run time).
+    /// forge-config: default.invariant.check-interval = 0
+    /// forge-config: ci.invariant.check-interval = 0
+    function invariant_callSummary() public view {
+        console.log("-- call summary --");
+        bytes32[] memory names = handler.actionNames();
+        for (uint256 i; i < names.length; ++i) {
+            console.log(_text(names[i]), handler.calls(names[i]));
+        }
+        console.log("sessions", handler.sessionIds().length, "traces", handler.traces().length);
+        console.log("final segments", handler.finalSegments().length, "open rounds", handler.votingSegments().length);
+        console.log("fees in (wei)", handler.ghost_feesIn(), "withdrawn (wei)", handler.ghost_ethWithdrawn());
+        console.log("forfeited", handler.ghost_forfeited(), "slashed", handler.ghost_slashed());
+        console.log("block", block.number, "time", block.timestamp);
+    }
+
+    function _text(bytes32 name) internal pure returns (string memory) {
+        uint256 n;
+        while (n < 32 && name[n] != 0) ++n;
+        bytes memory out = new bytes(n);
+        for (uint256 i; i < n; ++i) {
+            out[i] = name[i];
+        }
+        return string(out);
+    }
+}

@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {CommonBase} from "forge-std/Base.sol";
+import {StdUtils} from "forge-std/StdUtils.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+
+import {TRUSTAudit} from "../../../src/TRUSTAudit.sol";
+import {AuditorRegistry} from "../../../src/AuditorRegistry.sol";
+import {ProtocolParams} from "../../../src/ProtocolParams.sol";
+import {ITRUSTAudit} from "../../../src/interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "../../../src/interfaces/IAuditorRegistry.sol";
+import {ReputationLib} from "../../../src/libraries/ReputationLib.sol";
+import {Params} from "../../../src/types/Params.sol";
+
+/// @notice Drives the whole protocol (TRUSTAudit + AuditorRegistry) for the invariant suite.
+/// @dev Every action bounds its inputs, picks its actors from a fixed set (auditors of the three
+///      tiers, one provider, a stranger) and calls the protocol inside try/catch, so that a revert
+///      never ends a run; the ghost variables record only what succeeded. Lifecycle actions that
+///      need time to pass (draw, reveal, finalize) move the clock themselves when they must, so that
+///      sessions reach their end within a run's depth.
+contract ProtocolHandler is CommonBase, StdUtils {
+    uint256 internal constant BPS = 10_000;
+    uint256 internal constant MAX_SEGMENTS = 2;
+    /// @dev Sessions without a trace verdict at any time: the runs finish sessions rather than
+    ///      open ever more of them.
+    uint256 internal constant MAX_OPEN_SESSIONS = 2;
+
+    /// @notice A segment of a session.
+    struct SegmentRef {
+        uint256 sessionId;
+        uint256 segmentId;
+    }
+
+    /// @notice A segment whose verdict was recorded when first seen.
+    struct FinalSegment {
+        uint256 sessionId;
+        uint256 segmentId;
+        ITRUSTAudit.SegmentStatus status;
+    }
+
+    /// @notice What the handler committed for a seat, and how many reveals of it succeeded.
+    struct SeatGhost {
+        bool committed;
+        bool vote;
+        bytes32 salt;
+        uint256 reveals;
+    }
+
+    /// @notice A seat's state just before its round is finalized.
+    struct SeatBefore {
+        address auditor;
+        bool revealed;
+        bool vote;
+        uint96 stake;
+        uint64 reputationWad;
+    }
+
+    TRUSTAudit public immutable audit;
+    AuditorRegistry public immutable registry;
+    ProtocolParams public immutable params;
+    IERC20 public immutable token;
+    address public immutable owner;
+    address public immutable provider;
+    address public immutable stranger;
+    address public immutable treasury;
+    address public immutable insurance;
+
+    /// @dev Every auditor actor (registered or not yet), then the provider (registered in tier 1).
+    address[] internal _auditors;
+    /// @dev Everyone who may hold a balance in the protocol: auditors, provider, stranger, treasury,
+    ///      insurance fund.
+    address[] internal _everyone;
+    mapping(address actor => uint8) public tierOf;
+
+    // ---- sessions, as the handler saw them
+    uint256[] internal _sessionIds;
+    mapping(uint256 sessionId => ITRUSTAudit.SegmentInput[]) internal _inputs;
+    mapping(uint256 sessionId => uint256) public finalizedSegments;
+    SegmentRef[] internal _awaiting;
+    SegmentRef[] internal _voting;
+    FinalSegment[] internal _finals;
+    uint256[] internal _traces;
+    mapping(uint256 sessionId => bool) public traceRecorded;
+    mapping(uint256 sessionId => bool) public traceValid;
+    mapping(uint256 sessionId => bool) public traceDistributed;
+
+    // ---- ghost state
+    mapping(bytes32 seatKey => SeatGhost) internal _seats;
+    mapping(address auditor => uint256) public ghost_locked;
+    mapping(address auditor => uint256) public ghost_openSeats;
+    /// @dev The penalty per seat in force when the registry last re-evaluated the auditor's draw
+    ///      weight: it does so only when the auditor's own record changes, not when governance
+    ///      changes the parameters.
+    mapping(address auditor => uint256) public syncedPenalty;
+
+    uint256 public ghost_tokensIn;
+    uint256 public ghost_tokensOut;
+    uint256 public ghost_insuranceTokensClaimed;
+    uint256 public ghost_forfeited;
+    uint256 public ghost_slashed;
+
+    uint256 public ghost_feesIn;
+    uint256 public ghost_ethWithdrawn;
+    uint256 public ghost_ethToRegistry;
+    uint256 public ghost_stakerRewardsClaimed;
+
+    uint256 public ghost_maxRevealsPerSeat;
+    uint256 public ghost_unseatedSuccesses;
+    uint256 public ghost_wrongRevealsAccepted;
+    uint256 public ghost_committeeViolations;
+    uint256 public ghost_settlementViolations;
+    uint256 public ghost_traceVerdictMismatches;
+    uint256 public ghost_refinalizations;
+    uint256 public ghost_overSlashesAccepted;
+
+    // ---- call counts (callSummary)
+    mapping(bytes32 action => uint256) public calls;
+    bytes32[] internal _actionNames;
+
+    constructor(
+        TRUSTAudit audit_,
+        AuditorRegistry registry_,
+        ProtocolParams params_,
+        address owner_,
+        address provider_,
+        address stranger_,
+        address[] memory auditors_,
+        uint8[] memory tiers_
+    ) {
+        audit = audit_;
+        registry = registry_;
+        params = params_;
+        token = IERC20(registry_.stakingToken());
+        owner = owner_;
+        provider = provider_;
+        stranger = stranger_;
+        treasury = params_.treasury();
+        insurance = params_.insuranceFund();
+        for (uint256 i; i < auditors_.length; ++i) {
+            _auditors.push(auditors_[i]);
+            _everyone.push(auditors_[i]);
+            tierOf[auditors_[i]] = tiers_[i];
+        }
+        tierOf[provider_] = 1;
+        uint256 penalty = params_.params().penaltyPerSeat;
+        syncedPenalty[provider_] = penalty;
+        for (uint256 i; i < auditors_.length; ++i) {
+            syncedPenalty[auditors_[i]] = penalty;
+        }
+        _everyone.push(provider_);
+        _everyone.push(stranger_);
+        _everyone.push(treasury);
+        _everyone.push(insurance);
+        ghost_tokensIn = token.balanceOf(address(registry_)); // the stakes registered in setUp
+    }
+
+    // =================================================================== registry actions
+
+    function register(uint256 actorSeed, uint256 amount) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        uint8 tier = tierOf[a];
+        uint256 needed = _minStake(tier);
+        amount = _bound(amount, needed, 3 * needed);
+        vm.prank(a);
+        try registry.register(tier, keccak256(abi.encode("key", a)), "ipfs://auditor", amount) {
+            ghost_tokensIn += amount;
+            _touch(a);
+            _count("register");
+        } catch {
+            _count("register (reverted)");
+        }
+    }
+
+    function stake(uint256 actorSeed, uint256 amount) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        amount = _bound(amount, 1, 500e18);
+        vm.prank(a);
+        try registry.stake(amount) {
+            ghost_tokensIn += amount;
+            _touch(a);
+            _count("stake");
+        } catch {
+            _count("stake (reverted)");
+        }
+    }
+
+    function requestUnstake(uint256 actorSeed, uint256 amount, bool fullExit) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        uint256 needed = _minStake(info.tier);
+        if (fullExit || info.stake <= needed) {
+            amount = info.stake;
+        } else {
+            amount = _bound(amount, 1, info.stake - needed);
+        }
+        vm.prank(a);
+        try registry.requestUnstake(amount) {
+            _touch(a);
+            _count("requestUnstake");
+        } catch {
+            _count("requestUnstake (reverted)");
+        }
+    }
+
+    function executeUnstake(uint256 actorSeed, bool waitForDelay) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        if (waitForDelay && info.unbonding != 0 && block.timestamp < info.unbondingReadyAt) {
+            vm.warp(info.unbondingReadyAt);
+        }
+        uint256 before = token.balanceOf(a);
+        vm.prank(a);
+        try registry.executeUnstake() {
+            ghost_tokensOut += token.balanceOf(a) - before;
+            _count("executeUnstake");
+        } catch {
+            _count("executeUnstake (reverted)");
+        }
+    }
+
+    /// @dev Two calls in three switch an auditor on, so that most draws can still be made.
+    function setAvailable(uint256 actorSeed, uint256 choice) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        vm.prank(a);
+        try registry.setAvailable(choice % 3 != 0) {
+            _touch(a);
+            _count("setAvailable");
+        } catch {
+            _count("setAvailable (reverted)");
+        }
+    }
+
+    function claimStakerReward(uint256 actorSeed) external {
+        address a = _holderOf(actorSeed, _hasStakerReward);
+        uint256 before = a.balance;
+        vm.prank(a);
+        try registry.claimStakerReward() {
+            ghost_stakerRewardsClaimed += a.balance - before;
+            _count("claimStakerReward");
+        } catch {
+            _count("claimStakerReward (reverted)");
+        }
+    }
+
+    /// @dev The insurance fund is the only account forfeits and slashes are credited to; anyone
+    ///      else's claim must fail.
+    function claimTokens(uint256 actorSeed) external {
+        address a = actorSeed % 2 == 0 ? insurance : _everyone[actorSeed % _everyone.length];
+        uint256 before = token.balanceOf(a);
+        vm.prank(a);
+        try registry.claimTokens() {
+            uint256 paid = token.balanceOf(a) - before;
+            ghost_tokensOut += paid;
+            if (a == insurance) ghost_insuranceTokensClaimed += paid;
+            _count("claimTokens");
+        } catch {
+            _count("claimTokens (reverted)");
+        }
+    }
+
+    /// @dev Governance slash of unlocked and unbonding stake; one call in four asks for one token
+    ///      unit more than may be taken, which must fail.
+    function governanceSlash(uint256 actorSeed, uint256 amount) external {
+        address a = _auditors[actorSeed % _auditors.length];
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        uint256 available = uint256(info.stake) - info.locked + info.unbonding;
+        bool tooMuch = amount % 4 == 0;
+        if (tooMuch) {
+            amount = available + 1;
+        } else {
+            if (available == 0) return;
+            amount = _bound(amount, 1, available);
+        }
+        vm.prank(owner);
+        try audit.slashAuditor(a, amount, "invariant") {
+            if (tooMuch) ghost_overSlashesAccepted += 1;
+            ghost_slashed += amount;
+            _touch(a);
+            _count("governanceSlash");
+        } catch {
+            _count("governanceSlash (reverted)");
+        }
+    }
+
+    /// @dev Governance changes the penalty per seat. Open sessions keep the lock of their snapshot.
+    function setPenalty(uint256 choice) external {
+        Params memory p = params.params();
+        uint96[3] memory penalties = [uint96(5e18), 8e18, 13e18];
+        p.penaltyPerSeat = penalties[choice % 3];
+        vm.prank(owner);
+        params.setParams(p);
+        _count("setPenalty");
+    }
+
+    // =================================================================== time
+
+    function warp(uint256 secondsForward) external {
+        vm.warp(block.timestamp + _bound(secondsForward, 1, 40 minutes));
+        _count("warp");
+    }
+
+    /// @dev Up to 300 blocks: sometimes past the 256 blocks BLOCKHASH reaches, so that a draw
+    ///      finds its randomness expired and fixes a new block.
+    function roll(uint256 blocksForward) external {
+        vm.roll(block.number + _bound(blocksForward, 1, 300));
+        _count("roll");
+    }
+
+    // =================================================================== sessions
+
+    function createSession(uint256 seed, uint256 segments, uint256 extraFeeWei) external {
+        _createSession(seed, segments, extraFeeWei);
+    }
+
+    function draw(uint256 pick) external {
+        if (_awaiting.length == 0) return;
+        _draw(pick % _awaiting.length);
+    }
+
+    /// @param behaviour Four bits per seat: 0 silent, 1 a commitment that opens to nothing, 2-3 the
+    ///        minority vote, 4-15 the majority vote. Bit 200 sends batches; bits 210+ pick the
+    ///        majority vote (Pass three times in four).
+    function commit(uint256 pick, uint256 behaviour) external {
+        if (_voting.length == 0) return;
+        _commit(_voting[pick % _voting.length], behaviour);
+    }
+
+    /// @param behaviour Four bits per seat: 0 silent, 1 reveal the other vote (must fail), 2 reveal
+    ///        and then reveal again (the second must fail), 3-15 reveal. Bit 200 sends batches.
+    function reveal(uint256 pick, uint256 behaviour) external {
+        if (_voting.length == 0) return;
+        _reveal(_voting[pick % _voting.length], behaviour);
+    }
+
+    /// @notice Someone who holds no seat in the round tries to commit and reveal, singly and in
+    ///         batches naming another member's seat. None of it may succeed.
+    function outsiderVote(uint256 pick, uint256 actorSeed, bool vote, bytes32 salt) external {
+        if (_voting.length == 0) return;
+        SegmentRef memory r = _voting[pick % _voting.length];
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        address[] memory members = audit.committee(r.sessionId, r.segmentId);
+        address who = _everyone[actorSeed % _everyone.length];
+        if (_contains(members, who)) who = stranger;
+        uint256 seatIndex = (actorSeed >> 8) % g.committeeSize;
+
+        bytes32 c = audit.commitmentOf(r.sessionId, r.segmentId, g.round, who, vote, salt);
+        vm.prank(who);
+        try audit.commitVote(r.sessionId, r.segmentId, c) {
+            ghost_unseatedSuccesses += 1;
+        } catch {}
+
+        ITRUSTAudit.SeatCommit[] memory commits = new ITRUSTAudit.SeatCommit[](1);
+        commits[0] = ITRUSTAudit.SeatCommit(r.sessionId, r.segmentId, seatIndex, c);
+        vm.prank(who);
+        try audit.commitVotes(commits) {
+            ghost_unseatedSuccesses += 1;
+        } catch {}
+
+        // Replays the member's own opening (vote and salt), which an observer may know.
+        SeatGhost storage target = _seats[_seatKey(r.sessionId, r.segmentId, g.round, seatIndex)];
+        vm.prank(who);
+        try audit.revealVote(r.sessionId, r.segmentId, target.vote, target.salt) {
+            ghost_unseatedSuccesses += 1;
+        } catch {}
+
+        ITRUSTAudit.SeatReveal[] memory reveals = new ITRUSTAudit.SeatReveal[](1);
+        reveals[0] = ITRUSTAudit.SeatReveal(r.sessionId, r.segmentId, seatIndex, target.vote, target.salt);
+        vm.prank(who);
+        try audit.revealVotes(reveals) {
+            ghost_unseatedSuccesses += 1;
+        } catch {}
+        _count("outsiderVote");
+    }
+
+    function finalizeSegment(uint256 pick, bool waitForDeadline) external {
+        if (_voting.length == 0) return;
+        _finalizeSegment(pick % _voting.length, waitForDeadline);
+    }
+
+    function finalizeTrace(uint256 pick) external {
+        uint256 n = _sessionIds.length;
+        if (n == 0) return;
+        // Prefer a session whose segments are all final; otherwise try one anyway (must fail).
+        for (uint256 k; k < n; ++k) {
+            uint256 id = _sessionIds[(pick % n + k) % n];
+            if (!traceRecorded[id] && finalizedSegments[id] == _inputs[id].length) {
+                _finalizeTrace(id);
+                return;
+            }
+        }
+        _finalizeTrace(_sessionIds[pick % n]);
+    }
+
+    function distributeRewards(uint256 pick) external {
+        uint256 n = _traces.length;
+        if (n == 0) return;
+        for (uint256 k; k < n; ++k) {
+            uint256 id = _traces[(pick % n + k) % n];
+            if (!traceDistributed[id]) {
+                _distribute(id);
+                return;
+            }
+        }
+    }
+
+    function withdraw(uint256 actorSeed) external {
+        address a = _holderOf(actorSeed, _hasEther);
+        uint256 before = a.balance;
+        vm.prank(a);
+        try audit.withdraw() {
+            ghost_ethWithdrawn += a.balance - before;
+            _count("withdraw");
+        } catch {
+            _count("withdraw (reverted)");
+        }
+    }
+
+    /// @notice Tries to finalize again what is final, and to distribute a fee twice. None of it
+    ///         may succeed.
+    function refinalize(uint256 pick) external {
+        if (_finals.length != 0) {
+            FinalSegment memory f = _finals[pick % _finals.length];
+            try audit.finalizeSegment(f.sessionId, f.segmentId) {
+                ghost_refinalizations += 1;
+            } catch {}
+        }
+        if (_traces.length != 0) {
+            uint256 id = _traces[pick % _traces.length];
+            try audit.finalizeTrace(id) {
+                ghost_refinalizations += 1;
+            } catch {}
+            if (traceDistributed[id]) {
+                uint256 before = address(registry).balance;
+                try audit.distributeRewards(id) {
+                    ghost_refinalizations += 1;
+                    ghost_ethToRegistry += address(registry).balance - before;
+                } catch {}
+            }
+        }
+        _count("refinalize");
+    }
+
+    /// @notice Moves the protocol a step forward, the most advanced work first: split the fee of a
+    ///         finalized trace, record a trace verdict, move a voting segment on (commit and reveal
+    ///         in its commit window, else finalize it), draw a committee, or open a session. Keeps
+    ///         sessions reaching their end within a run's depth; the single-step actions above
+    ///         interleave everything else.
+    function advance(uint256 pick, uint256 behaviour) external {
+        uint256 n = _traces.length;
+        for (uint256 k; k < n; ++k) {
+            uint256 id = _traces[(pick % n + k) % n];
+            if (!traceDistributed[id]) {
+                _distribute(id);
+                return;
+            }
+        }
+        n = _sessionIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint256 id = _sessionIds[(pick % n + k) % n];
+            if (!traceRecorded[id] && finalizedSegments[id] == _inputs[id].length) {
+                _finalizeTrace(id);
+                return;
+            }
+        }
+        if (_voting.length != 0 && (_awaiting.length == 0 || pick % 3 != 0)) {
+            uint256 i = pick % _voting.length;
+            SegmentRef memory r = _voting[i];
+            ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+            if (block.timestamp <= g.commitDeadline) {
+                _commit(r, behaviour);
+                _reveal(r, uint256(keccak256(abi.encode(behaviour)))); // warps past the commit window
+            } else if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize && behaviour % 4 == 0) {
+                _reveal(r, uint256(keccak256(abi.encode(behaviour))));
+            } else {
+                _finalizeSegment(i, true);
+            }
+        } else if (_awaiting.length != 0) {
+            _draw(pick % _awaiting.length);
+        } else {
+            _createSession(pick, behaviour, behaviour >> 64);
+        }
+    }
+
+    // =================================================================== lifecycle internals
+
+    function _createSession(uint256 seed, uint256 segments, uint256 extraFeeWei) internal {
+        if (_sessionIds.length - _traces.length >= MAX_OPEN_SESSIONS) {
+            _count("createSession (capped)");
+            return;
+        }
+        uint256 n = _bound(segments, 1, MAX_SEGMENTS);
+        ITRUSTAudit.SegmentInput[] memory inputs = new ITRUSTAudit.SegmentInput[](n);
+        for (uint256 i; i < n; ++i) {
+            uint256 r = uint256(keccak256(abi.encode(seed, i)));
+            // Tier 1 half the time, tiers 2 and 3 a quarter each.
+            uint8 tier = r % 4 < 2 ? 1 : uint8(r % 4);
+            inputs[i] = ITRUSTAudit.SegmentInput({
+                tier: tier,
+                weight: uint32(1 + (r >> 8) % 10),
+                critical: (r >> 16) % 4 == 0,
+                contradiction: (r >> 24) % 8 == 0,
+                contentDigest: keccak256(abi.encode("segment", seed, i))
+            });
+        }
+        uint256 fee = audit.minimumFee(inputs) + _bound(extraFeeWei, 0, 0.01 ether);
+        vm.prank(provider);
+        try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (uint256 id) {
+            ghost_feesIn += fee;
+            _sessionIds.push(id);
+            for (uint256 i; i < n; ++i) {
+                _inputs[id].push(inputs[i]);
+                _awaiting.push(SegmentRef(id, i));
+            }
+            _count("createSession");
+        } catch {
+            _count("createSession (reverted)");
+        }
+    }
+
+    function _draw(uint256 index) internal {
+        SegmentRef memory r = _awaiting[index];
+        ITRUSTAudit.SegmentView memory before = audit.segment(r.sessionId, r.segmentId);
+        if (block.number <= before.randomnessBlock) vm.roll(uint256(before.randomnessBlock) + 1);
+        try audit.assignAuditors(r.sessionId, r.segmentId) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+            if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
+                _count("draw (randomness refreshed)");
+                return;
+            }
+            uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
+            address[] memory members = audit.committee(r.sessionId, r.segmentId);
+            for (uint256 i; i < members.length; ++i) {
+                address m = members[i];
+                ghost_locked[m] += lock;
+                ghost_openSeats[m] += 1;
+                _touch(m);
+                if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
+                    ghost_committeeViolations += 1;
+                }
+            }
+            if (members.length != g.committeeSize) ghost_committeeViolations += 1;
+            _voting.push(r);
+            _removeAwaiting(index);
+            _count("draw");
+        } catch {
+            _count("draw (reverted)");
+        }
+    }
+
+    function _commit(SegmentRef memory r, uint256 behaviour) internal {
+        uint8 round = audit.segment(r.sessionId, r.segmentId).round;
+        address[] memory members = audit.committee(r.sessionId, r.segmentId);
+        bool majority = (behaviour >> 210) % 4 != 0; // Pass three times in four
+        bool batch = (behaviour >> 200) & 1 == 1;
+        for (uint256 i; i < members.length; ++i) {
+            uint256 mode = (behaviour >> (4 * (i % 16))) & 15;
+            if (mode == 0) continue;
+            bytes32 salt = keccak256(abi.encode(behaviour, r.sessionId, r.segmentId, round, i));
+            _commitSeat(r, round, i, members[i], mode, mode <= 3 ? !majority : majority, salt, batch);
+        }
+    }
+
+    /// @dev mode 1 commits a hash that opens to nothing; any other commits `vote`.
+    function _commitSeat(
+        SegmentRef memory r,
+        uint8 round,
+        uint256 index,
+        address member,
+        uint256 mode,
+        bool vote,
+        bytes32 salt,
+        bool batch
+    ) internal {
+        bool garbage = mode == 1;
+        bytes32 c = garbage
+            ? keccak256(abi.encode("opens to nothing", salt))
+            : audit.commitmentOf(r.sessionId, r.segmentId, round, member, vote, salt);
+        bool ok;
+        if (batch) {
+            ITRUSTAudit.SeatCommit[] memory commits = new ITRUSTAudit.SeatCommit[](1);
+            commits[0] = ITRUSTAudit.SeatCommit(r.sessionId, r.segmentId, index, c);
+            vm.prank(member);
+            try audit.commitVotes(commits) {
+                ok = true;
+            } catch {}
+        } else {
+            vm.prank(member);
+            try audit.commitVote(r.sessionId, r.segmentId, c) {
+                ok = true;
+            } catch {}
+        }
+        if (!ok) {
+            _count("commit (reverted)");
+            return;
+        }
+        SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, round, index)];
+        // A commitment that opens to nothing is recorded as "not committed": its reveal must fail.
+        s.committed = !garbage;
+        s.vote = vote;
+        s.salt = salt;
+        _count("commit");
+    }
+
+    function _reveal(SegmentRef memory r, uint256 behaviour) internal {
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        if (block.timestamp <= g.commitDeadline) vm.warp(uint256(g.commitDeadline) + 1);
+        address[] memory members = audit.committee(r.sessionId, r.segmentId);
+        bool batch = (behaviour >> 200) & 1 == 1;
+        for (uint256 i; i < members.length; ++i) {
+            uint256 mode = (behaviour >> (4 * (i % 16))) & 15;
+            if (mode == 0) continue;
+            SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, g.round, i)];
+            bool wrong = mode == 1;
+            bool ok = _revealSeat(r, i, members[i], wrong ? !s.vote : s.vote, s.salt, batch);
+            if (ok) {
+                if (wrong || !s.committed) ghost_wrongRevealsAccepted += 1;
+                _recordReveal(s);
+            }
+            if (mode == 2 && _revealSeat(r, i, members[i], s.vote, s.salt, !batch)) {
+                _recordReveal(s);
+            }
+        }
+    }
+
+    function _revealSeat(SegmentRef memory r, uint256 index, address member, bool vote, bytes32 salt, bool batch)
+        internal
+        returns (bool ok)
+    {
+        if (batch) {
+            ITRUSTAudit.SeatReveal[] memory reveals = new ITRUSTAudit.SeatReveal[](1);
+            reveals[0] = ITRUSTAudit.SeatReveal(r.sessionId, r.segmentId, index, vote, salt);
+            vm.prank(member);
+            try audit.revealVotes(reveals) {
+                ok = true;
+            } catch {}
+        } else {
+            vm.prank(member);
+            try audit.revealVote(r.sessionId, r.segmentId, vote, salt) {
+                ok = true;
+            } catch {}
+        }
+        _count(ok ? bytes32("reveal") : bytes32("reveal (reverted)"));
+    }
+
+    function _recordReveal(SeatGhost storage s) internal {
+        s.reveals += 1;
+        if (s.reveals > ghost_maxRevealsPerSeat) ghost_maxRevealsPerSeat = s.reveals;
+    }
+
+    function _finalizeSegment(uint256 index, bool waitForDeadline) internal {
+        SegmentRef memory r = _voting[index];
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        if (waitForDeadline && block.timestamp <= g.revealDeadline) vm.warp(uint256(g.revealDeadline) + 1);
+        SeatBefore[] memory seats = _seatsBefore(r, g);
+        try audit.finalizeSegment(r.sessionId, r.segmentId) {
+            ITRUSTAudit.SegmentView memory after_ = audit.segment(r.sessionId, r.segmentId);
+            _checkSettlement(r, after_.status, seats);
+            _removeVoting(index);
+            if (after_.status == ITRUSTAudit.SegmentStatus.AwaitingDraw) {
+                if (after_.round != g.round + 1) ghost_settlementViolations += 1;
+                _awaiting.push(r);
+                _count("finalizeSegment (escalated)");
+            } else {
+                _finals.push(FinalSegment(r.sessionId, r.segmentId, after_.status));
+                finalizedSegments[r.sessionId] += 1;
+                _count("finalizeSegment");
+            }
+        } catch {
+            _count("finalizeSegment (reverted)");
+        }
+    }
+
+    function _seatsBefore(SegmentRef memory r, ITRUSTAudit.SegmentView memory g)
+        internal
+        view
+        returns (SeatBefore[] memory seats)
+    {
+        seats = new SeatBefore[](g.committeeSize);
+        for (uint256 i; i < seats.length; ++i) {
+            ITRUSTAudit.SeatView memory v = audit.seat(r.sessionId, r.segmentId, g.round, i);
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(v.auditor);
+            seats[i] = SeatBefore({
+                auditor: v.auditor,
+                revealed: v.revealed,
+                vote: v.vote,
+                stake: info.stake,
+                reputationWad: info.reputationWad
+            });
+        }
+    }
+
+    /// @dev Checks every seat against the rules of section 3.3 and releases the handler's record of
+    ///      its lock: silent seats forfeit exactly the lock, aligned seats keep their stake, misaligned
+    ///      seats lose the lock or nothing, seats of an undecided round are released untouched; the
+    ///      reputation moves by eq. 3.8 for every seat of a decided round or a silent one.
+    function _checkSettlement(SegmentRef memory r, ITRUSTAudit.SegmentStatus status, SeatBefore[] memory seats)
+        internal
+    {
+        Params memory p = audit.sessionParams(r.sessionId);
+        uint256 lock = p.penaltyPerSeat;
+        bool decided = status == ITRUSTAudit.SegmentStatus.Passed || status == ITRUSTAudit.SegmentStatus.Failed;
+        bool passed = status == ITRUSTAudit.SegmentStatus.Passed;
+        for (uint256 i; i < seats.length; ++i) {
+            SeatBefore memory s = seats[i];
+            ghost_locked[s.auditor] -= lock;
+            ghost_openSeats[s.auditor] -= 1;
+            _touch(s.auditor);
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(s.auditor);
+            uint256 lost = uint256(s.stake) - info.stake;
+            ghost_forfeited += lost;
+            bool ok;
+            if (!s.revealed) {
+                ok = lost == lock && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, false);
+            } else if (!decided) {
+                ok = lost == 0 && info.reputationWad == s.reputationWad;
+            } else if (s.vote == passed) {
+                ok = lost == 0 && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, true);
+            } else {
+                ok = (lost == 0 || lost == lock)
+                    && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, false);
+            }
+            if (!ok) ghost_settlementViolations += 1;
+        }
+    }
+
+    function _finalizeTrace(uint256 id) internal {
+        try audit.finalizeTrace(id) returns (bool valid) {
+            if (traceRecorded[id]) ghost_refinalizations += 1;
+            if (valid != _expectedVerdict(id)) ghost_traceVerdictMismatches += 1;
+            traceRecorded[id] = true;
+            traceValid[id] = valid;
+            _traces.push(id);
+            _count("finalizeTrace");
+        } catch {
+            _count("finalizeTrace (reverted)");
+        }
+    }
+
+    /// @dev Eq. 3.5-3.6 plus the critical-path and contradiction rules, from the verdicts the
+    ///      handler recorded and the segment inputs it registered.
+    function _expectedVerdict(uint256 id) internal view returns (bool) {
+        ITRUSTAudit.SegmentInput[] storage inputs = _inputs[id];
+        uint256 total;
+        uint256 passWeight;
+        bool blocked;
+        for (uint256 i; i < inputs.length; ++i) {
+            ITRUSTAudit.SegmentStatus status = audit.segment(id, i).status;
+            total += inputs[i].weight;
+            if (status == ITRUSTAudit.SegmentStatus.Passed) {
+                passWeight += inputs[i].weight;
+            } else if (inputs[i].critical || inputs[i].contradiction) {
+                blocked = true;
+            }
+        }
+        return !blocked && passWeight * BPS >= uint256(audit.sessionParams(id).betaBps) * total;
+    }
+
+    function _distribute(uint256 id) internal {
+        uint256 before = address(registry).balance;
+        try audit.distributeRewards(id) {
+            ghost_ethToRegistry += address(registry).balance - before;
+            traceDistributed[id] = true;
+            _count("distributeRewards");
+        } catch {
+            _count("distributeRewards (reverted)");
+        }
+    }
+
+    // =================================================================== views for the invariants
+
+    function auditors() external view returns (address[] memory) {
+        return _auditors;
+    }
+
+    function everyone() external view returns (address[] memory) {
+        return _everyone;
+    }
+
+    /// @notice `ghost_locked` and `syncedPenalty` of every account of `everyone()`, in that order
+    ///         (one call instead of two per account).
+    function lockLedger() external view returns (uint256[] memory locked, uint256[] memory penalties) {
+        uint256 n = _everyone.length;
+        locked = new uint256[](n);
+        penalties = new uint256[](n);
+        for (uint256 i; i < n; ++i) {
+            locked[i] = ghost_locked[_everyone[i]];
+            penalties[i] = syncedPenalty[_everyone[i]];
+        }
+    }
+
+    function sessionIds() external view returns (uint256[] memory) {
+        return _sessionIds;
+    }
+
+    function votingSegments() external view returns (SegmentRef[] memory) {
+        return _voting;
+    }
+
+    function finalSegments() external view returns (FinalSegment[] memory) {
+        return _finals;
+    }
+
+    function traces() external view returns (uint256[] memory) {
+        return _traces;
+    }
+
+    /// @notice How many reveals of the seat succeeded.
+    function revealsOf(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index) external view returns (uint256) {
+        return _seats[_seatKey(sessionId, segmentId, round, index)].reveals;
+    }
+
+    function actionNames() external view returns (bytes32[] memory) {
+        return _actionNames;
+    }
+
+    // =================================================================== helpers
+
+    function _minStake(uint8 tier) internal view returns (uint256) {
+        Params memory p = params.params();
+        if (tier == 1) return p.minStakeTier1;
+        if (tier == 2) return p.minStakeTier2;
+        return p.minStakeTier3;
+    }
+
+    function _seatKey(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index) internal pure returns (bytes32) {
+        return keccak256(abi.encode(sessionId, segmentId, round, index));
+    }
+
+    /// @dev Three times in four, the first actor from `seed` on that holds something to claim (if
+    ///      any); otherwise any actor, whose claim may fail.
+    function _holderOf(uint256 seed, function(address) view returns (bool) holds) internal view returns (address) {
+        uint256 n = _everyone.length;
+        if (seed % 4 != 0) {
+            for (uint256 k; k < n; ++k) {
+                address a = _everyone[(seed % n + k) % n];
+                if (holds(a)) return a;
+            }
+        }
+        return _everyone[seed % n];
+    }
+
+    function _hasStakerReward(address a) internal view returns (bool) {
+        return registry.pendingStakerReward(a) != 0;
+    }
+
+    function _hasEther(address a) internal view returns (bool) {
+        return audit.claimable(a) != 0;
+    }
+
+    function _touch(address a) internal {
+        syncedPenalty[a] = params.params().penaltyPerSeat;
+    }
+
+    function _count(bytes32 action) internal {
+        if (calls[action]++ == 0) _actionNames.push(action);
+    }
+
+    function _contains(address[] memory list, address who) internal pure returns (bool) {
+        for (uint256 i; i < list.length; ++i) {
+            if (list[i] == who) return true;
+        }
+        return false;
+    }
+
+    /// @dev The first `length` entries of `list`.
+    function _slice(address[] memory list, uint256 length) internal pure returns (address[] memory out) {
+        out = new address[](length);
+        for (uint256 i; i < length; ++i) {
+            out[i] = list[i];
+        }
+    }
+
+    function _removeAwaiting(uint256 index) internal {
+        _awaiting[index] = _awaiting[_awaiting.length - 1];
+        _awaiting.pop();
+    }
+
+    function _removeVoting(uint256 index) internal {
+        _voting[index] = _voting[_voting.length - 1];
+        _voting.pop();
+    }
+}
