@@ -93,6 +93,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     mapping(address account => string) private _metadataURIs;
     mapping(uint8 tier => SortitionTree.Tree) private _pools;
     mapping(uint8 tier => uint256) private _eligibleCounts;
+    mapping(uint8 tier => uint256) private _eligibleStakes;
     /// @dev Every change of an auditor's draw weight, by block: a draw reads the weight at its
     ///      randomness block, so that nothing done after that block's hash is public counts.
     mapping(address account => Checkpoints.Trace208) private _weightHistory;
@@ -242,6 +243,15 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     /// @inheritdoc IAuditorRegistry
     function settleDrawWeight(address account) external {
         _lowerSettledWeight(account, _auditors[account]);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function syncDrawWeights(address[] calldata accounts) external {
+        Params memory p = _params.params();
+        for (uint256 i; i < accounts.length; ++i) {
+            Auditor storage au = _auditors[accounts[i]];
+            if (au.registered) _sync(accounts[i], au, p);
+        }
     }
 
     // ------------------------------------------------------------------ governance
@@ -442,6 +452,11 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
     /// @inheritdoc IAuditorRegistry
     function eligibleStake(uint8 tier) external view returns (uint256) {
+        return _eligibleStakes[tier];
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function sortitionWeight(uint8 tier) external view returns (uint256) {
         return _pools[tier].total();
     }
 
@@ -520,6 +535,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         _weightHistory[account].push(uint48(block.number), weight);
         if (previous == 0) ++_eligibleCounts[tier];
         else if (weight == 0) --_eligibleCounts[tier];
+        _eligibleStakes[tier] = _eligibleStakes[tier] + weight - previous;
         if (weight >= au.treeWeight) {
             _setTreeWeight(account, au, weight);
             au.decreasePending = false;

@@ -3,6 +3,7 @@ pragma solidity ^0.8.28;
 
 import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
+import {DrawRequest} from "../src/types/Settlement.sol";
 
 /// @notice The committee draw, called as the audit contract: distinct members of the tier, never
 ///         the excluded account, each with the seat's lock unlocked, and the pool left as it was.
@@ -11,8 +12,19 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
         internal
         returns (address[] memory members, uint96[] memory weights)
     {
+        // Randomness from the previous block: weights as of then (every auditor registered earlier).
+        vm.roll(block.number + 1);
         vm.prank(address(audit));
-        return registry.drawCommittee(tier, size, seed, excluded, lock);
+        return registry.drawCommittee(
+            DrawRequest({
+                tier: tier,
+                size: uint8(size),
+                seed: seed,
+                randomnessBlock: block.number - 1,
+                excluded: excluded,
+                lockPerSeat: lock
+            })
+        );
     }
 
     function assertDistinct(address[] memory members) internal pure {

@@ -8,7 +8,7 @@ import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/Own
 import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {AuditorRegistry} from "../src/AuditorRegistry.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
-import {SeatOutcome, SeatSettlement, SettlementTerms} from "../src/types/Settlement.sol";
+import {DrawRequest, SeatOutcome, SeatSettlement, SettlementTerms} from "../src/types/Settlement.sol";
 import {AuditorRegistryUpgradeTarget, NotUpgradeable} from "./mocks/UpgradeTargets.sol";
 
 /// @notice Credentials, the audit-contract pointer, the audit-only entry points and upgrades.
@@ -136,11 +136,19 @@ contract AuditorRegistryGovernanceTest is AuditorRegistryBase {
 
     function test_drawCommittee_revertsForOthers() public {
         addAuditors("t1-", 1, 3, 100e18);
+        DrawRequest memory request = DrawRequest({
+            tier: 1,
+            size: 3,
+            seed: bytes32(0),
+            randomnessBlock: block.number - 1,
+            excluded: address(0),
+            lockPerSeat: PENALTY
+        });
         vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotAuditContract.selector, address(this)));
-        registry.drawCommittee(1, 3, bytes32(0), address(0), PENALTY);
+        registry.drawCommittee(request);
         vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryNotAuditContract.selector, stranger));
         vm.prank(stranger);
-        registry.drawCommittee(1, 3, bytes32(0), address(0), PENALTY);
+        registry.drawCommittee(request);
     }
 
     function test_settleSeats_revertsForOthers() public {

@@ -52,7 +52,8 @@ interface IAuditorRegistry {
     error RegistryUnbondingNotReady(address auditor, uint256 readyAt, uint256 nowSeconds);
     error RegistryExceedsStake(address auditor, uint256 amount, uint256 available);
     error RegistryNotAuditContract(address caller);
-    error RegistryCommitteeUnavailable(uint8 tier, uint256 needed, uint256 eligible);
+    /// @notice Fewer than `needed` auditors of `tier` could be seated; `seated` were found.
+    error RegistryCommitteeUnavailable(uint8 tier, uint256 needed, uint256 seated);
     error RegistryNothingToClaim(address account);
     error RegistryZeroAddress();
     error RegistryStakeOverflow(address auditor, uint256 stake);
@@ -97,6 +98,11 @@ interface IAuditorRegistry {
     ///         than the draw history window. Anyone may call it; draws are correct without it, only
     ///         cheaper after it.
     function settleDrawWeight(address account) external;
+
+    /// @notice Re-evaluates the draw weight of `accounts` under the current parameters. A change of
+    ///         minimum stakes applies to an auditor at its next own action or when anyone calls this
+    ///         (a governance proposal that raises a minimum should call it for the auditors below).
+    function syncDrawWeights(address[] calldata accounts) external;
 
     // ---- governance ----
 
@@ -156,7 +162,11 @@ interface IAuditorRegistry {
     function encryptionKeyOf(address account) external view returns (bytes32);
     function totalStake() external view returns (uint256);
     function eligibleCount(uint8 tier) external view returns (uint256);
+    /// @notice The stake of the auditors of `tier` who may be drawn now (sum of draw weights).
     function eligibleStake(uint8 tier) external view returns (uint256);
+    /// @notice The sortition tree's total for `tier`: at least `eligibleStake`, since decreases
+    ///         reach the tree only after `DRAW_HISTORY_BLOCKS`.
+    function sortitionWeight(uint8 tier) external view returns (uint256);
     function pendingStakerReward(address account) external view returns (uint256);
     function claimableTokens(address account) external view returns (uint256);
     function stakingToken() external view returns (address);
