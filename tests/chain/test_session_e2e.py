@@ -232,21 +232,34 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     treasury_wei = fee * 1_500 // 10_000 + (auditors_wei - per_seat * 8)
     stakers_wei = fee * 1_000 // 10_000
     insurance_wei = fee - fee * 7_000 // 10_000 - fee * 1_500 // 10_000 - stakers_wei
-    aligned = {m for m in seg0.members if votes0[m]} | {m for m in escalated.members if not votes2[m]}
-    for address in world.llm + world.human:
-        assert await audit.claimable(address) == (per_seat if address in aligned else 0), address
     assert await audit.claimable(world.treasury.address) == treasury_wei
     assert await audit.claimable(world.insurance.address) == insurance_wei
     assert await chain.balance(registry.address) - registry_eth_before == stakers_wei
 
-    # Pull payments reach the wallets exactly (less gas).
-    winner = next(iter(aligned))
-    before = await chain.balance(winner)
-    paid = await audit.withdraw(world.wallets[winner])
-    assert await chain.balance(winner) == before + per_seat - await _cost(chain, paid)
+    # Pull payments: each aligned seat claims exactly its share, once; nobody else can.
+    aligned_seats = [(0, i, m) for i, m in enumerate(seg0.members) if votes0[m]]
+    aligned_seats += [(1, i, m) for i, m in enumerate(escalated.members) if not votes2[m]]
+    assert len(aligned_seats) == 8
+    for segment_id, index, member in aligned_seats:
+        before = await chain.balance(member)
+        paid = await audit.claim_rewards(world.wallets[member], session_id, [(segment_id, index)])
+        assert await chain.balance(member) == before + per_seat - await _cost(chain, paid)
+        assert (await audit.seat(session_id, segment_id, 1 if segment_id == 1 else 0, index)).claimed
+    with pytest.raises(ContractReverted) as twice:
+        await audit.claim_rewards(world.wallets[aligned_seats[0][2]], session_id, [aligned_seats[0][:2]])
+    assert twice.value.error_name == "AuditSeatNotRewarded"
+    minority_index = seg0.members.index(minority0)
+    with pytest.raises(ContractReverted) as misaligned:
+        await audit.claim_rewards(world.wallets[minority0], session_id, [(0, minority_index)])
+    assert misaligned.value.error_name == "AuditSeatNotRewarded"
+    before = await chain.balance(world.treasury.address)
+    paid = await audit.withdraw(world.treasury)
+    assert await chain.balance(world.treasury.address) == before + treasury_wei - await _cost(chain, paid)
     with pytest.raises(ContractReverted) as nothing:
-        await audit.withdraw(world.wallets[winner])
+        await audit.withdraw(world.treasury)
     assert nothing.value.error_name == "AuditNothingToWithdraw"
+    # Everything the provider paid is accounted for: claimed, withdrawn, with the registry, or owed.
+    assert await chain.balance(audit.address) == insurance_wei
 
     # Stakers' share: pro rata to stake (at the time it was credited).
     total_stake = sum([(await registry.auditor(a)).stake for a in world.llm + world.human])
