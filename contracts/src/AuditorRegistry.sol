@@ -532,6 +532,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         }
         au.drawWeight = weight;
         au.weightChangedAt = uint40(block.number); // block numbers stay below 2^40 for eons
+        // The previous and new values that `push` returns are `previous` and `weight` already.
+        // slither-disable-next-line unused-return
         _weightHistory[account].push(uint48(block.number), weight);
         if (previous == 0) ++_eligibleCounts[tier];
         else if (weight == 0) --_eligibleCounts[tier];

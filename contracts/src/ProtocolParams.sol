@@ -33,8 +33,7 @@ contract ProtocolParams is IProtocolParams, Initializable, UUPSUpgradeable, Owna
         initializer
     {
         __Ownable_init(owner_);
-        Params memory empty;
-        _setParams(empty, initial);
+        _setParams(_current, initial); // all zero before the first version
         _setRecipients(treasury_, insuranceFund_);
     }
 
