@@ -315,6 +315,8 @@ interface ITRUSTAudit {
     function committee(uint256 sessionId, uint256 segmentId) external view returns (address[] memory);
     function phase(uint256 sessionId, uint256 segmentId) external view returns (Phase);
     function sessionParams(uint256 sessionId) external view returns (Params memory);
+    /// @notice The fee a new session with `segments` must pay under the current parameters (a
+    ///         session already created is checked against its own snapshot).
     function minimumFee(SegmentInput[] calldata segments) external view returns (uint256);
     function claimable(address account) external view returns (uint256);
     function sessionCount() external view returns (uint256);
