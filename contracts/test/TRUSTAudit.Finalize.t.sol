@@ -51,18 +51,20 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         return pMinBps + num / WAD + (num % WAD == 0 ? 0 : 1);
     }
 
-    /// @notice The slash roll of a seat: uniform in [0, 10_000) from the draw seed XOR every revealed
-    ///         salt (TRUSTAudit's `Segment.entropy`). `revealers` must list every seat that revealed.
+    /// @notice The slash roll of a seat: uniform in [0, 10_000) from TRUSTAudit's `Segment.entropy`,
+    ///         the low 88 bits of the draw seed XOR the low 88 bits of every revealed salt, hashed
+    ///         as `abi.encode(uint88 entropy, uint256 seatIndex)`. `revealers` must list every seat
+    ///         that revealed.
     function slashRoll(uint256 id, uint256 segmentId, address[] memory revealers, uint256 seatIndex)
         internal
         view
         returns (uint256)
     {
         ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
-        bytes32 entropy =
-            keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
+        bytes32 seed = keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
+        uint88 entropy = uint88(uint256(seed));
         for (uint256 i; i < revealers.length; ++i) {
-            entropy ^= saltFor(revealers[i], id, segmentId, g.round);
+            entropy ^= uint88(uint256(saltFor(revealers[i], id, segmentId, g.round)));
         }
         return uint256(keccak256(abi.encode(entropy, seatIndex))) % BPS;
     }
