@@ -22,8 +22,10 @@ __all__ = ["app", "main"]
 app = typer.Typer(help="TRUST: a decentralized network that audits AI reasoning.", no_args_is_help=True)
 devnet_app = typer.Typer(help="The local development network (Anvil + the deployed protocol).", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+wallet_app = typer.Typer(help="Encrypted keystore wallets.", no_args_is_help=True)
 app.add_typer(devnet_app, name="devnet")
 app.add_typer(bench_app, name="bench")
+app.add_typer(wallet_app, name="wallet")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -91,6 +93,107 @@ def bench_gas_cmd(
     with console.status("running the gas benchmark on a fresh anvil"):
         report = asyncio.run(run_gas_benchmark(segments=segments, seats=seats, auditors=auditors, runs=runs))
     render(report, console)
+
+
+RpcOption = Annotated[str | None, typer.Option("--rpc-url", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)")]
+PasswordFileOption = Annotated[
+    Path | None, typer.Option("--password-file", help="file whose first line unlocks the keystore")
+]
+
+
+def _password(password_file: Path | None, *, confirm: bool = False) -> str:
+    from trust.chain.wallets import read_password
+
+    password = read_password(password_file)
+    if password is None:
+        password = typer.prompt("keystore password", hide_input=True, confirmation_prompt=confirm)
+    return password
+
+
+@wallet_app.command("new")
+def wallet_new_cmd(
+    path: Annotated[Path, typer.Argument(help="where to write the keystore (refuses to overwrite)")],
+    password_file: PasswordFileOption = None,
+) -> None:
+    """Create a new account in an encrypted keystore file (mode 0600) and print its address."""
+    from trust.chain.wallets import create_keystore
+
+    account = create_keystore(path, _password(password_file, confirm=True))
+    console.print(f"{account.address}  {path}")
+
+
+@app.command("deploy")
+def deploy_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the deployer's keystore file")],
+    password_file: PasswordFileOption = None,
+    rpc_url: RpcOption = None,
+    proposer: Annotated[
+        list[str] | None, typer.Option("--proposer", help="timelock proposer and executor (repeat; default: deployer)")
+    ] = None,
+    treasury: Annotated[str | None, typer.Option(help="treasury account (default: the timelock)")] = None,
+    insurance_fund: Annotated[str | None, typer.Option(help="insurance fund account (default: the timelock)")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Compile and deploy the protocol to any JSON-RPC endpoint, hand it to the governance timelock,
+    and write the addresses to deploy/deployments/<chain id>.json."""
+    from trust.chain.client import ChainClient
+    from trust.chain.compiler import compile_protocol
+    from trust.chain.deployment import deploy_protocol, hand_to_timelock
+    from trust.chain.wallets import load_keystore
+    from trust.toolchain import Toolchain
+
+    settings = _settings(home)
+    deployer = load_keystore(keystore, _password(password_file))
+    toolchain = Toolchain.discover()
+    url = rpc_url or settings.effective_rpc_url
+
+    async def run() -> tuple[Path, dict[str, str]]:
+        async with ChainClient(url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
+            deployment = await deploy_protocol(
+                chain,
+                deployer,
+                settings.protocol,
+                settings.governance,
+                treasury=treasury,
+                insurance_fund=insurance_fund,
+                proposers=proposer,
+            )
+            deployment = await hand_to_timelock(chain, deployer, deployment)
+            return deployment.save(settings.deployments_path(toolchain.root)), deployment.contracts
+
+    with console.status(f"deploying to {url}"):
+        path, contracts = asyncio.run(run())
+    for name, address in contracts.items():
+        console.print(f"{name:<20} {address}")
+    console.print(f"deployment file: {path}")
+
+
+@app.command("params")
+def params_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
+    """Print the protocol parameters in force on chain (they change only through the timelock)."""
+    from trust.chain.client import ChainClient
+    from trust.chain.compiler import compile_protocol
+    from trust.chain.deployment import Deployment
+    from trust.chain.protocol import Protocol
+    from trust.toolchain import Toolchain
+
+    settings = _settings(home)
+    toolchain = Toolchain.discover()
+    url = rpc_url or settings.effective_rpc_url
+
+    async def run() -> tuple[int, dict[str, int]]:
+        async with ChainClient(url, compile_protocol(toolchain)) as chain:
+            deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
+            protocol = Protocol.bind(chain, deployment)
+            return await protocol.params.version(), await protocol.params.params()
+
+    version, values = asyncio.run(run())
+    table = Table(title=f"protocol parameters, version {version}")
+    table.add_column("parameter")
+    table.add_column("value", justify="right")
+    for name, value in values.items():
+        table.add_row(name, f"{value:,}")
+    console.print(table)
 
 
 def main() -> None:
