@@ -46,7 +46,7 @@ def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str]
     assert deployment["governed_by_timelock"] is True
     record = json.loads((tmp_path / "home" / "devnet" / "devnet.json").read_text())
     tiers = [a["tier"] for a in record["auditors"]]
-    assert sorted(tiers) == [1, 2, 2, 2, 2, 3]
+    assert sorted(tiers) == [1, 2, 2, 2, 3, 3]
     for auditor in record["auditors"]:
         assert auditor["address"] in first.stdout
 
@@ -67,7 +67,7 @@ def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str]
     assert json.loads(deployment_file.read_text())["contracts"] == deployment["contracts"]
     grown = json.loads((tmp_path / "home" / "devnet" / "devnet.json").read_text())["auditors"]
     assert [a["address"] for a in grown[:6]] == [a["address"] for a in record["auditors"]]
-    assert len(grown) == 8 and sorted(a["tier"] for a in grown) == [1, 1, 2, 2, 2, 2, 3, 3]
+    assert len(grown) == 8 and sorted(a["tier"] for a in grown) == [1, 1, 2, 2, 2, 3, 3, 3]
 
 
 def test_down_without_a_devnet_says_so(devnet_env: dict[str, str]) -> None:

@@ -63,10 +63,15 @@ def dev_account(mnemonic: str, index: int) -> LocalAccount:
 
 
 def tier_plan(count: int) -> list[int]:
-    """Tiers for `count` auditors: about 1/4 computational, 1/2 LLM, 1/4 human, at least one each."""
+    """Tiers for `count` auditors: about 1/4 computational, 3/8 LLM, 3/8 human, at least one each.
+
+    Humans are over-represented compared with the paper's traffic shares (Table 2) because an
+    escalated segment needs 2k+1 of them: with the devnet's k = 3, twenty auditors give the seven
+    human seats of a second round.
+    """
     if count < 3:
         raise DevnetError(f"a devnet needs at least 3 auditors (one per tier), not {count}")
-    human = max(1, count // 4)
+    human = max(1, count * 3 // 8)
     computational = max(1, count // 4)
     llm = count - human - computational
     plan = [1] * computational + [2] * llm + [3] * human

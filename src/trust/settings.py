@@ -147,7 +147,13 @@ class DevnetSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8545, ge=1, le=65535)
     chain_id: int = 31337
-    auditors: int = Field(16, ge=3, le=256, description="auditor accounts created, across the three tiers")
+    auditors: int = Field(20, ge=3, le=256, description="auditor accounts created, across the three tiers")
+    # Small committees so that a devnet of twenty auditors can also seat an escalated round
+    # (2k+1 = 7 human auditors) within its two rounds.
+    committee_size_tier1: int = Field(1, ge=1, le=127)
+    committee_size_tier2: int = Field(3, ge=1, le=127)
+    committee_size_tier3: int = Field(3, ge=1, le=127)
+    max_rounds: int = Field(2, ge=1, le=4)
     # Anvil's well-known development mnemonic: its accounts hold only devnet ETH.
     mnemonic: str = "test test test test test test test test test test test junk"
     state_interval_seconds: int = Field(1, ge=1, description="how often anvil writes its state file")
@@ -188,11 +194,18 @@ class Settings(BaseSettings):
         return self.deployments_dir or root / "deploy" / "deployments"
 
     def devnet_protocol(self) -> ProtocolSettings:
-        """The protocol settings of the devnet: the same numbers with windows short enough to watch."""
-        return self.protocol.model_copy(
-            update={
-                "commit_window_seconds": self.devnet.commit_window_seconds,
-                "reveal_window_seconds": self.devnet.reveal_window_seconds,
-                "unbonding_delay_seconds": self.devnet.unbonding_delay_seconds,
+        """The protocol settings of the devnet: the same numbers with windows short enough to watch
+        and committees small enough for a handful of auditors."""
+        d = self.devnet
+        return ProtocolSettings.model_validate(
+            self.protocol.model_dump()
+            | {
+                "commit_window_seconds": d.commit_window_seconds,
+                "reveal_window_seconds": d.reveal_window_seconds,
+                "unbonding_delay_seconds": d.unbonding_delay_seconds,
+                "committee_size_tier1": d.committee_size_tier1,
+                "committee_size_tier2": d.committee_size_tier2,
+                "committee_size_tier3": d.committee_size_tier3,
+                "max_rounds": d.max_rounds,
             }
         )
