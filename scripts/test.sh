@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the project and runs every test: the forge suite (unit, fuzz, invariant; CI profile),
-# slither (no high or medium finding allowed), and the Python suite on real Anvil nodes.
+# slither (no high or medium finding allowed), ruff and mypy, and the Python suite on real Anvil
+# nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,6 +13,11 @@ echo "==> forge test (profile ci)"
 
 echo "==> slither"
 bash scripts/slither.sh
+
+echo "==> ruff and mypy"
+.venv/bin/ruff check src tests
+.venv/bin/ruff format --check src tests
+.venv/bin/mypy src
 
 echo "==> pytest"
 .venv/bin/python -m pytest

@@ -50,12 +50,28 @@ def test_wallet_deploy_and_params(tmp_path: Path, mnemonic: str) -> None:
         asyncio.run(fund())
         wrong = tmp_path / "wrong"
         wrong.write_text("nope\n")
-        refused = _trust(env, "deploy", "--keystore", str(tmp_path / "deployer.json"), "--password-file", str(wrong),
-                         "--rpc-url", node.rpc_url)
+        refused = _trust(
+            env,
+            "deploy",
+            "--keystore",
+            str(tmp_path / "deployer.json"),
+            "--password-file",
+            str(wrong),
+            "--rpc-url",
+            node.rpc_url,
+        )
         assert refused.returncode == 1 and "wrong password" in refused.stderr
 
-        deployed = _trust(env, "deploy", "--keystore", str(tmp_path / "deployer.json"), "--password-file",
-                          str(password), "--rpc-url", node.rpc_url)
+        deployed = _trust(
+            env,
+            "deploy",
+            "--keystore",
+            str(tmp_path / "deployer.json"),
+            "--password-file",
+            str(password),
+            "--rpc-url",
+            node.rpc_url,
+        )
         assert deployed.returncode == 0, deployed.stderr
         record = json.loads((tmp_path / "deployments" / "31337.json").read_text())
         assert record["deployer"] == address and record["governed_by_timelock"] is True

@@ -95,7 +95,9 @@ def bench_gas_cmd(
     render(report, console)
 
 
-RpcOption = Annotated[str | None, typer.Option("--rpc-url", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)")]
+RpcOption = Annotated[
+    str | None, typer.Option("--rpc-url", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)")
+]
 PasswordFileOption = Annotated[
     Path | None, typer.Option("--password-file", help="file whose first line unlocks the keystore")
 ]
@@ -148,7 +150,9 @@ def deploy_cmd(
     url = rpc_url or settings.effective_rpc_url
 
     async def run() -> tuple[Path, dict[str, str]]:
-        async with ChainClient(url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
+        async with ChainClient(
+            url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds
+        ) as chain:
             deployment = await deploy_protocol(
                 chain,
                 deployer,

@@ -193,7 +193,11 @@ async def provision_auditors(
     async def register(account: LocalAccount, info: AuditorAccount) -> None:
         await protocol.token.approve(account, protocol.registry.address, info.stake)
         await protocol.registry.register(
-            account, info.tier, bytes.fromhex(info.encryption_public_key[2:]), f"devnet:auditor:{info.address}", info.stake
+            account,
+            info.tier,
+            bytes.fromhex(info.encryption_public_key[2:]),
+            f"devnet:auditor:{info.address}",
+            info.stake,
         )
 
     # One after another: the chain then sees the same transactions in the same order on every run.
@@ -265,9 +269,7 @@ async def _grant_through_timelock(protocol: Protocol, governor: LocalAccount, ac
     delay = await protocol.timelock.min_delay()
     pending = []
     for account in accounts:
-        calldata = bytes.fromhex(
-            protocol.registry.contract.encode_abi("grantCredential", args=[account])[2:]
-        )
+        calldata = bytes.fromhex(protocol.registry.contract.encode_abi("grantCredential", args=[account])[2:])
         salt = secrets.token_bytes(32)
         await protocol.timelock.schedule(governor, protocol.registry.address, calldata, salt)
         pending.append((calldata, salt))

@@ -68,9 +68,7 @@ class Toolchain:
             return path
         path = self.root / _NPM_BINARIES[name]
         if not path.is_file():
-            raise ToolchainError(
-                f"{name} not found at {path}; run `npm ci` in {self.root} (or set {env_var})"
-            )
+            raise ToolchainError(f"{name} not found at {path}; run `npm ci` in {self.root} (or set {env_var})")
         return path
 
     @property

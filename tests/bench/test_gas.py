@@ -29,7 +29,21 @@ async def test_small_session_reports_every_phase() -> None:
 
 def test_cli_ends_with_the_json_line() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "trust", "bench", "gas", "--segments", "2", "--seats", "3", "--auditors", "3", "--runs", "1"],
+        [
+            sys.executable,
+            "-m",
+            "trust",
+            "bench",
+            "gas",
+            "--segments",
+            "2",
+            "--seats",
+            "3",
+            "--auditors",
+            "3",
+            "--runs",
+            "1",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -26,9 +26,7 @@ async def test_unreachable_node_is_a_clear_chain_error(artifacts: dict[str, Arti
             pass
 
 
-async def test_deployment_file_round_trip_and_chain_check(
-    chain: ChainClient, mnemonic: str, tmp_path: Path
-) -> None:
+async def test_deployment_file_round_trip_and_chain_check(chain: ChainClient, mnemonic: str, tmp_path: Path) -> None:
     deployer = dev_account(mnemonic, 0)
     deployment = await deploy_protocol(chain, deployer, ProtocolSettings(), GovernanceSettings())
     path = deployment.save(tmp_path)

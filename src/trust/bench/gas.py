@@ -150,8 +150,8 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
                     for segment, index in held
                 ]
                 commits[auditor] = batch
-            for auditor, batch in commits.items():
-                report.add("commit", await protocol.audit.commit_votes(wallets[auditor], batch))
+            for auditor, commit_batch in commits.items():
+                report.add("commit", await protocol.audit.commit_votes(wallets[auditor], commit_batch))
 
             await chain.rpc("evm_increaseTime", [params["commitWindowSeconds"] + 1])
             await chain.rpc("evm_mine", [])
@@ -159,8 +159,8 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
                 a: [SeatReveal(session_id, segment, index, True, salts[a]) for segment, index in held]
                 for a, held in seats_of.items()
             }
-            for auditor, batch in reveals.items():
-                report.add("reveal", await protocol.audit.reveal_votes(wallets[auditor], batch))
+            for auditor, reveal_batch in reveals.items():
+                report.add("reveal", await protocol.audit.reveal_votes(wallets[auditor], reveal_batch))
 
             report.add("finalize", await protocol.audit.finalize_segments(deployer, session_id, range(segments)))
             _, traced = await protocol.audit.finalize_trace(deployer, session_id)

@@ -90,7 +90,9 @@ class AnvilNode:
         """
         port = port or free_port(host)
         if rpc_ready(f"http://{host}:{port}") is not None:
-            raise DevnetError(f"something already answers JSON-RPC at http://{host}:{port}; stop it or pick another port")
+            raise DevnetError(
+                f"something already answers JSON-RPC at http://{host}:{port}; stop it or pick another port"
+            )
         cmd = [str(toolchain.anvil), "--host", host, "--port", str(port), "--chain-id", str(chain_id), "--silent"]
         if mnemonic:
             cmd += ["--mnemonic", mnemonic]

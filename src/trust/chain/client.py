@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from eth_abi import decode as abi_decode
 from eth_account.signers.local import LocalAccount
@@ -19,7 +19,7 @@ from eth_utils import function_signature_to_4byte_selector, to_checksum_address
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.contract.async_contract import AsyncContract, AsyncContractFunction
 from web3.exceptions import ContractLogicError, TimeExhausted, Web3RPCError
-from web3.types import TxReceipt
+from web3.types import BlockIdentifier, TxParams, TxReceipt
 
 from trust.chain.compiler import Artifact
 from trust.errors import ChainError, ContractReverted
@@ -37,7 +37,7 @@ def _abi_type(param: dict[str, Any]) -> str:
     typ: str = param["type"]
     if typ.startswith("tuple"):
         inner = ",".join(_abi_type(c) for c in param["components"])
-        return f"({inner}){typ[len('tuple'):]}"
+        return f"({inner}){typ[len('tuple') :]}"
     return typ
 
 
@@ -159,7 +159,7 @@ class ChainClient:
         rendered = ", ".join(f"{k}={v}" for k, v in args.items())
         return ContractReverted(f"{what} reverted with {name}({rendered})", name, args)
 
-    async def call(self, fn: AsyncContractFunction, *, block: int | str = "latest") -> Any:
+    async def call(self, fn: AsyncContractFunction, *, block: BlockIdentifier = "latest") -> Any:
         """Calls a view function, translating reverts."""
         try:
             return await fn.call(block_identifier=block)
@@ -178,18 +178,21 @@ class ChainClient:
         async with lock:
             try:
                 tx = await fn.build_transaction(
-                    {
-                        "from": sender.address,
-                        "value": value,
-                        "chainId": self.chain_id,
-                        "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
-                    }
+                    cast(
+                        TxParams,
+                        {
+                            "from": sender.address,
+                            "value": value,
+                            "chainId": self.chain_id,
+                            "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
+                        },
+                    )
                 )
             except ContractLogicError as exc:
                 raise self.revert_error(exc, what) from exc
             except Web3RPCError as exc:
                 raise ChainError(f"{what} could not be prepared: {exc}") from exc
-            return await self._send(tx, sender, what)
+            return await self._send(dict(tx), sender, what)
 
     async def deploy(self, name: str, sender: LocalAccount, *args: Any) -> str:
         """Deploys a compiled contract and returns its address."""
@@ -208,7 +211,7 @@ class ChainClient:
                 )
             except ContractLogicError as exc:
                 raise self.revert_error(exc, what) from exc
-            sent = await self._send(tx, sender, what)
+            sent = await self._send(dict(tx), sender, what)
         address = sent.receipt["contractAddress"]
         if not address:
             raise ChainError(f"{what}: the receipt of {sent.tx_hash} has no contract address")
@@ -262,7 +265,7 @@ class ChainClient:
 
     async def rpc(self, method: str, params: list[Any]) -> Any:
         """A raw JSON-RPC request (for node-specific methods such as `evm_increaseTime`)."""
-        response = await self.w3.provider.make_request(method, params)  # type: ignore[arg-type]
+        response = await self.w3.provider.make_request(method, params)
         if "error" in response:
             raise ChainError(f"{method} failed: {response['error']}")
         return response.get("result")

@@ -85,7 +85,9 @@ class AuditContract:
         return int(await self.chain.call(self.contract.functions.claimable(to_checksum_address(account))))
 
     # -- committees
-    async def assign_auditors(self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]) -> SentTransaction:
+    async def assign_auditors(
+        self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]
+    ) -> SentTransaction:
         fn = self.contract.functions.assignAuditorsBatch(session_id, list(segment_ids))
         return await self.chain.transact(fn, caller)
 
@@ -141,8 +143,12 @@ class AuditContract:
         fn = self.contract.functions.commitVotes([c.as_tuple() for c in commits])
         return await self.chain.transact(fn, auditor)
 
-    async def commit_vote(self, auditor: LocalAccount, session_id: int, segment_id: int, commitment: bytes) -> SentTransaction:
-        return await self.chain.transact(self.contract.functions.commitVote(session_id, segment_id, commitment), auditor)
+    async def commit_vote(
+        self, auditor: LocalAccount, session_id: int, segment_id: int, commitment: bytes
+    ) -> SentTransaction:
+        return await self.chain.transact(
+            self.contract.functions.commitVote(session_id, segment_id, commitment), auditor
+        )
 
     async def reveal_votes(self, auditor: LocalAccount, reveals: Sequence[SeatReveal]) -> SentTransaction:
         fn = self.contract.functions.revealVotes([r.as_tuple() for r in reveals])
@@ -155,8 +161,12 @@ class AuditContract:
         return await self.chain.transact(fn, auditor)
 
     # -- finalization and money
-    async def finalize_segments(self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]) -> SentTransaction:
-        return await self.chain.transact(self.contract.functions.finalizeSegments(session_id, list(segment_ids)), caller)
+    async def finalize_segments(
+        self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]
+    ) -> SentTransaction:
+        return await self.chain.transact(
+            self.contract.functions.finalizeSegments(session_id, list(segment_ids)), caller
+        )
 
     def escalations_in(self, sent: SentTransaction) -> list[int]:
         """Segment ids that a finalization transaction escalated to a new round."""
