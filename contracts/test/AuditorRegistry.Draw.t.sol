@@ -46,7 +46,8 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
             assertEq(a.locked, PENALTY);
             assertEq(weights[i], a.stake, "voting weight = stake at the draw");
         }
-        assertEq(registry.eligibleStake(2), 7 * 1_500e18, "the pool is whole again after the draw");
+        assertEq(registry.sortitionWeight(2), 7 * 1_500e18, "the tree is whole again after the draw");
+        assertEq(registry.eligibleStake(2), 7 * 1_500e18, "locks change no draw weight");
         assertEq(registry.eligibleCount(2), 7);
     }
 
@@ -73,8 +74,8 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
         // A session whose snapshot locks more than the poor auditors hold: only `rich` may sit.
         (address[] memory members,) = drawAsAudit(1, 1, keccak256("x"), address(0), 300e18);
         assertEq(members[0], rich);
-        // Four are counted eligible, so the draw starts, and runs out of candidates with none seated
-        // (rich now has 100 unlocked): the last value is how many it seated.
+        // No count is checked up front: the draw exhausts the tree with none seated (rich now has
+        // 100 unlocked, the others 100 each): the last value is how many it seated.
         vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 2, 0));
         drawAsAudit(1, 2, keccak256("y"), address(0), 300e18);
         for (uint256 i; i < poor.length; ++i) {
@@ -82,14 +83,16 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
         }
     }
 
-    /// @dev One auditor holds almost all the stake: after a few rejections the drawn members leave
-    ///      the tree for the rest of the draw, so the draw still ends.
+    /// @dev One auditor holds almost all the stake: after a few rejections the draw corrects the
+    ///      tree for its own duration (the seated members weigh zero), so it still ends, and it
+    ///      restores the tree afterwards.
     function test_drawCommittee_dominantStakerDoesNotStallTheDraw() public {
         address whale = addAuditor("whale", 1, 1e27);
         addAuditors("t1-", 1, 4, 100e18);
         (address[] memory members,) = drawAsAudit(1, 5, keccak256("whale"), address(0), PENALTY);
         assertDistinct(members);
         assertTrue(contains(members, whale));
+        assertEq(registry.sortitionWeight(1), 1e27 + 4 * 100e18, "the corrected tree is restored");
         assertEq(registry.eligibleStake(1), 1e27 + 4 * 100e18);
     }
 
@@ -132,6 +135,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
             assertEq(info(members[i]).locked, PENALTY);
             assertEq(weights[i], info(members[i]).stake);
         }
-        assertEq(registry.eligibleStake(1), total, "every member is back in the pool");
+        assertEq(registry.sortitionWeight(1), total, "every member is back in the tree");
+        assertEq(registry.eligibleStake(1), total);
     }
 }

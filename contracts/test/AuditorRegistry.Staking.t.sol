@@ -33,9 +33,17 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(registry.stakeOf(alice), 250e18);
         assertEq(registry.totalStake(), 250e18);
         assertEq(registry.eligibleStake(1), 250e18, "draw weight follows the stake");
+        assertEq(registry.sortitionWeight(1), 250e18, "an increase enters the tree at once");
         assertEq(registry.eligibleCount(1), 1);
         assertEq(token.balanceOf(alice), balanceBefore - 50e18);
         assertEq(token.balanceOf(address(registry)), 250e18);
+    }
+
+    function test_stake_emitsDrawWeightChanged() public {
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.DrawWeightChanged(alice, 250e18);
+        vm.prank(alice);
+        registry.stake(50e18);
     }
 
     function test_stake_revertsForZeroAmount() public {
@@ -90,6 +98,7 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(a.unbondingReadyAt, readyAt);
         assertEq(registry.totalStake(), 140e18, "unbonding stake stops counting at once");
         assertEq(registry.eligibleStake(1), 140e18);
+        assertEq(registry.sortitionWeight(1), 200e18, "a decrease reaches the tree after the draw window");
         assertEq(registry.eligibleCount(1), 1);
         assertEq(token.balanceOf(address(registry)), 200e18, "tokens stay until executeUnstake");
     }
@@ -103,6 +112,7 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(registry.totalStake(), 0);
         assertEq(registry.eligibleCount(1), 0);
         assertEq(registry.eligibleStake(1), 0);
+        assertEq(registry.sortitionWeight(1), 200e18, "still in the tree for draws of earlier randomness");
     }
 
     function test_requestUnstake_downToExactlyTheMinimum() public {
@@ -260,6 +270,7 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertFalse(info(alice).available);
         assertEq(registry.eligibleCount(1), 1);
         assertEq(registry.eligibleStake(1), 300e18);
+        assertEq(registry.sortitionWeight(1), 500e18, "a decrease reaches the tree after the draw window");
         assertEq(registry.totalStake(), 500e18, "still staked, just not drawn");
 
         vm.prank(alice);
@@ -312,21 +323,38 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         audit.assignAuditors(sessionId, 0);
     }
 
-    function test_eligibility_seatWithoutAnotherFreePenaltyIsNotDrawable() public {
+    /// @dev Locks do not enter the draw weight: a member short of unlocked stake keeps its weight,
+    ///      its place in eligibleCount and eligibleStake, and is skipped by the draw instead.
+    function test_eligibility_memberShortOfUnlockedStakeKeepsItsWeightButIsSkipped() public {
         Params memory p = defaultParams();
         p.penaltyPerSeat = uint96(MIN_TIER1); // one seat locks a whole minimum stake
         params.setParams(p);
-        addAuditor("bob", 1, 150e18);
-        addAuditor("carol", 1, 100e18);
+        address bob = addAuditor("bob", 1, 150e18);
+        address carol = addAuditor("carol", 1, 100e18);
         assertEq(registry.eligibleCount(1), 3);
         (uint256 sessionId, address[] memory members) = openSeatedSession();
         assertEq(members.length, 3);
-        // alice: 200 - 100 = 100 free, still one seat; bob: 50; carol: 0.
-        assertEq(registry.eligibleCount(1), 1);
-        assertEq(registry.eligibleStake(1), 200e18);
+        // alice: 200 - 100 = 100 free, still one seat; bob: 50; carol: 0. No weight changes.
+        assertEq(registry.eligibleCount(1), 3);
+        assertEq(registry.eligibleStake(1), 450e18);
+        assertEq(registry.sortitionWeight(1), 450e18);
+
+        // A second committee of three: only alice can back another seat, so the draw exhausts the
+        // tree with one member seated.
+        uint256 second = openSession(uniformSegments(1, 1));
+        vm.roll(audit.session(second).randomnessBlock + 1);
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 1));
+        audit.assignAuditors(second, 0);
+        assertEq(info(alice).locked, 100e18, "the failed draw locked nothing");
+
+        // Once the first seats settle, every member can back a seat again.
         settleAligned(sessionId);
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 450e18);
+        audit.assignAuditors(second, 0);
+        address[] memory drawn = audit.committee(second, 0);
+        assertTrue(contains(drawn, alice) && contains(drawn, bob) && contains(drawn, carol));
+        assertEq(info(carol).locked, 100e18);
     }
 
     function test_eligibility_drawWeightIsTheWholeStakeWhileSeated() public {
