@@ -13,6 +13,14 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
 
     address internal stranger = makeAddr("stranger");
 
+    function topUp(address auditor, uint256 amount) internal {
+        token.transfer(auditor, amount);
+        vm.startPrank(auditor);
+        token.approve(address(registry), amount);
+        registry.stake(amount);
+        vm.stopPrank();
+    }
+
     // ------------------------------------------------------------------ randomness timing
 
     function test_assignAuditors_revertsWhileRandomnessPending() public {
@@ -194,9 +202,29 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         for (uint256 i; i < pool.length; ++i) {
             assertEq(registry.auditor(pool[i]).locked, 12 * PENALTY);
         }
-        assertEq(registry.eligibleCount(1), 0);
+        // Locks change no draw weight: all three still count, and the draw skips them instead.
+        assertEq(registry.eligibleCount(1), 3);
+        assertEq(registry.eligibleStake(1), 300e18);
         vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 1, 0));
         audit.assignAuditors(id, 36);
+    }
+
+    /// @notice A seat weighs its member's stake at the randomness block: a top-up in a later block
+    ///         (before the draw) is read out of the weight history, one in the randomness block
+    ///         itself counts.
+    function test_assignAuditors_seatWeightIsTheStakeAtTheRandomnessBlock() public {
+        address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18);
+        uint256 id = openSingle(1);
+        uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
+        vm.roll(randomnessBlock);
+        topUp(pool[1], 2_000e18); // in the randomness block: counts
+        vm.roll(randomnessBlock + 1);
+        topUp(pool[0], 5_000e18); // after it: does not
+        audit.assignAuditors(id, 0);
+        assertEq(audit.seat(id, 0, 0, seatIndexOf(id, 0, pool[0])).weight, 1_000e18);
+        assertEq(audit.seat(id, 0, 0, seatIndexOf(id, 0, pool[1])).weight, 3_000e18);
+        assertEq(audit.seat(id, 0, 0, seatIndexOf(id, 0, pool[2])).weight, 1_000e18);
+        assertEq(registry.auditor(pool[0]).stake, 6_000e18);
     }
 
     function test_assignAuditors_seatWeightIsFixedAtTheDraw() public {
@@ -315,16 +343,44 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ reverts
 
+    /// @notice Too few auditors: the draw exhausts the tree and reverts with how many it seated. An
+    ///         auditor who joins after the randomness block does not count for that block; once the
+    ///         draw window has passed, the randomness is refreshed and the next draw counts it.
     function test_assignAuditors_revertsWhenCommitteeUnavailable() public {
         addAuditors("t1-", 1, 2, 1_000e18);
         uint256 id = openSingle(1);
+        uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
         rollPastRandomness(id, 0);
         vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
         audit.assignAuditors(id, 0);
-        // Nothing changed: the segment can be drawn once enough auditors join.
-        addAuditor("late", 1, 1_000e18);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+
+        address late = addAuditor("late", 1, 1_000e18);
+        vm.roll(randomnessBlock + 256); // the last block that may still draw from it
+        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
         audit.assignAuditors(id, 0);
-        assertEq(audit.committee(id, 0).length, 3);
+
+        vm.roll(randomnessBlock + 257);
+        uint64 next = uint64(block.number + 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RandomnessRefreshed(id, 0, next);
+        audit.assignAuditors(id, 0);
+        vm.roll(next + 1);
+        audit.assignAuditors(id, 0);
+        address[] memory members = audit.committee(id, 0);
+        assertEq(members.length, 3);
+        assertTrue(contains(members, late));
+    }
+
+    /// @notice An auditor who joins in the randomness block itself counts for it.
+    function test_assignAuditors_countsAnAuditorWhoJoinsByTheRandomnessBlock() public {
+        addAuditors("t1-", 1, 2, 1_000e18);
+        uint256 id = openSingle(1);
+        vm.roll(audit.segment(id, 0).randomnessBlock);
+        address late = addAuditor("late", 1, 1_000e18);
+        rollPastRandomness(id, 0);
+        audit.assignAuditors(id, 0);
+        assertTrue(contains(audit.committee(id, 0), late));
     }
 
     function test_assignAuditors_revertsWhenAlreadyDrawn() public {
