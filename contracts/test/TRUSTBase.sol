@@ -297,6 +297,62 @@ abstract contract TRUSTAuditBase is TRUSTBase {
         return false;
     }
 
+    /// @notice One seat of a session, named as `claimRewards` takes it.
+    function seatRef(uint256 segmentId, uint256 seatIndex) internal pure returns (ITRUSTAudit.SeatRef[] memory refs) {
+        refs = new ITRUSTAudit.SeatRef[](1);
+        refs[0] = ITRUSTAudit.SeatRef({segmentId: segmentId, seatIndex: seatIndex});
+    }
+
+    /// @notice Two seats of a session, in this order.
+    function seatRefs(uint256 segment0, uint256 index0, uint256 segment1, uint256 index1)
+        internal
+        pure
+        returns (ITRUSTAudit.SeatRef[] memory refs)
+    {
+        refs = new ITRUSTAudit.SeatRef[](2);
+        refs[0] = ITRUSTAudit.SeatRef({segmentId: segment0, seatIndex: index0});
+        refs[1] = ITRUSTAudit.SeatRef({segmentId: segment1, seatIndex: index1});
+    }
+
+    /// @notice The unclaimed seats of `auditor` that agree with a decided segment's outcome, in the
+    ///         final round of each segment of the session: what `claimRewards` pays for.
+    function alignedSeatsOf(uint256 sessionId, address auditor) internal view returns (ITRUSTAudit.SeatRef[] memory refs) {
+        uint256 segmentCount = audit.session(sessionId).segmentCount;
+        ITRUSTAudit.SeatRef[] memory found = new ITRUSTAudit.SeatRef[](segmentCount);
+        uint256 n;
+        for (uint256 s; s < segmentCount; ++s) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(sessionId, s);
+            bool passed = g.status == ITRUSTAudit.SegmentStatus.Passed;
+            if (!passed && g.status != ITRUSTAudit.SegmentStatus.Failed) continue;
+            for (uint256 i; i < g.committeeSize; ++i) {
+                ITRUSTAudit.SeatView memory v = audit.seat(sessionId, s, g.round, i);
+                if (v.auditor == auditor && v.revealed && !v.claimed && v.vote == passed) {
+                    found[n++] = ITRUSTAudit.SeatRef({segmentId: s, seatIndex: i});
+                }
+            }
+        }
+        refs = new ITRUSTAudit.SeatRef[](n);
+        for (uint256 i; i < n; ++i) {
+            refs[i] = found[i];
+        }
+    }
+
+    /// @notice `auditor` claims the rewards of `refs`; returns the ETH it received.
+    function claimAs(address auditor, uint256 sessionId, ITRUSTAudit.SeatRef[] memory refs) internal returns (uint256) {
+        uint256 before = auditor.balance;
+        vm.prank(auditor);
+        audit.claimRewards(sessionId, refs);
+        return auditor.balance - before;
+    }
+
+    /// @notice `account` withdraws its credited ETH (treasury, insurance fund); returns the amount.
+    function withdrawAs(address account) internal returns (uint256) {
+        uint256 before = account.balance;
+        vm.prank(account);
+        audit.withdraw();
+        return account.balance - before;
+    }
+
     function addrs(address a) internal pure returns (address[] memory list) {
         list = new address[](1);
         list[0] = a;
