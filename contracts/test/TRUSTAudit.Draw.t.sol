@@ -227,6 +227,45 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         assertEq(registry.auditor(pool[0]).stake, 6_000e18);
     }
 
+    /// @notice Once the randomness block is mined, nothing the auditors do before the draw (every
+    ///         one of them switching off and unstaking down to the minimum) changes any committee
+    ///         or seat weight: the same draws, taken with and without the changes, agree.
+    function test_assignAuditors_leavingAfterTheRandomnessBlockChangesNoCommittee() public {
+        address[] memory pool = new address[](8);
+        for (uint256 i; i < pool.length; ++i) {
+            pool[i] = addAuditor(string.concat("t1-", vm.toString(i)), 1, (i + 2) * 100e18);
+        }
+        uint256 id = openSession(uniformSegments(4, 1));
+        rollPastRandomness(id, 0);
+        uint256 snapshot = vm.snapshotState();
+        drawAll(id);
+        bytes[4] memory drawn;
+        for (uint256 s; s < 4; ++s) {
+            drawn[s] = abi.encode(audit.committee(id, s), seatWeights(id, s));
+        }
+        vm.revertToState(snapshot);
+
+        for (uint256 i; i < pool.length; ++i) {
+            vm.startPrank(pool[i]);
+            registry.setAvailable(false);
+            registry.requestUnstake(registry.stakeOf(pool[i]) - 100e18);
+            vm.stopPrank();
+        }
+        assertEq(registry.eligibleCount(1), 0);
+        drawAll(id);
+        for (uint256 s; s < 4; ++s) {
+            assertEq(abi.encode(audit.committee(id, s), seatWeights(id, s)), drawn[s], "committee changed");
+        }
+    }
+
+    function seatWeights(uint256 id, uint256 segmentId) internal view returns (uint256[] memory weights) {
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
+        weights = new uint256[](g.committeeSize);
+        for (uint256 i; i < weights.length; ++i) {
+            weights[i] = audit.seat(id, segmentId, g.round, i).weight;
+        }
+    }
+
     function test_assignAuditors_seatWeightIsFixedAtTheDraw() public {
         address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18);
         uint256 id = openSingle(1);
