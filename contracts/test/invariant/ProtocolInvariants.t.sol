@@ -11,8 +11,10 @@ import {ProtocolHandler} from "./handlers/ProtocolHandler.sol";
 
 /// @notice Invariants of the whole protocol (TRUSTAudit + AuditorRegistry) under random sequences
 ///         of the handler's actions: token and ETH conservation, one vote per seat and only from
-///         seats, final verdicts that never change, payouts bounded by what came in, well-formed and
-///         backed committees, draw weights that follow the eligibility rules.
+///         seats, final verdicts that never change, payouts bounded by what came in, seat rewards
+///         paid once per aligned seat, well-formed and backed committees seated with their weight at
+///         the randomness block, draw weights that follow the eligibility rules and a sortition
+///         tree that never weighs anyone less than a draw may still read.
 /// @dev Committees are small (2 / 3 / 3 seats, escalating once to 5 / 7 / 7) so that a run's depth
 ///      covers whole sessions. Deliberate bugs that these invariants catch are in ./bugs.
 contract ProtocolInvariantTest is TRUSTBase {
@@ -56,7 +58,7 @@ contract ProtocolInvariantTest is TRUSTBase {
 
         handler = new ProtocolHandler(audit, registry, params, address(this), provider, stranger, auditors, tiers);
 
-        bytes4[] memory selectors = new bytes4[](24);
+        bytes4[] memory selectors = new bytes4[](28);
         selectors[0] = ProtocolHandler.register.selector;
         selectors[1] = ProtocolHandler.stake.selector;
         selectors[2] = ProtocolHandler.requestUnstake.selector;
@@ -78,11 +80,15 @@ contract ProtocolInvariantTest is TRUSTBase {
         selectors[18] = ProtocolHandler.distributeRewards.selector;
         selectors[19] = ProtocolHandler.withdraw.selector;
         selectors[20] = ProtocolHandler.refinalize.selector;
+        selectors[21] = ProtocolHandler.claimRewards.selector;
+        selectors[22] = ProtocolHandler.setMinStakes.selector;
+        selectors[23] = ProtocolHandler.syncDrawWeights.selector;
+        selectors[24] = ProtocolHandler.settleDrawWeight.selector;
         // `advance` three times over: forge picks selectors uniformly, and this one carries
-        // sessions to their end (trace verdict, fee split) within a run's depth.
-        selectors[21] = ProtocolHandler.advance.selector;
-        selectors[22] = ProtocolHandler.advance.selector;
-        selectors[23] = ProtocolHandler.advance.selector;
+        // sessions to their end (trace verdict, fee split, claims) within a run's depth.
+        selectors[25] = ProtocolHandler.advance.selector;
+        selectors[26] = ProtocolHandler.advance.selector;
+        selectors[27] = ProtocolHandler.advance.selector;
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
         targetContract(address(handler));
     }
@@ -121,15 +127,17 @@ contract ProtocolInvariantTest is TRUSTBase {
         assertEq(handler.ghost_tokensIn(), held + handler.ghost_tokensOut(), "tokens in = held + paid out");
     }
 
-    /// @notice Fees in = held by the audit contract + withdrawn + sent to the registry; the audit
-    ///         contract holds exactly the credited balances and the fees not yet split; the registry
-    ///         holds at least every pending staker reward.
+    /// @notice Fees in = held by the audit contract + withdrawn + claimed by seats + sent to the
+    ///         registry; the audit contract holds exactly the fees not yet split, the credited
+    ///         balances (treasury, insurance fund) and the rewards of aligned seats not yet claimed
+    ///         (per-seat reward x unclaimed seats); the registry holds at least every pending staker
+    ///         reward.
     function invariant_etherIsConserved() public view {
         uint256 auditBalance = address(audit).balance;
         assertEq(
             handler.ghost_feesIn(),
-            auditBalance + handler.ghost_ethWithdrawn() + handler.ghost_ethToRegistry(),
-            "fees in = audit balance + withdrawn + sent to the registry"
+            auditBalance + handler.ghost_ethWithdrawn() + handler.ghost_ethClaimed() + handler.ghost_ethToRegistry(),
+            "fees in = audit balance + withdrawn + claimed + sent to the registry"
         );
 
         address[] memory all = handler.everyone();
@@ -144,7 +152,8 @@ contract ProtocolInvariantTest is TRUSTBase {
             ITRUSTAudit.SessionView memory s = audit.session(ids[i]);
             if (s.status != ITRUSTAudit.SessionStatus.Distributed) owed += s.feeWei;
         }
-        assertEq(auditBalance, owed, "audit balance = credited balances + undistributed fees");
+        owed += handler.unclaimedSeatRewardsWei();
+        assertEq(auditBalance, owed, "audit balance = undistributed fees + credited balances + unclaimed seat rewards");
 
         uint256 registryBalance = address(registry).balance;
         assertEq(
@@ -153,6 +162,20 @@ contract ProtocolInvariantTest is TRUSTBase {
             "registry ETH = stakers' shares - claims"
         );
         assertGe(registryBalance, pending, "registry ETH covers every pending staker reward");
+    }
+
+    /// @notice Every aligned seat (a revealed vote that agrees with a decided segment's outcome, in
+    ///         its final round) is counted, is paid the per-seat reward when claimed, and only once;
+    ///         no other seat, and no other caller, is ever paid.
+    function invariant_seatRewardsArePaidOncePerAlignedSeat() public view {
+        assertEq(handler.ghost_badClaimsAccepted(), 0, "a claim that must fail was paid");
+        assertEq(handler.ghost_claimMismatches(), 0, "a claim paid other than per-seat reward x seats");
+        uint256[] memory ids = handler.sessionIds();
+        for (uint256 i; i < ids.length; ++i) {
+            (uint256 aligned, uint256 claimed) = handler.alignedSeats(ids[i]);
+            assertEq(audit.session(ids[i]).alignedSeats, aligned, "aligned seats");
+            assertLe(claimed, aligned, "more seats claimed than aligned");
+        }
     }
 
     // =================================================================== (2) votes
@@ -212,7 +235,9 @@ contract ProtocolInvariantTest is TRUSTBase {
     ///         exceed what was forfeited and slashed; a slash never takes more than may be taken.
     function invariant_payoutsNeverExceedFeesAndSlashes() public view {
         assertLe(
-            handler.ghost_ethWithdrawn() + handler.ghost_stakerRewardsClaimed(), handler.ghost_feesIn(), "ETH paid > fees"
+            handler.ghost_ethWithdrawn() + handler.ghost_ethClaimed() + handler.ghost_stakerRewardsClaimed(),
+            handler.ghost_feesIn(),
+            "ETH paid > fees"
         );
         assertLe(
             handler.ghost_insuranceTokensClaimed() + registry.claimableTokens(insurance),
@@ -225,7 +250,8 @@ contract ProtocolInvariantTest is TRUSTBase {
     // =================================================================== (5) committees and locks
 
     /// @notice Every open committee has distinct members of the segment's tier, never the provider,
-    ///         each holding at least this seat's lock.
+    ///         each holding at least this seat's lock; when drawn, each member weighed more than
+    ///         zero at the randomness block and its seat weighs exactly that.
     function invariant_committeesAreWellFormed() public view {
         assertEq(handler.ghost_committeeViolations(), 0, "a committee was malformed when drawn");
         ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
@@ -251,7 +277,7 @@ contract ProtocolInvariantTest is TRUSTBase {
     ///         never more than its stake.
     function invariant_lockedStakeBacksOpenSeats() public view {
         address[] memory all = handler.everyone();
-        (uint256[] memory ghostLocked,) = handler.lockLedger();
+        uint256[] memory ghostLocked = handler.lockLedger();
         for (uint256 i; i < all.length; ++i) {
             IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
             assertEq(a.locked, ghostLocked[i], "locked = sum of the open seats' locks");
@@ -262,30 +288,39 @@ contract ProtocolInvariantTest is TRUSTBase {
     // =================================================================== registry bookkeeping
 
     /// @notice Draw weight per tier is the stake of the auditors who may be drawn (eq. 3.2):
-    ///         registered, available, at the tier minimum, one seat's penalty unlocked, credentialed
-    ///         for tier 3. Reputation stays within [0, 1] and settlements follow section 3.3.
+    ///         registered, available, at the tier minimum in force when the registry last
+    ///         re-evaluated them, credentialed for tier 3 (locks do not enter). The sortition tree
+    ///         holds each auditor's weight with decreases delayed past the draw window, so it never
+    ///         weighs anyone less than at a block a draw may still read. Reputation stays within
+    ///         [0, 1] and settlements follow section 3.3.
     function invariant_drawWeightsFollowEligibility() public view {
-        Params memory p = params.params();
         address[] memory all = handler.everyone();
-        (, uint256[] memory syncedPenalty) = handler.lockLedger();
+        (uint256[] memory minStakes, uint256[] memory drawWeights, uint256[] memory treeWeights, uint256[] memory windowMax)
+        = handler.weightLedger();
         uint256[4] memory count;
         uint256[4] memory weight;
+        uint256[4] memory tree;
+        uint256[4] memory floor;
         for (uint256 i; i < all.length; ++i) {
             IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
             assertLe(a.reputationWad, 1e18, "reputation above 1");
             if (!a.registered) continue;
-            uint256 minimum = a.tier == 1 ? p.minStakeTier1 : a.tier == 2 ? p.minStakeTier2 : p.minStakeTier3;
-            if (
-                a.available && a.stake >= minimum && (a.tier != 3 || a.credentialed)
-                    && a.stake - a.locked >= syncedPenalty[i]
-            ) {
+            bool eligible = a.available && a.stake >= minStakes[i] && (a.tier != 3 || a.credentialed);
+            assertEq(drawWeights[i], eligible ? a.stake : 0, "modelled draw weight");
+            if (eligible) {
                 count[a.tier] += 1;
                 weight[a.tier] += a.stake;
             }
+            tree[a.tier] += treeWeights[i];
+            floor[a.tier] += windowMax[i];
         }
         for (uint8 tier = 1; tier <= 3; ++tier) {
             assertEq(registry.eligibleCount(tier), count[tier], "eligible count");
             assertEq(registry.eligibleStake(tier), weight[tier], "eligible stake");
+            uint256 sortition = registry.sortitionWeight(tier);
+            assertEq(sortition, tree[tier], "sortition weight = decreases held for the draw window");
+            assertGe(sortition, floor[tier], "the tree weighs someone less than a draw may read");
+            assertGe(sortition, weight[tier], "sortition weight >= eligible stake");
         }
         assertEq(handler.ghost_settlementViolations(), 0, "a seat settled against section 3.3");
     }
@@ -304,6 +339,7 @@ contract ProtocolInvariantTest is TRUSTBase {
         console.log("sessions", handler.sessionIds().length, "traces", handler.traces().length);
         console.log("final segments", handler.finalSegments().length, "open rounds", handler.votingSegments().length);
         console.log("fees in (wei)", handler.ghost_feesIn(), "withdrawn (wei)", handler.ghost_ethWithdrawn());
+        console.log("claimed by seats (wei)", handler.ghost_ethClaimed(), "unclaimed (wei)", handler.unclaimedSeatRewardsWei());
         console.log("forfeited", handler.ghost_forfeited(), "slashed", handler.ghost_slashed());
         console.log("block", block.number, "time", block.timestamp);
     }

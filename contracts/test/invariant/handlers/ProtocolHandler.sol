@@ -19,6 +19,12 @@ import {Params} from "../../../src/types/Params.sol";
 ///      never ends a run; the ghost variables record only what succeeded. Lifecycle actions that
 ///      need time to pass (draw, reveal, finalize) move the clock themselves when they must, so that
 ///      sessions reach their end within a run's depth.
+///
+///      Draw weights are modelled from the rules, not read back: each auditor's weight (its stake
+///      while registered, available, at the tier minimum in force at its last re-evaluation and
+///      credentialed for tier 3), its history by block, and its sortition-tree weight (increases at
+///      once, decreases once more than 256 blocks old, at the next re-evaluation or settlement).
+///      Seat rewards are modelled per aligned seat of a decided segment's final round.
 contract ProtocolHandler is CommonBase, StdUtils {
     uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_SEGMENTS = 2;
@@ -45,6 +51,14 @@ contract ProtocolHandler is CommonBase, StdUtils {
         bool vote;
         bytes32 salt;
         uint256 reveals;
+    }
+
+    /// @notice A seat that agreed with its decided segment's outcome: its reward is claimable.
+    struct AlignedSeat {
+        uint256 segmentId;
+        uint256 seatIndex;
+        address auditor;
+        bool claimed;
     }
 
     /// @notice A seat's state just before its round is finalized.
@@ -89,10 +103,25 @@ contract ProtocolHandler is CommonBase, StdUtils {
     mapping(bytes32 seatKey => SeatGhost) internal _seats;
     mapping(address auditor => uint256) public ghost_locked;
     mapping(address auditor => uint256) public ghost_openSeats;
-    /// @dev The penalty per seat in force when the registry last re-evaluated the auditor's draw
-    ///      weight: it does so only when the auditor's own record changes, not when governance
-    ///      changes the parameters.
-    mapping(address auditor => uint256) public syncedPenalty;
+    /// @dev The tier minimum in force when the registry last re-evaluated the auditor's draw
+    ///      weight (`_sync`): at the auditor's own actions, forfeits, slashes and `syncDrawWeights`,
+    ///      not when governance changes the parameters.
+    mapping(address auditor => uint256) public syncedMinStake;
+    /// @dev The draw weight the rules give, and the tree weight they imply (see `_synced`).
+    mapping(address auditor => uint256) public ghost_drawWeight;
+    mapping(address auditor => uint256) public ghost_treeWeight;
+    mapping(address auditor => uint256) internal _weightChangedAt;
+    mapping(address auditor => bool) internal _decreasePending;
+    /// @dev Every change of `ghost_drawWeight`, by block (the last value of a block counts).
+    mapping(address auditor => uint256[]) internal _historyBlocks;
+    mapping(address auditor => uint256[]) internal _historyWeights;
+
+    // ---- seat rewards
+    mapping(uint256 sessionId => uint256) public feeOf;
+    mapping(uint256 sessionId => AlignedSeat[]) internal _aligned;
+    mapping(uint256 sessionId => uint256) public claimedSeats;
+    /// @dev Fixed when the session's fee is split: the auditors' share over its aligned seats.
+    mapping(uint256 sessionId => uint256) public ghost_perSeatWei;
 
     uint256 public ghost_tokensIn;
     uint256 public ghost_tokensOut;
@@ -104,6 +133,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_ethWithdrawn;
     uint256 public ghost_ethToRegistry;
     uint256 public ghost_stakerRewardsClaimed;
+    uint256 public ghost_ethClaimed;
 
     uint256 public ghost_maxRevealsPerSeat;
     uint256 public ghost_unseatedSuccesses;
@@ -113,6 +143,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_traceVerdictMismatches;
     uint256 public ghost_refinalizations;
     uint256 public ghost_overSlashesAccepted;
+    uint256 public ghost_badClaimsAccepted;
+    uint256 public ghost_claimMismatches;
 
     // ---- call counts (callSummary)
     mapping(bytes32 action => uint256) public calls;
@@ -143,16 +175,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
             tierOf[auditors_[i]] = tiers_[i];
         }
         tierOf[provider_] = 1;
-        uint256 penalty = params_.params().penaltyPerSeat;
-        syncedPenalty[provider_] = penalty;
-        for (uint256 i; i < auditors_.length; ++i) {
-            syncedPenalty[auditors_[i]] = penalty;
-        }
         _everyone.push(provider_);
         _everyone.push(stranger_);
         _everyone.push(treasury);
         _everyone.push(insurance);
         ghost_tokensIn = token.balanceOf(address(registry_)); // the stakes registered in setUp
+        // Everyone registered in setUp was evaluated then, in this block.
+        for (uint256 i; i < _everyone.length; ++i) {
+            _synced(_everyone[i]);
+        }
     }
 
     // =================================================================== registry actions
@@ -165,7 +196,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         vm.prank(a);
         try registry.register(tier, keccak256(abi.encode("key", a)), "ipfs://auditor", amount) {
             ghost_tokensIn += amount;
-            _touch(a);
+            _synced(a);
             _count("register");
         } catch {
             _count("register (reverted)");
@@ -178,7 +209,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         vm.prank(a);
         try registry.stake(amount) {
             ghost_tokensIn += amount;
-            _touch(a);
+            _synced(a);
             _count("stake");
         } catch {
             _count("stake (reverted)");
@@ -196,7 +227,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         vm.prank(a);
         try registry.requestUnstake(amount) {
-            _touch(a);
+            _synced(a);
             _count("requestUnstake");
         } catch {
             _count("requestUnstake (reverted)");
@@ -224,7 +255,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         address a = _auditors[actorSeed % _auditors.length];
         vm.prank(a);
         try registry.setAvailable(choice % 3 != 0) {
-            _touch(a);
+            _synced(a);
             _count("setAvailable");
         } catch {
             _count("setAvailable (reverted)");
@@ -276,7 +307,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         try audit.slashAuditor(a, amount, "invariant") {
             if (tooMuch) ghost_overSlashesAccepted += 1;
             ghost_slashed += amount;
-            _touch(a);
+            _synced(a);
             _count("governanceSlash");
         } catch {
             _count("governanceSlash (reverted)");
@@ -291,6 +322,56 @@ contract ProtocolHandler is CommonBase, StdUtils {
         vm.prank(owner);
         params.setParams(p);
         _count("setPenalty");
+    }
+
+    /// @dev Governance moves every tier's minimum stake. Nobody is re-evaluated by it: an auditor
+    ///      keeps its draw weight until its next action or a `syncDrawWeights` that names it.
+    function setMinStakes(uint256 choice) external {
+        Params memory p = params.params();
+        uint96[3] memory tier1 = [uint96(100e18), 150e18, 250e18];
+        uint96[3] memory tier2 = [uint96(200e18), 300e18, 450e18];
+        uint96[3] memory tier3 = [uint96(300e18), 450e18, 600e18];
+        (p.minStakeTier1, p.minStakeTier2, p.minStakeTier3) = (tier1[choice % 3], tier2[choice % 3], tier3[choice % 3]);
+        vm.prank(owner);
+        params.setParams(p);
+        _count("setMinStakes");
+    }
+
+    /// @dev Anyone re-evaluates the auditors whose bit is set in `mask` (and, with bit 255, the
+    ///      stranger, who is not registered and must be skipped).
+    function syncDrawWeights(uint256 mask) external {
+        uint256 n = _everyone.length;
+        address[] memory list = new address[](n);
+        uint256 k;
+        for (uint256 i; i < n; ++i) {
+            if ((mask >> i) & 1 == 1) list[k++] = _everyone[i];
+        }
+        if ((mask >> 255) & 1 == 1 && k < n) list[k++] = stranger;
+        address[] memory accounts = new address[](k);
+        for (uint256 i; i < k; ++i) {
+            accounts[i] = list[i];
+        }
+        vm.prank(stranger);
+        try registry.syncDrawWeights(accounts) {
+            for (uint256 i; i < k; ++i) {
+                if (registry.auditor(accounts[i]).registered) _synced(accounts[i]);
+            }
+            _count("syncDrawWeights");
+        } catch {
+            _count("syncDrawWeights (reverted)");
+        }
+    }
+
+    /// @dev Anyone lowers an auditor's tree weight once its decrease has left the draw window.
+    function settleDrawWeight(uint256 actorSeed) external {
+        address a = _everyone[actorSeed % _everyone.length];
+        vm.prank(stranger);
+        try registry.settleDrawWeight(a) {
+            _lowerSettled(a);
+            _count("settleDrawWeight");
+        } catch {
+            _count("settleDrawWeight (reverted)");
+        }
     }
 
     // =================================================================== time
@@ -416,6 +497,28 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
+    /// @notice An auditor claims its unclaimed aligned seats of a distributed session.
+    /// @param behaviour Bits 0-7 pick the auditor among the session's unclaimed seats; bits 8-9
+    ///        the mode: 0 claim them, 1 claim them with one more seat it may not claim (the whole
+    ///        call must fail), 2 another actor claims them (must fail), 3 claim them, then claim
+    ///        the first again (must fail). With no unclaimed seat left, some actor claims a random
+    ///        seat, which must fail.
+    function claimRewards(uint256 pick, uint256 behaviour) external {
+        uint256 n = _traces.length;
+        if (n == 0) return;
+        for (uint256 k; k < n; ++k) {
+            uint256 id = _traces[(pick % n + k) % n];
+            if (traceDistributed[id] && claimedSeats[id] < _aligned[id].length) {
+                _claim(id, behaviour);
+                return;
+            }
+        }
+        uint256 any = _traces[pick % n];
+        if (!traceDistributed[any]) return;
+        address who = _everyone[(behaviour >> 16) % _everyone.length];
+        _expectClaimFails(any, who, _randomSeat(any, behaviour >> 24));
+    }
+
     /// @notice Tries to finalize again what is final, and to distribute a fee twice. None of it
     ///         may succeed.
     function refinalize(uint256 pick) external {
@@ -442,7 +545,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @notice Moves the protocol a step forward, the most advanced work first: split the fee of a
-    ///         finalized trace, record a trace verdict, move a voting segment on (commit and reveal
+    ///         finalized trace (or, one time in three, claim seat rewards), record a trace verdict, move a voting segment on (commit and reveal
     ///         in its commit window, else finalize it), draw a committee, or open a session. Keeps
     ///         sessions reaching their end within a run's depth; the single-step actions above
     ///         interleave everything else.
@@ -452,6 +555,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
             uint256 id = _traces[(pick % n + k) % n];
             if (!traceDistributed[id]) {
                 _distribute(id);
+                return;
+            }
+            if (behaviour % 3 == 0 && claimedSeats[id] < _aligned[id].length) {
+                _claim(id, behaviour & 0xff); // mode 0: a plain claim
                 return;
             }
         }
@@ -507,6 +614,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         vm.prank(provider);
         try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (uint256 id) {
             ghost_feesIn += fee;
+            feeOf[id] = fee;
             _sessionIds.push(id);
             for (uint256 i; i < n; ++i) {
                 _inputs[id].push(inputs[i]);
@@ -534,8 +642,13 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 address m = members[i];
                 ghost_locked[m] += lock;
                 ghost_openSeats[m] += 1;
-                _touch(m);
                 if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
+                    ghost_committeeViolations += 1;
+                }
+                // Seated with its weight at the randomness block, which must not be zero.
+                uint256 atBlock = weightAt(m, before.randomnessBlock);
+                uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
+                if (atBlock == 0 || seatWeight != (atBlock > type(uint88).max ? type(uint88).max : atBlock)) {
                     ghost_committeeViolations += 1;
                 }
             }
@@ -697,6 +810,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
     function _checkSettlement(SegmentRef memory r, ITRUSTAudit.SegmentStatus status, SeatBefore[] memory seats)
         internal
     {
+        _recordAligned(r, status, seats);
         Params memory p = audit.sessionParams(r.sessionId);
         uint256 lock = p.penaltyPerSeat;
         bool decided = status == ITRUSTAudit.SegmentStatus.Passed || status == ITRUSTAudit.SegmentStatus.Failed;
@@ -705,10 +819,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
             SeatBefore memory s = seats[i];
             ghost_locked[s.auditor] -= lock;
             ghost_openSeats[s.auditor] -= 1;
-            _touch(s.auditor);
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(s.auditor);
             uint256 lost = uint256(s.stake) - info.stake;
             ghost_forfeited += lost;
+            if (lost != 0) _synced(s.auditor); // only a forfeit re-evaluates the draw weight
             bool ok;
             if (!s.revealed) {
                 ok = lost == lock && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, false);
@@ -761,6 +875,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
         try audit.distributeRewards(id) {
             ghost_ethToRegistry += address(registry).balance - before;
             traceDistributed[id] = true;
+            uint256 aligned = _aligned[id].length;
+            uint256 auditorsWei = feeOf[id] * audit.sessionParams(id).auditorShareBps / BPS;
+            ghost_perSeatWei[id] = aligned == 0 ? 0 : auditorsWei / aligned;
             _count("distributeRewards");
         } catch {
             _count("distributeRewards (reverted)");
@@ -777,15 +894,58 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return _everyone;
     }
 
-    /// @notice `ghost_locked` and `syncedPenalty` of every account of `everyone()`, in that order
-    ///         (one call instead of two per account).
-    function lockLedger() external view returns (uint256[] memory locked, uint256[] memory penalties) {
+    /// @notice `ghost_locked` of every account of `everyone()`, in that order.
+    function lockLedger() external view returns (uint256[] memory locked) {
         uint256 n = _everyone.length;
         locked = new uint256[](n);
-        penalties = new uint256[](n);
         for (uint256 i; i < n; ++i) {
             locked[i] = ghost_locked[_everyone[i]];
-            penalties[i] = syncedPenalty[_everyone[i]];
+        }
+    }
+
+    /// @notice For every account of `everyone()`: the tier minimum at its last re-evaluation, the
+    ///         modelled draw and tree weights, and its largest draw weight at any block a draw may
+    ///         still read (the current one and the 256 before it).
+    function weightLedger()
+        external
+        view
+        returns (uint256[] memory minStakes, uint256[] memory drawWeights, uint256[] memory treeWeights, uint256[] memory windowMax)
+    {
+        uint256 n = _everyone.length;
+        minStakes = new uint256[](n);
+        drawWeights = new uint256[](n);
+        treeWeights = new uint256[](n);
+        windowMax = new uint256[](n);
+        uint256 from = block.number > 256 ? block.number - 256 : 0;
+        for (uint256 i; i < n; ++i) {
+            address a = _everyone[i];
+            minStakes[i] = syncedMinStake[a];
+            drawWeights[i] = ghost_drawWeight[a];
+            treeWeights[i] = ghost_treeWeight[a];
+            windowMax[i] = _maxWeightSince(a, from);
+        }
+    }
+
+    /// @notice The modelled draw weight of `a` at the end of block `blockNumber`.
+    function weightAt(address a, uint256 blockNumber) public view returns (uint256) {
+        uint256[] storage blocks = _historyBlocks[a];
+        for (uint256 k = blocks.length; k > 0; --k) {
+            if (blocks[k - 1] <= blockNumber) return _historyWeights[a][k - 1];
+        }
+        return 0;
+    }
+
+    /// @notice The aligned seats the handler recorded for a session, and how many were claimed.
+    function alignedSeats(uint256 sessionId) external view returns (uint256 total, uint256 claimed) {
+        return (_aligned[sessionId].length, claimedSeats[sessionId]);
+    }
+
+    /// @notice The ETH the audit contract owes for seats not claimed yet: per distributed session,
+    ///         the per-seat reward times its unclaimed aligned seats.
+    function unclaimedSeatRewardsWei() external view returns (uint256 owed) {
+        for (uint256 i; i < _traces.length; ++i) {
+            uint256 id = _traces[i];
+            if (traceDistributed[id]) owed += ghost_perSeatWei[id] * (_aligned[id].length - claimedSeats[id]);
         }
     }
 
@@ -848,8 +1008,148 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return audit.claimable(a) != 0;
     }
 
-    function _touch(address a) internal {
-        syncedPenalty[a] = params.params().penaltyPerSeat;
+    /// @dev The registry re-evaluated `a` (`_sync`): the weight the rules give under the current
+    ///      parameters; a change is recorded by block and enters the tree at once if it is an
+    ///      increase, once more than 256 blocks old if it is a decrease; no change settles a pending
+    ///      decrease that is old enough.
+    function _synced(address a) internal {
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        if (!info.registered) return;
+        uint256 minimum = _minStake(info.tier);
+        syncedMinStake[a] = minimum;
+        bool eligible = info.available && info.stake >= minimum && (info.tier != 3 || info.credentialed);
+        uint256 weight = eligible ? info.stake : 0;
+        if (weight == ghost_drawWeight[a]) {
+            _lowerSettled(a);
+            return;
+        }
+        ghost_drawWeight[a] = weight;
+        _weightChangedAt[a] = block.number;
+        uint256 n = _historyBlocks[a].length;
+        if (n != 0 && _historyBlocks[a][n - 1] == block.number) {
+            _historyWeights[a][n - 1] = weight;
+        } else {
+            _historyBlocks[a].push(block.number);
+            _historyWeights[a].push(weight);
+        }
+        if (weight >= ghost_treeWeight[a]) {
+            ghost_treeWeight[a] = weight;
+            _decreasePending[a] = false;
+        } else {
+            _decreasePending[a] = true;
+        }
+    }
+
+    function _lowerSettled(address a) internal {
+        if (_decreasePending[a] && block.number > _weightChangedAt[a] + 256) {
+            ghost_treeWeight[a] = ghost_drawWeight[a];
+            _decreasePending[a] = false;
+        }
+    }
+
+    /// @dev The largest weight of `a` at any block from `from` on.
+    function _maxWeightSince(address a, uint256 from) internal view returns (uint256 max) {
+        max = weightAt(a, from);
+        uint256[] storage blocks = _historyBlocks[a];
+        for (uint256 k = blocks.length; k > 0 && blocks[k - 1] > from; --k) {
+            uint256 w = _historyWeights[a][k - 1];
+            if (w > max) max = w;
+        }
+    }
+
+    /// @dev Records the seats of a decided round that voted its outcome (its final round).
+    function _recordAligned(SegmentRef memory r, ITRUSTAudit.SegmentStatus status, SeatBefore[] memory seats) internal {
+        bool passed = status == ITRUSTAudit.SegmentStatus.Passed;
+        if (!passed && status != ITRUSTAudit.SegmentStatus.Failed) return;
+        for (uint256 i; i < seats.length; ++i) {
+            if (seats[i].revealed && seats[i].vote == passed) {
+                _aligned[r.sessionId].push(AlignedSeat(r.segmentId, i, seats[i].auditor, false));
+            }
+        }
+    }
+
+    function _claim(uint256 id, uint256 behaviour) internal {
+        AlignedSeat[] storage list = _aligned[id];
+        // The auditor of the (behaviour % unclaimed)-th unclaimed seat, and all its unclaimed seats.
+        uint256 target = (behaviour & 0xff) % (list.length - claimedSeats[id]);
+        address who;
+        for (uint256 i; i < list.length; ++i) {
+            if (list[i].claimed) continue;
+            if (target == 0) {
+                who = list[i].auditor;
+                break;
+            }
+            --target;
+        }
+        uint256[] memory mine = new uint256[](list.length);
+        uint256 count;
+        for (uint256 i; i < list.length; ++i) {
+            if (!list[i].claimed && list[i].auditor == who) mine[count++] = i;
+        }
+        uint256 mode = (behaviour >> 8) % 4;
+        ITRUSTAudit.SeatRef[] memory refs = new ITRUSTAudit.SeatRef[](mode == 1 ? count + 1 : count);
+        for (uint256 k; k < count; ++k) {
+            refs[k] = ITRUSTAudit.SeatRef(list[mine[k]].segmentId, list[mine[k]].seatIndex);
+        }
+        if (mode == 1) {
+            // Any other seat of the session is not `who`'s to claim (all of its own are listed).
+            refs[count] = _randomSeat(id, behaviour >> 16);
+            _expectClaimsFail(id, who, refs);
+            return;
+        }
+        if (mode == 2) {
+            address other = _everyone[(behaviour >> 16) % _everyone.length];
+            _expectClaimsFail(id, other == who ? stranger : other, refs);
+            return;
+        }
+        uint256 before = who.balance;
+        vm.prank(who);
+        try audit.claimRewards(id, refs) {
+            uint256 paid = who.balance - before;
+            ghost_ethClaimed += paid;
+            if (paid != ghost_perSeatWei[id] * count) ghost_claimMismatches += 1;
+            for (uint256 k; k < count; ++k) {
+                list[mine[k]].claimed = true;
+            }
+            claimedSeats[id] += count;
+            _count("claimRewards");
+        } catch {
+            // Only a zero per-seat reward may refuse a claim of one's own aligned seats.
+            if (ghost_perSeatWei[id] != 0) ghost_claimMismatches += 1;
+            _count("claimRewards (reverted)");
+            return;
+        }
+        if (mode == 3) _expectClaimFails(id, who, refs[0]);
+    }
+
+    /// @dev A seat of the session named by `seed`: any segment (one past the last too), any index up
+    ///      to one past its committee.
+    function _randomSeat(uint256 id, uint256 seed) internal view returns (ITRUSTAudit.SeatRef memory) {
+        uint256 segmentId = seed % (_inputs[id].length + 1);
+        uint256 size = audit.segment(id, segmentId).committeeSize;
+        return ITRUSTAudit.SeatRef(segmentId, (seed >> 8) % (size + 1));
+    }
+
+    function _expectClaimFails(uint256 id, address who, ITRUSTAudit.SeatRef memory ref) internal {
+        // `who`'s own unclaimed aligned seat would be a legitimate claim: not a test of refusal.
+        AlignedSeat[] storage list = _aligned[id];
+        for (uint256 i; i < list.length; ++i) {
+            if (!list[i].claimed && list[i].auditor == who && list[i].segmentId == ref.segmentId
+                && list[i].seatIndex == ref.seatIndex) return;
+        }
+        ITRUSTAudit.SeatRef[] memory refs = new ITRUSTAudit.SeatRef[](1);
+        refs[0] = ref;
+        _expectClaimsFail(id, who, refs);
+    }
+
+    function _expectClaimsFail(uint256 id, address who, ITRUSTAudit.SeatRef[] memory refs) internal {
+        uint256 before = who.balance;
+        vm.prank(who);
+        try audit.claimRewards(id, refs) {
+            ghost_badClaimsAccepted += 1;
+            ghost_ethClaimed += who.balance - before;
+        } catch {}
+        _count("claimRewards (refused)");
     }
 
     function _count(bytes32 action) internal {
