@@ -558,7 +558,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 return;
             }
             if (behaviour % 3 == 0 && claimedSeats[id] < _aligned[id].length) {
-                _claim(id, behaviour & 0xff); // mode 0: a plain claim
+                _claim(id, behaviour);
                 return;
             }
         }
