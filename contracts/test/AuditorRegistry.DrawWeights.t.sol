@@ -120,7 +120,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice Every member of the committee switches itself off once the randomness block is
     ///         mined: the same seed still draws the same members with the same weights.
-    function test_draw_availabilityOffAfterTheBlockChangesNothing() public {
+    function test_drawCommittee_availabilityOffAfterTheBlockChangesNothing() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         for (uint256 s; s < SEEDS; ++s) {
@@ -140,7 +140,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice Every auditor unstakes down to the minimum once the randomness block is mined: the
     ///         same committee sits, with its stake at the block.
-    function test_draw_unstakingAfterTheBlockChangesNothing() public {
+    function test_drawCommittee_unstakingAfterTheBlockChangesNothing() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         for (uint256 s; s < SEEDS; ++s) {
@@ -162,7 +162,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
     }
 
     /// @notice Switching off and back on after the randomness block leaves the tree as it was.
-    function test_draw_availabilityOffAndOnAfterTheBlockChangesNothing() public {
+    function test_drawCommittee_availabilityOffAndOnAfterTheBlockChangesNothing() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         for (uint256 s; s < SEEDS; ++s) {
@@ -186,7 +186,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
     /// @notice Auditors who join after the randomness block (a registration, a switch back on)
     ///         weighed nothing at it: a draw from it never seats them. One who joins in the block
     ///         itself counts, and a draw from a later block counts everyone.
-    function test_draw_neverSeatsWhoJoinedAfterTheBlock() public {
+    function test_drawCommittee_neverSeatsWhoJoinedAfterTheBlock() public {
         address away = pool[5];
         setAvailableAs(away, false);
         vm.roll(block.number + WINDOW + 1);
@@ -221,7 +221,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice Changes made up to the randomness block count: the largest staker leaves and the
     ///         smallest triples its stake, in the block itself.
-    function test_draw_changesUpToTheBlockCount() public {
+    function test_drawCommittee_changesUpToTheBlockCount() public {
         address largest = pool[5];
         address smallest = pool[0];
         setAvailableAs(largest, false);
@@ -244,7 +244,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice A member sits with its stake at the randomness block, whatever it staked since;
     ///         a draw from a later block reads the later stake.
-    function test_draw_seatWeightIsTheStakeAtTheBlock() public {
+    function test_drawCommittee_seatWeightIsTheStakeAtTheBlock() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         for (uint256 i; i < pool.length; ++i) {
@@ -263,7 +263,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice The weight history, block by block, of a member who changed after the block: each
     ///         draw reads the weight it had at the end of its randomness block.
-    function test_draw_readsTheWeightHistoryBlockByBlock() public {
+    function test_drawCommittee_readsTheWeightHistoryBlockByBlock() public {
         address x = pool[0]; // 200
         uint256 r = block.number;
         vm.roll(r + 1);
@@ -294,7 +294,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
     ///         with 6,000. Over 400 one-seat draws the larger is still drawn 300 times in
     ///         expectation (sd 8.7); the bounds are four standard deviations, the seeds fixed. Were
     ///         the later stakes read, it would be drawn 100 times (or 67 counting the newcomer).
-    function test_draw_proportionalToStakeAtTheRandomnessBlock() public {
+    function test_drawCommittee_proportionalToStakeAtTheRandomnessBlock() public {
         address small = addAuditor("small", 2, 1_000e18);
         address large = addAuditor("large", 2, 3_000e18);
         fund(small, 8_000e18);
@@ -318,7 +318,7 @@ contract AuditorRegistryDrawWeightsTest is AuditorRegistryBase {
 
     /// @notice The control: the same top-up made in the randomness block counts. Stakes 9 : 3 at
     ///         the block: the larger is drawn 100 times in 400 in expectation (sd 8.7).
-    function test_draw_stakeAddedByTheRandomnessBlockCounts() public {
+    function test_drawCommittee_stakeAddedByTheRandomnessBlockCounts() public {
         address small = addAuditor("small", 2, 1_000e18);
         address large = addAuditor("large", 2, 3_000e18);
         fund(small, 8_000e18);
