@@ -121,9 +121,12 @@ interface IAuditorRegistry {
     ///         proportional to its stake at `request.randomnessBlock` (eq. 3.2), never
     ///         `request.excluded`, and locks `request.lockPerSeat` of each member's stake.
     /// @param request The draw (see `DrawRequest`). Its seed is unknown until after the session
-    ///        was created. Draw weights are read as of its randomness block, so nothing done once
-    ///        that block's hash is public (staking, leaving, switching availability) changes who is
-    ///        drawn; the block must lie within the last `DRAW_HISTORY_BLOCKS` blocks.
+    ///        was created. Draw weights are read as of its randomness block: the odds of every
+    ///        member are its stake at that block, and leaving, unstaking or switching availability
+    ///        afterwards changes nothing. The block must lie within the last `DRAW_HISTORY_BLOCKS`
+    ///        blocks. Known gap (see docs/protocol.md): proposals walk the tree as it is now, so a
+    ///        stake increase made after the hash is public can still steer which committee a known
+    ///        seed yields; a tree recorded by block closes it.
     /// @return members The committee, in draw order.
     /// @return weights Each member's stake at the randomness block: its voting weight this round.
     /// @dev Who may be drawn follows the registry's rules as of the randomness block (registered,
