@@ -9,7 +9,7 @@ of our contracts (name and arguments), never as a raw hex blob.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -174,44 +174,14 @@ class ChainClient:
         Reverts are detected while estimating gas (nothing is sent) and raised as ContractReverted.
         """
         what = f"{fn.fn_name}() from {sender.address}"
-        lock = self._nonce_locks.setdefault(sender.address, asyncio.Lock())
-        async with lock:
-            try:
-                tx = await fn.build_transaction(
-                    cast(
-                        TxParams,
-                        {
-                            "from": sender.address,
-                            "value": value,
-                            "chainId": self.chain_id,
-                            "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
-                        },
-                    )
-                )
-            except ContractLogicError as exc:
-                raise self.revert_error(exc, what) from exc
-            except Web3RPCError as exc:
-                raise ChainError(f"{what} could not be prepared: {exc}") from exc
-            return await self._send(dict(tx), sender, what)
+        return await self._prepare_and_send(sender, what, {"value": value}, fn.build_transaction)
 
     async def deploy(self, name: str, sender: LocalAccount, *args: Any) -> str:
         """Deploys a compiled contract and returns its address."""
         artifact = self.artifacts[name]
         factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
         what = f"deploying {name}"
-        lock = self._nonce_locks.setdefault(sender.address, asyncio.Lock())
-        async with lock:
-            try:
-                tx = await factory.constructor(*args).build_transaction(
-                    {
-                        "from": sender.address,
-                        "chainId": self.chain_id,
-                        "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
-                    }
-                )
-            except ContractLogicError as exc:
-                raise self.revert_error(exc, what) from exc
-            sent = await self._send(dict(tx), sender, what)
+        sent = await self._prepare_and_send(sender, what, {}, factory.constructor(*args).build_transaction)
         address = sent.receipt["contractAddress"]
         if not address:
             raise ChainError(f"{what}: the receipt of {sent.tx_hash} has no contract address")
@@ -219,17 +189,35 @@ class ChainClient:
 
     async def send_value(self, sender: LocalAccount, to: str, value_wei: int) -> SentTransaction:
         """Sends plain ETH."""
+        fields = {"to": to_checksum_address(to), "value": value_wei, "gas": 21_000}
+        return await self._prepare_and_send(sender, f"sending {value_wei} wei to {to}", fields)
+
+    async def _prepare_and_send(
+        self,
+        sender: LocalAccount,
+        what: str,
+        fields: dict[str, Any],
+        build: Callable[[TxParams], Awaitable[TxParams]] | None = None,
+    ) -> SentTransaction:
+        """Under the sender's nonce lock: fills in sender, chain id and nonce, lets `build` add the
+        call data and estimate gas (a revert there raises ContractReverted and nothing is sent),
+        then signs, sends and waits."""
         lock = self._nonce_locks.setdefault(sender.address, asyncio.Lock())
         async with lock:
-            tx = {
+            tx: dict[str, Any] = {
                 "from": sender.address,
-                "to": to_checksum_address(to),
-                "value": value_wei,
                 "chainId": self.chain_id,
                 "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
-                "gas": 21_000,
+                **fields,
             }
-            return await self._send(tx, sender, f"sending {value_wei} wei to {to}")
+            if build is not None:
+                try:
+                    tx = dict(await build(cast(TxParams, tx)))
+                except ContractLogicError as exc:
+                    raise self.revert_error(exc, what) from exc
+                except Web3RPCError as exc:
+                    raise ChainError(f"{what} could not be prepared: {exc}") from exc
+            return await self._send(tx, sender, what)
 
     async def _send(self, tx: dict[str, Any], sender: LocalAccount, what: str) -> SentTransaction:
         if "gas" in tx and tx.get("gas", 0) > 21_000:
