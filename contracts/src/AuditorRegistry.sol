@@ -333,6 +333,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         returns (uint256 forfeitedMask)
     {
         uint256 forfeitedTotal = 0;
+        Params memory p; // read from the parameter store at the first forfeit only
+        bool loaded = false;
         for (uint256 i; i < seats.length; ++i) {
             SeatSettlement calldata seat = seats[i];
             Auditor storage au = _auditors[seat.auditor];
@@ -359,7 +361,11 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
                         seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus"
                     );
                     // Only a forfeit changes the stake, and with it the draw weight.
-                    _sync(seat.auditor, au, _params.params());
+                    if (!loaded) {
+                        p = _params.params();
+                        loaded = true;
+                    }
+                    _sync(seat.auditor, au, p);
                 }
             }
         }

@@ -483,7 +483,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             if (!ParamsLib.isTier(input.tier)) revert AuditInvalidSegment(first + i, "tier");
             if (input.weight == 0) revert AuditInvalidSegment(first + i, "weight");
             if (input.contentDigest == bytes32(0)) revert AuditInvalidSegment(first + i, "contentDigest");
-            uint8 size = _committeeSize(p, input.tier);
+            uint8 size = p.storedCommitteeSize(input.tier);
             Segment storage g = _segments[sessionId][first + i];
             g.tier = input.tier;
             g.flags = (input.critical ? _FLAG_CRITICAL : 0) | (input.contradiction ? _FLAG_CONTRADICTION : 0);
@@ -511,12 +511,6 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
 
     function _minimumFee(uint256 rewardPerSeatWei, uint256 seats, uint256 auditorShareBps) private pure returns (uint256) {
         return Math.mulDiv(rewardPerSeatWei * seats, _BPS, auditorShareBps, Math.Rounding.Ceil);
-    }
-
-    function _committeeSize(Params storage p, uint8 tier) private view returns (uint8) {
-        if (tier == ParamsLib.TIER_COMPUTATIONAL) return p.committeeSizeTier1;
-        if (tier == ParamsLib.TIER_LLM) return p.committeeSizeTier2;
-        return p.committeeSizeTier3;
     }
 
     function _session(uint256 sessionId) private view returns (Session storage s) {

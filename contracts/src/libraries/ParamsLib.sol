@@ -75,9 +75,18 @@ library ParamsLib {
 
     /// @notice k_t, the first-round committee size of `tier`.
     function committeeSize(Params memory p, uint8 tier) internal pure returns (uint8) {
-        if (tier == TIER_COMPUTATIONAL) return p.committeeSizeTier1;
-        if (tier == TIER_LLM) return p.committeeSizeTier2;
-        return p.committeeSizeTier3;
+        return _byTier(tier, p.committeeSizeTier1, p.committeeSizeTier2, p.committeeSizeTier3);
+    }
+
+    /// @notice k_t from a session's stored snapshot (reads one slot, copies nothing).
+    function storedCommitteeSize(Params storage p, uint8 tier) internal view returns (uint8) {
+        return _byTier(tier, p.committeeSizeTier1, p.committeeSizeTier2, p.committeeSizeTier3);
+    }
+
+    function _byTier(uint8 tier, uint8 computational, uint8 llm, uint8 human) private pure returns (uint8) {
+        if (tier == TIER_COMPUTATIONAL) return computational;
+        if (tier == TIER_LLM) return llm;
+        return human;
     }
 
     /// @notice The minimum stake of `tier` (Table 2: low / medium / high).
