@@ -333,7 +333,9 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         returns (uint256 forfeitedMask)
     {
         uint256 forfeitedTotal = 0;
-        Params memory p; // read from the parameter store at the first forfeit only
+        // Read from the parameter store at the first forfeit only; unused until then.
+        // slither-disable-next-line uninitialized-local
+        Params memory p;
         bool loaded = false;
         for (uint256 i; i < seats.length; ++i) {
             SeatSettlement calldata seat = seats[i];
