@@ -6,7 +6,6 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
-import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
 import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
@@ -32,57 +31,39 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     using SafeCast for uint256;
     using ParamsLib for Params;
     using SortitionTree for SortitionTree.Tree;
-    using Checkpoints for Checkpoints.Trace208;
 
-    /// @dev Draws rejected (member already seated, excluded, short of unlocked stake, or weighing
-    ///      less at the randomness block than in the tree) before the draw switches to correcting
-    ///      the tree for the rest of the draw.
-    uint256 private constant _REJECTIONS_BEFORE_EXCLUSION = 8;
-    /// @dev Members whose tree weight one draw may correct beyond the committee itself.
-    uint256 private constant _MAX_EXTRA_EXCLUSIONS = 128;
+    /// @dev Members a draw may pass over (the excluded account, members short of unlocked stake)
+    ///      before it gives up: bounds the work and memory of one draw.
+    uint256 private constant _MAX_SKIPPED = 64;
 
     /// @dev Slot layout:
     ///      0: stake 96 | locked 96 | reputationWad 64      (written by every seat lock and settlement)
-    ///      1: treeWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8 |
-    ///         weightChangedAt 40 | decreasePending 8    (read by every draw)
-    ///      2: unbonding 96 | unbondingReadyAt 48 | drawWeight 96
+    ///      1: drawWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8
+    ///      2: unbonding 96 | unbondingReadyAt 48
     ///      3: encryptionKey
-    ///      Invariants: locked <= stake, so every open seat's penalty is backed; treeWeight >=
-    ///      the draw weight at every block a draw may still use (see `_sync`).
+    ///      Invariants: locked <= stake, so every open seat's penalty is backed; drawWeight is the
+    ///      member's leaf in its tier's sortition tree.
     struct Auditor {
         uint96 stake;
         uint96 locked;
         uint64 reputationWad;
-        uint96 treeWeight;
+        uint96 drawWeight;
         uint32 treeIndex;
         uint8 tier;
         bool registered;
         bool available;
         bool credentialed;
-        uint40 weightChangedAt;
-        bool decreasePending;
         uint96 unbonding;
         uint48 unbondingReadyAt;
-        uint96 drawWeight;
         bytes32 encryptionKey;
     }
 
-    /// @dev The state of one committee draw, in memory (too many values for the stack).
-    struct Draw {
-        uint8 tier;
-        bytes32 seed;
-        uint256 randomnessBlock;
-        address excluded;
-        uint96 lockPerSeat;
-        address[] members;
-        uint96[] weights;
-        uint256 seated;
-        address[] corrected; // members whose tree weight is changed for the rest of the draw
-        uint96[] correctedTo;
-        uint256 correctedCount;
-        bool correcting;
-        uint256 rejections;
-        uint256 nonce;
+    /// @dev The weight intervals a draw no longer lands in (members seated or passed over), sorted
+    ///      by where they start in the tree as of the randomness block.
+    struct Taken {
+        uint256[] starts;
+        uint256[] widths;
+        uint256 count;
     }
 
     IERC20 private _token;
@@ -93,10 +74,6 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     mapping(address account => string) private _metadataURIs;
     mapping(uint8 tier => SortitionTree.Tree) private _pools;
     mapping(uint8 tier => uint256) private _eligibleCounts;
-    mapping(uint8 tier => uint256) private _eligibleStakes;
-    /// @dev Every change of an auditor's draw weight, by block: a draw reads the weight at its
-    ///      randomness block, so that nothing done after that block's hash is public counts.
-    mapping(address account => Checkpoints.Trace208) private _weightHistory;
     uint256 private _totalStake;
 
     // Stakers' share of fees: a reward-per-stake accumulator (Synthetix StakingRewards).
@@ -241,11 +218,6 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     }
 
     /// @inheritdoc IAuditorRegistry
-    function settleDrawWeight(address account) external {
-        _lowerSettledWeight(account, _auditors[account]);
-    }
-
-    /// @inheritdoc IAuditorRegistry
     function syncDrawWeights(address[] calldata accounts) external {
         Params memory p = _params.params();
         for (uint256 i; i < accounts.length; ++i) {
@@ -289,40 +261,19 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         returns (address[] memory members, uint96[] memory weights)
     {
         uint256 randomnessBlock = request.randomnessBlock;
-        if (randomnessBlock >= block.number || block.number - randomnessBlock > ParamsLib.DRAW_HISTORY_BLOCKS) {
-            revert RegistryRandomnessOutOfWindow(randomnessBlock, block.number);
-        }
+        if (randomnessBlock >= block.number) revert RegistryRandomnessNotPast(randomnessBlock, block.number);
         uint256 size = request.size;
-        uint96 lockPerSeat = request.lockPerSeat;
-        Draw memory d = Draw({
-            tier: request.tier,
-            seed: request.seed,
-            randomnessBlock: randomnessBlock,
-            excluded: request.excluded,
-            lockPerSeat: lockPerSeat,
-            members: new address[](size),
-            weights: new uint96[](size),
-            seated: 0,
-            corrected: new address[](0), // allocated if the draw switches to correcting
-            correctedTo: new uint96[](0),
-            correctedCount: 0,
-            correcting: false,
-            rejections: 0,
-            nonce: 0
-        });
-        SortitionTree.Tree storage pool = _pools[request.tier];
-        while (d.seated < size) {
-            _drawOne(pool, d);
+        members = new address[](size);
+        weights = new uint96[](size);
+        uint256 seated = _fill(request, members, weights);
+        if (seated < size) {
+            // Not enough members: nothing is locked, the caller decides what happens next.
+            emit CommitteeUnavailable(request.tier, size, seated);
+            return (new address[](0), new uint96[](0));
         }
-        for (uint256 i; i < d.correctedCount; ++i) {
-            Auditor storage au = _auditors[d.corrected[i]];
-            pool.update(au.treeIndex, d.correctedTo[i], au.treeWeight);
-        }
-        members = d.members;
-        weights = d.weights;
         // Locking changes no draw weight (unlocked stake is checked at each draw instead).
         for (uint256 i; i < size; ++i) {
-            _auditors[members[i]].locked += lockPerSeat; // _drawOne checked stake - locked >= lockPerSeat
+            _auditors[members[i]].locked += request.lockPerSeat; // _fill checked stake - locked >= lock
         }
     }
 
@@ -460,12 +411,20 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
     /// @inheritdoc IAuditorRegistry
     function eligibleStake(uint8 tier) external view returns (uint256) {
-        return _eligibleStakes[tier];
+        return _pools[tier].total();
     }
 
     /// @inheritdoc IAuditorRegistry
-    function sortitionWeight(uint8 tier) external view returns (uint256) {
-        return _pools[tier].total();
+    function eligibleStakeAt(uint8 tier, uint256 blockNumber) external view returns (uint256) {
+        if (blockNumber >= block.number) revert RegistryRandomnessNotPast(blockNumber, block.number);
+        return _pools[tier].totalAt(blockNumber);
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function drawWeightAt(address account, uint256 blockNumber) external view returns (uint256) {
+        if (blockNumber >= block.number) revert RegistryRandomnessNotPast(blockNumber, block.number);
+        Auditor storage au = _auditors[account];
+        return _pools[au.tier].weightAt(au.treeIndex, blockNumber);
     }
 
     /// @inheritdoc IAuditorRegistry
@@ -522,159 +481,78 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     /// @dev Puts the auditor's draw weight in line with the current rules: its stake when it may be
     ///      drawn, zero otherwise (eq. 3.2's indicator terms). Locked stake does not enter: seats
     ///      come and go with every draw and settlement, and rewriting the tree each time would cost
-    ///      O(log n) writes per seat; a member short of unlocked stake is skipped by the draw instead.
-    ///
-    ///      Every change is recorded by block in `_weightHistory`. An increase enters the tree at
-    ///      once; a decrease leaves the tree weight where it was until `DRAW_HISTORY_BLOCKS` have
-    ///      passed, so that the tree never weighs a member less than it weighed at any randomness
-    ///      block still in use (the draw's rejection step needs that).
+    ///      O(log n) writes per seat; a member short of unlocked stake is passed over by the draw.
+    ///      The tree records the change at this block; draws read it as of their randomness block.
     function _sync(address account, Auditor storage au, Params memory p) private {
         uint8 tier = au.tier;
         bool eligible = au.registered && au.available && au.stake >= p.minStake(tier)
             && (tier != ParamsLib.TIER_HUMAN || au.credentialed);
         uint96 weight = eligible ? au.stake : 0;
         uint96 previous = au.drawWeight;
-        if (weight == previous) {
-            _lowerSettledWeight(account, au);
-            return;
-        }
+        if (weight == previous) return;
         au.drawWeight = weight;
-        au.weightChangedAt = uint40(block.number); // block numbers stay below 2^40 for eons
-        // The previous and new values that `push` returns are `previous` and `weight` already.
-        // slither-disable-next-line unused-return
-        _weightHistory[account].push(uint48(block.number), weight);
         if (previous == 0) ++_eligibleCounts[tier];
         else if (weight == 0) --_eligibleCounts[tier];
-        _eligibleStakes[tier] = _eligibleStakes[tier] + weight - previous;
-        if (weight >= au.treeWeight) {
-            _setTreeWeight(account, au, weight);
-            au.decreasePending = false;
+        SortitionTree.Tree storage pool = _pools[tier];
+        if (au.treeIndex == 0) {
+            au.treeIndex = pool.append(account, weight).toUint32();
         } else {
-            au.decreasePending = true;
+            pool.update(au.treeIndex, previous, weight);
         }
         emit DrawWeightChanged(account, weight);
     }
 
-    /// @dev Lowers the tree weight to the draw weight once no usable randomness predates the
-    ///      decrease.
-    function _lowerSettledWeight(address account, Auditor storage au) private {
-        if (au.decreasePending && block.number > uint256(au.weightChangedAt) + ParamsLib.DRAW_HISTORY_BLOCKS) {
-            _setTreeWeight(account, au, au.drawWeight);
-            au.decreasePending = false;
-        }
-    }
-
-    function _setTreeWeight(address account, Auditor storage au, uint96 weight) private {
-        SortitionTree.Tree storage pool = _pools[au.tier];
-        if (au.treeIndex == 0) {
-            au.treeIndex = pool.append(account, weight).toUint32();
-        } else {
-            pool.update(au.treeIndex, au.treeWeight, weight);
-        }
-        au.treeWeight = weight;
-    }
-
-    /// @dev One proposal from the pool, by rejection sampling towards the weights at the
-    ///      randomness block. The tree holds, for every member, a weight at least its weight at any
-    ///      block a draw may still use (increases enter at once, decreases after
-    ///      `DRAW_HISTORY_BLOCKS`); a proposal of `candidate` is accepted with probability
-    ///      weightAt(randomnessBlock) / treeWeight, so each seat goes to a member with probability
-    ///      proportional to its stake at the randomness block (eq. 3.2), whatever anyone did after.
-    ///      Members already seated, the excluded account, and members short of unlocked stake have
-    ///      target weight zero. Once rejections pass `_REJECTIONS_BEFORE_EXCLUSION`, the draw
-    ///      instead corrects each proposed member's tree weight to its target for the rest of the
-    ///      draw (zero for the seated), so every later proposal either seats someone or corrects a
-    ///      member for good: the draw ends within `corrected.length` proposals.
-    function _drawOne(SortitionTree.Tree storage pool, Draw memory d) private {
-        uint256 weightLeft = pool.total();
-        if (weightLeft == 0) revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
-        // The member's tree index is not needed here.
-        // slither-disable-next-line unused-return
-        (address candidate,) = pool.draw(uint256(keccak256(abi.encode(d.seed, d.nonce++))) % weightLeft);
-        Auditor storage au = _auditors[candidate];
-        uint96 target = 0;
-        if (candidate != d.excluded && au.stake - au.locked >= d.lockPerSeat && !_contains(d.members, d.seated, candidate)) {
-            target = _weightAt(candidate, au, d.randomnessBlock);
-        }
-        (bool isCorrected, uint96 proposal) = _proposalWeight(d, candidate, au.treeWeight);
-        if (d.correcting) {
-            if (target == proposal) _seat(d, candidate, target);
-            _correct(pool, d, candidate, target == proposal ? 0 : target, isCorrected, proposal);
-            return;
-        }
-        // Accept with probability target / proposal (always when equal, never when zero).
-        if (target == proposal || (target != 0 && uint256(keccak256(abi.encode(d.seed, d.nonce++))) % proposal < target)) {
-            _seat(d, candidate, target);
-        } else if (++d.rejections > _REJECTIONS_BEFORE_EXCLUSION) {
-            d.correcting = true;
-            d.corrected = new address[](d.members.length + 1 + _MAX_EXTRA_EXCLUSIONS);
-            d.correctedTo = new uint96[](d.corrected.length);
-            for (uint256 i; i < d.seated; ++i) {
-                (bool c, uint96 w) = _proposalWeight(d, d.members[i], _auditors[d.members[i]].treeWeight);
-                _correct(pool, d, d.members[i], 0, c, w);
-            }
-            if (_inPool(d.excluded, d.tier)) _correct(pool, d, d.excluded, 0, false, _auditors[d.excluded].treeWeight);
-        }
-    }
-
-    function _seat(Draw memory d, address member, uint96 weight) private pure {
-        d.members[d.seated] = member;
-        d.weights[d.seated] = weight;
-        ++d.seated;
-    }
-
-    /// @dev The weight `member` has in the tree during this draw: corrected, or its stored one.
-    function _proposalWeight(Draw memory d, address member, uint96 treeWeight)
+    /// @dev Seats members drawn from the tree as of the randomness block until the committee is
+    ///      full, the weight runs out or too many were passed over; returns how many it seated.
+    function _fill(DrawRequest calldata request, address[] memory members, uint96[] memory weights)
         private
-        pure
-        returns (bool corrected, uint96 weight)
+        view
+        returns (uint256 seated)
     {
-        for (uint256 i; i < d.correctedCount; ++i) {
-            if (d.corrected[i] == member) return (true, d.correctedTo[i]);
-        }
-        return (false, treeWeight);
-    }
-
-    /// @dev Sets `member`'s tree weight to `to` for the rest of the draw (restored at its end).
-    function _correct(
-        SortitionTree.Tree storage pool,
-        Draw memory d,
-        address member,
-        uint96 to,
-        bool alreadyCorrected,
-        uint96 from
-    ) private {
-        pool.update(_auditors[member].treeIndex, from, to);
-        if (alreadyCorrected) {
-            for (uint256 i; i < d.correctedCount; ++i) {
-                if (d.corrected[i] == member) d.correctedTo[i] = to;
+        uint256 randomnessBlock = request.randomnessBlock;
+        SortitionTree.Tree storage pool = _pools[request.tier];
+        uint256 count = pool.sizeAt(randomnessBlock);
+        uint256 weightLeft = pool.totalAt(randomnessBlock);
+        Taken memory taken = Taken({
+            starts: new uint256[](members.length + _MAX_SKIPPED),
+            widths: new uint256[](members.length + _MAX_SKIPPED),
+            count: 0
+        });
+        for (uint256 nonce = 0; seated < members.length; ++nonce) {
+            if (weightLeft == 0 || taken.count == taken.starts.length) break;
+            uint256 value = _skipTaken(taken, uint256(keccak256(abi.encode(request.seed, nonce))) % weightLeft);
+            (address candidate, uint256 start, uint256 weight) = pool.drawAt(value, randomnessBlock, count);
+            _take(taken, start, weight);
+            weightLeft -= weight;
+            Auditor storage au = _auditors[candidate];
+            if (candidate != request.excluded && au.stake - au.locked >= request.lockPerSeat) {
+                members[seated] = candidate;
+                weights[seated] = uint96(weight); // a draw weight: a stake, stored as uint96
+                ++seated;
             }
-            return;
         }
-        if (d.correctedCount == d.corrected.length) {
-            revert RegistryCommitteeUnavailable(d.tier, d.members.length, d.seated);
-        }
-        d.corrected[d.correctedCount] = member;
-        d.correctedTo[d.correctedCount] = to;
-        ++d.correctedCount;
     }
 
-    /// @dev The draw weight of `account` at the end of block `blockNumber`.
-    function _weightAt(address account, Auditor storage au, uint256 blockNumber) private view returns (uint96) {
-        if (au.weightChangedAt <= blockNumber) return au.decreasePending ? au.drawWeight : au.treeWeight;
-        // Changed since: read the history (rare: only members who changed after the randomness).
-        return uint96(_weightHistory[account].upperLookupRecent(uint48(blockNumber))); // stored from uint96
-    }
-
-    function _inPool(address account, uint8 tier) private view returns (bool) {
-        Auditor storage au = _auditors[account];
-        return account != address(0) && au.tier == tier && au.treeWeight != 0;
-    }
-
-    function _contains(address[] memory list, uint256 length, address who) private pure returns (bool) {
-        for (uint256 i; i < length; ++i) {
-            if (list[i] == who) return true;
+    /// @dev Maps `value`, uniform over the weight not yet taken, to the whole tree's range by
+    ///      stepping over every taken interval that starts at or before it (the intervals are
+    ///      disjoint and sorted): uniform over the members not taken, in proportion to weight.
+    function _skipTaken(Taken memory taken, uint256 value) private pure returns (uint256) {
+        for (uint256 i; i < taken.count; ++i) {
+            if (taken.starts[i] > value) break;
+            value += taken.widths[i];
         }
-        return false;
+        return value;
+    }
+
+    /// @dev Records a taken interval, keeping the list sorted by start.
+    function _take(Taken memory taken, uint256 start, uint256 width) private pure {
+        uint256 i = taken.count;
+        for (; i > 0 && taken.starts[i - 1] > start; --i) {
+            taken.starts[i] = taken.starts[i - 1];
+            taken.widths[i] = taken.widths[i - 1];
+        }
+        taken.starts[i] = start;
+        taken.widths[i] = width;
+        ++taken.count;
     }
 }

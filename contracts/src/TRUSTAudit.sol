@@ -70,11 +70,12 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
 
     /// @dev Slot layout (everything a vote touches lives in slot 0, so a reveal writes one slot):
     ///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
-    ///         commitDeadline 48 | randomnessBlock 40 | entropy 88
+    ///         commitDeadline 48 | randomnessBlock 40 | entropy 80 | drawAttempts 8
     ///      1: contentDigest
     ///      The reveal deadline is commitDeadline + the session's reveal window. `entropy` is the low
-    ///      88 bits of the draw seed, XORed with every revealed salt: slash rolls come from it, so no
-    ///      auditor can predict its own roll when it commits.
+    ///      80 bits of the draw seed, XORed with every revealed salt: slash rolls come from it, so no
+    ///      auditor can predict its own roll when it commits. `drawAttempts` counts the round's
+    ///      draws that found too few members.
     struct Segment {
         uint8 tier;
         uint8 flags;
@@ -85,7 +86,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint32 weight;
         uint48 commitDeadline;
         uint40 randomnessBlock;
-        uint88 entropy;
+        uint80 entropy;
+        uint8 drawAttempts;
         bytes32 contentDigest;
     }
 
@@ -539,23 +541,37 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         if (status == IRandomnessSource.Status.Pending) {
             revert AuditRandomnessPending(sessionId, segmentId, randomnessBlock);
         }
-        // Draw weights are kept for DRAW_HISTORY_BLOCKS: older randomness is refreshed whatever the
-        // source says, so that a late draw can never read the registry as it is now.
-        if (status == IRandomnessSource.Status.Expired || block.number > randomnessBlock + ParamsLib.DRAW_HISTORY_BLOCKS) {
-            uint40 next = (block.number + p.randomnessDelayBlocks).toUint40();
-            g.randomnessBlock = next;
-            emit RandomnessRefreshed(sessionId, segmentId, next);
+        if (status == IRandomnessSource.Status.Expired) {
+            _redraw(sessionId, segmentId, g, p);
             return;
         }
         bytes32 seed = keccak256(abi.encode(value, address(this), sessionId, segmentId, g.round));
         address[] memory members = _seatCommittee(sessionId, segmentId, g, seed, randomnessBlock, s.provider);
+        if (members.length == 0) {
+            // The tier could not seat the committee at that block: try again with fresh randomness
+            // (members may join or free their stake), and give up after MAX_DRAW_ATTEMPTS so that a
+            // tier without enough auditors never holds the session's fee forever.
+            uint8 attempts = g.drawAttempts + 1; // <= MAX_DRAW_ATTEMPTS
+            g.drawAttempts = attempts;
+            emit CommitteeUnavailable(sessionId, segmentId, g.round, attempts);
+            if (attempts < ParamsLib.MAX_DRAW_ATTEMPTS) _redraw(sessionId, segmentId, g, p);
+            else _record(sessionId, s, segmentId, g, SegmentStatus.Undetermined);
+            return;
+        }
         uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
         g.status = SegmentStatus.Voting;
         g.commitDeadline = commitDeadline;
-        g.entropy = uint88(uint256(seed)); // the low 88 bits
+        g.entropy = uint80(uint256(seed)); // the low 80 bits
         emit CommitteeDrawn(
             sessionId, segmentId, g.round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds
         );
+    }
+
+    /// @dev Fixes a new randomness block for the round's draw.
+    function _redraw(uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p) private {
+        uint40 next = (block.number + p.randomnessDelayBlocks).toUint40();
+        g.randomnessBlock = next;
+        emit RandomnessRefreshed(sessionId, segmentId, next);
     }
 
     /// @dev Draws the committee in the registry (which locks each seat's penalty) and records the
@@ -655,7 +671,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         st.state = vote ? _SEAT_PASS : _SEAT_FAIL;
         st.commitment = bytes32(0); // opened: no longer needed
         g.revealedCount += 1; // at most committeeSize, a uint8
-        g.entropy ^= uint88(uint256(salt));
+        g.entropy ^= uint80(uint256(salt));
         emit VoteRevealed(sessionId, segmentId, msg.sender, vote);
     }
 
@@ -692,13 +708,21 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             _escalate(sessionId, segmentId, g, p);
             return false;
         }
-        passed = outcome == SegmentStatus.Passed;
-        g.status = outcome;
         uint256 aligned = 0;
         for (uint256 i; i < seats.length; ++i) {
             if (seats[i].outcome == SeatOutcome.Aligned) ++aligned;
         }
         s.alignedSeats += uint32(aligned); // <= committee size
+        passed = _record(sessionId, s, segmentId, g, outcome);
+    }
+
+    /// @dev Records a segment's final verdict in the session's tallies.
+    function _record(uint256 sessionId, Session storage s, uint256 segmentId, Segment storage g, SegmentStatus outcome)
+        private
+        returns (bool passed)
+    {
+        passed = outcome == SegmentStatus.Passed;
+        g.status = outcome;
         s.finalizedCount += 1; // at most segmentCount
         if (passed) {
             s.passWeight += g.weight;
@@ -743,7 +767,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
 
         bool decided = outcome == SegmentStatus.Passed || outcome == SegmentStatus.Failed;
         uint8 alignedState = outcome == SegmentStatus.Passed ? _SEAT_PASS : _SEAT_FAIL;
-        uint88 entropy = g.entropy;
+        uint80 entropy = g.entropy;
         for (uint256 i; i < size; ++i) {
             uint8 state = states[i];
             if (state == _SEAT_SEATED) {
@@ -773,6 +797,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         g.status = SegmentStatus.AwaitingDraw;
         g.revealedCount = 0;
         g.commitDeadline = 0;
+        g.drawAttempts = 0;
         g.randomnessBlock = randomnessBlock;
         emit SegmentEscalated(sessionId, segmentId, round, tier, size, randomnessBlock);
     }

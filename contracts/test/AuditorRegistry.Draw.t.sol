@@ -46,9 +46,10 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
             assertEq(a.locked, PENALTY);
             assertEq(weights[i], a.stake, "voting weight = stake at the draw");
         }
-        assertEq(registry.sortitionWeight(2), 7 * 1_500e18, "the tree is whole again after the draw");
         assertEq(registry.eligibleStake(2), 7 * 1_500e18, "locks change no draw weight");
         assertEq(registry.eligibleCount(2), 7);
+        vm.roll(block.number + 1);
+        assertEq(registry.eligibleStakeAt(2, block.number - 1), 7 * 1_500e18, "nor the tree of the draw's block");
     }
 
     function test_drawCommittee_neverSeatsTheExcludedAccount() public {
@@ -60,12 +61,32 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
         assertEq(info(list[1]).locked, 0);
     }
 
-    function test_drawCommittee_revertsWhenTooFewEligible() public {
+    function assertEmptyCommittee(address[] memory members, uint96[] memory weights) internal pure {
+        assertEq(members.length, 0, "no members when the committee cannot be seated");
+        assertEq(weights.length, 0, "no weights when the committee cannot be seated");
+    }
+
+    /// @notice Too few eligible members: the draw returns nothing, locks nothing and says how many
+    ///         it could have seated; it does not revert, so the caller can try again later.
+    function test_drawCommittee_returnsNothingWhenTooFewEligible() public {
         address[] memory list = addAuditors("t1-", 1, 3, 100e18);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
-        drawAsAudit(1, 3, bytes32(0), list[0], PENALTY);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 2, 1, 0));
-        drawAsAudit(2, 1, bytes32(0), address(0), PENALTY);
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
+        (address[] memory members, uint96[] memory weights) = drawAsAudit(1, 3, bytes32(0), list[0], PENALTY);
+        assertEmptyCommittee(members, weights);
+        for (uint256 i; i < list.length; ++i) {
+            assertEq(info(list[i]).locked, 0, "a failed draw locks nothing");
+        }
+
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(2, 1, 0);
+        (members, weights) = drawAsAudit(2, 1, bytes32(0), address(0), PENALTY);
+        assertEmptyCommittee(members, weights);
+
+        // The same pool seats a committee it can fill.
+        (members,) = drawAsAudit(1, 2, bytes32(0), list[0], PENALTY);
+        assertEq(members.length, 2);
+        assertFalse(contains(members, list[0]));
     }
 
     function test_drawCommittee_skipsMembersShortOfTheSessionLock() public {
@@ -74,26 +95,39 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
         // A session whose snapshot locks more than the poor auditors hold: only `rich` may sit.
         (address[] memory members,) = drawAsAudit(1, 1, keccak256("x"), address(0), 300e18);
         assertEq(members[0], rich);
+        assertEq(info(rich).locked, 300e18);
         // No count is checked up front: the draw exhausts the tree with none seated (rich now has
-        // 100 unlocked, the others 100 each): the last value is how many it seated.
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 2, 0));
-        drawAsAudit(1, 2, keccak256("y"), address(0), 300e18);
+        // 100 unlocked, the others 100 each): the event's last value is how many it seated.
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 2, 0);
+        (address[] memory none, uint96[] memory noWeights) = drawAsAudit(1, 2, keccak256("y"), address(0), 300e18);
+        assertEmptyCommittee(none, noWeights);
+        assertEq(info(rich).locked, 300e18, "the failed draw locked nothing more");
         for (uint256 i; i < poor.length; ++i) {
             assertEq(info(poor[i]).locked, 0);
         }
     }
 
-    /// @dev One auditor holds almost all the stake: after a few rejections the draw corrects the
-    ///      tree for its own duration (the seated members weigh zero), so it still ends, and it
-    ///      restores the tree afterwards.
+    /// @dev One auditor holds almost all the stake: once it is seated, every later value is drawn
+    ///      over the weight left (its interval stepped over), so the draw never lands on it again
+    ///      and seats the four small members in four more draws; the tree is never written.
     function test_drawCommittee_dominantStakerDoesNotStallTheDraw() public {
         address whale = addAuditor("whale", 1, 1e27);
-        addAuditors("t1-", 1, 4, 100e18);
-        (address[] memory members,) = drawAsAudit(1, 5, keccak256("whale"), address(0), PENALTY);
-        assertDistinct(members);
-        assertTrue(contains(members, whale));
-        assertEq(registry.sortitionWeight(1), 1e27 + 4 * 100e18, "the corrected tree is restored");
-        assertEq(registry.eligibleStake(1), 1e27 + 4 * 100e18);
+        address[] memory small = addAuditors("t1-", 1, 4, 100e18);
+        for (uint256 s; s < 8; ++s) {
+            uint256 snapshot = vm.snapshotState();
+            (address[] memory members, uint96[] memory weights) =
+                drawAsAudit(1, 5, keccak256(abi.encode("whale", s)), address(0), PENALTY);
+            assertEq(members.length, 5);
+            assertDistinct(members);
+            assertEq(members[0], whale, "1e27 against 4e20: the whale is drawn first");
+            assertEq(weights[0], 1e27);
+            for (uint256 i; i < small.length; ++i) {
+                assertTrue(contains(members, small[i]), "every small member seated");
+            }
+            assertEq(registry.eligibleStake(1), 1e27 + 4 * 100e18);
+            vm.revertToState(snapshot);
+        }
     }
 
     /// @dev Eq. 3.2: a one-seat committee picks each auditor with probability stake / total. With
@@ -135,7 +169,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
             assertEq(info(members[i]).locked, PENALTY);
             assertEq(weights[i], info(members[i]).stake);
         }
-        assertEq(registry.sortitionWeight(1), total, "every member is back in the tree");
-        assertEq(registry.eligibleStake(1), total);
+        assertEq(registry.eligibleStake(1), total, "locks change no draw weight");
+        assertEq(registry.eligibleStakeAt(1, block.number - 1), total, "the tree the draw read");
     }
 }

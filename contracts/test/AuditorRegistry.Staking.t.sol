@@ -3,6 +3,7 @@ pragma solidity ^0.8.28;
 
 import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {Params} from "../src/types/Params.sol";
 
 /// @notice Top-ups, the two-step unstake, availability and draw eligibility.
@@ -25,6 +26,8 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
     // ------------------------------------------------------------------ stake
 
     function test_stake_topsUp() public {
+        vm.roll(block.number + 1); // a block after alice registered
+        uint256 b = block.number;
         uint256 balanceBefore = token.balanceOf(alice);
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.Staked(alice, 50e18, 250e18, 250e18);
@@ -33,10 +36,13 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(registry.stakeOf(alice), 250e18);
         assertEq(registry.totalStake(), 250e18);
         assertEq(registry.eligibleStake(1), 250e18, "draw weight follows the stake");
-        assertEq(registry.sortitionWeight(1), 250e18, "an increase enters the tree at once");
         assertEq(registry.eligibleCount(1), 1);
         assertEq(token.balanceOf(alice), balanceBefore - 50e18);
         assertEq(token.balanceOf(address(registry)), 250e18);
+        vm.roll(b + 1);
+        assertEq(registry.eligibleStakeAt(1, b), 250e18, "the tree of this block holds the increase");
+        assertEq(registry.drawWeightAt(alice, b), 250e18);
+        assertEq(registry.drawWeightAt(alice, b - 1), 200e18, "earlier blocks keep the old weight");
     }
 
     function test_stake_emitsDrawWeightChanged() public {
@@ -88,6 +94,8 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
     // ------------------------------------------------------------------ requestUnstake
 
     function test_requestUnstake_partial() public {
+        vm.roll(block.number + 1); // a block after alice registered
+        uint256 b = block.number;
         uint256 readyAt = block.timestamp + UNBONDING;
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.UnstakeRequested(alice, 60e18, 140e18, readyAt);
@@ -97,13 +105,19 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(a.unbonding, 60e18);
         assertEq(a.unbondingReadyAt, readyAt);
         assertEq(registry.totalStake(), 140e18, "unbonding stake stops counting at once");
-        assertEq(registry.eligibleStake(1), 140e18);
-        assertEq(registry.sortitionWeight(1), 200e18, "a decrease reaches the tree after the draw window");
+        assertEq(registry.eligibleStake(1), 140e18, "a decrease reaches the tree at once");
         assertEq(registry.eligibleCount(1), 1);
         assertEq(token.balanceOf(address(registry)), 200e18, "tokens stay until executeUnstake");
+        vm.roll(b + 1);
+        assertEq(registry.eligibleStakeAt(1, b), 140e18, "a draw from this block reads the decrease");
+        assertEq(registry.drawWeightAt(alice, b), 140e18);
+        assertEq(registry.eligibleStakeAt(1, b - 1), 200e18, "a draw from an earlier block does not");
+        assertEq(registry.drawWeightAt(alice, b - 1), 200e18);
     }
 
     function test_requestUnstake_fullExitAllowed() public {
+        vm.roll(block.number + 1); // a block after alice registered
+        uint256 b = block.number;
         requestUnstakeAs(alice, 200e18);
         IAuditorRegistry.AuditorInfo memory a = info(alice);
         assertEq(a.stake, 0);
@@ -112,7 +126,10 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(registry.totalStake(), 0);
         assertEq(registry.eligibleCount(1), 0);
         assertEq(registry.eligibleStake(1), 0);
-        assertEq(registry.sortitionWeight(1), 200e18, "still in the tree for draws of earlier randomness");
+        vm.roll(b + 1);
+        assertEq(registry.drawWeightAt(alice, b), 0, "out of the tree from this block");
+        assertEq(registry.drawWeightAt(alice, b - 1), 200e18, "still weighed for draws of earlier randomness");
+        assertEq(registry.eligibleStakeAt(1, b - 1), 200e18);
     }
 
     function test_requestUnstake_downToExactlyTheMinimum() public {
@@ -263,21 +280,27 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
 
     function test_setAvailable_falseRemovesDrawWeight() public {
         address bob = addAuditor("bob", 1, 300e18);
+        uint256 b = block.number;
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.AvailabilityChanged(alice, false);
         vm.prank(alice);
         registry.setAvailable(false);
         assertFalse(info(alice).available);
         assertEq(registry.eligibleCount(1), 1);
-        assertEq(registry.eligibleStake(1), 300e18);
-        assertEq(registry.sortitionWeight(1), 500e18, "a decrease reaches the tree after the draw window");
+        assertEq(registry.eligibleStake(1), 300e18, "a decrease reaches the tree at once");
         assertEq(registry.totalStake(), 500e18, "still staked, just not drawn");
 
+        vm.roll(b + 1);
+        assertEq(registry.eligibleStakeAt(1, b), 300e18);
+        assertEq(registry.drawWeightAt(alice, b), 0);
         vm.prank(alice);
         registry.setAvailable(true);
         assertEq(registry.eligibleCount(1), 2);
         assertEq(registry.eligibleStake(1), 500e18);
         assertEq(info(bob).stake, 300e18);
+        vm.roll(b + 2);
+        assertEq(registry.drawWeightAt(alice, b), 0, "the block it was away keeps its zero");
+        assertEq(registry.drawWeightAt(alice, b + 1), 200e18);
     }
 
     function test_setAvailable_isIdempotent() public {
@@ -312,15 +335,22 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(info(alice).locked, 0);
     }
 
+    /// @notice Two of three tier-1 auditors available: the registry seats nobody and says so, and
+    ///         the segment waits for another draw with nothing locked.
     function test_setAvailable_tooFewAvailableLeavesTheCommitteeUndrawn() public {
-        addAuditor("bob", 1, 150e18);
+        address bob = addAuditor("bob", 1, 150e18);
         address carol = addAuditor("carol", 1, 150e18);
         vm.prank(carol);
         registry.setAvailable(false);
         uint256 sessionId = openSession(uniformSegments(1, 1));
         vm.roll(audit.session(sessionId).randomnessBlock + 1);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
         audit.assignAuditors(sessionId, 0);
+        assertEq(uint8(audit.segment(sessionId, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(audit.committee(sessionId, 0).length, 0, "no committee seated");
+        assertEq(info(alice).locked, 0, "nothing locked");
+        assertEq(info(bob).locked, 0, "nothing locked");
     }
 
     /// @dev Locks do not enter the draw weight: a member short of unlocked stake keeps its weight,
@@ -337,20 +367,24 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         // alice: 200 - 100 = 100 free, still one seat; bob: 50; carol: 0. No weight changes.
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 450e18);
-        assertEq(registry.sortitionWeight(1), 450e18);
 
         // A second committee of three: only alice can back another seat, so the draw exhausts the
         // tree with one member seated.
         uint256 second = openSession(uniformSegments(1, 1));
         vm.roll(audit.session(second).randomnessBlock + 1);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 1));
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 1);
         audit.assignAuditors(second, 0);
         assertEq(info(alice).locked, 100e18, "the failed draw locked nothing");
+        assertEq(info(bob).locked, 100e18);
+        assertEq(audit.committee(second, 0).length, 0);
 
-        // Once the first seats settle, every member can back a seat again.
+        // Once the first seats settle, every member can back a seat again (the retry draws from the
+        // new randomness block the failed attempt fixed).
         settleAligned(sessionId);
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 450e18);
+        vm.roll(audit.segment(second, 0).randomnessBlock + 1);
         audit.assignAuditors(second, 0);
         address[] memory drawn = audit.committee(second, 0);
         assertTrue(contains(drawn, alice) && contains(drawn, bob) && contains(drawn, carol));

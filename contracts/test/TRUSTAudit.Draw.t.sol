@@ -202,11 +202,18 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         for (uint256 i; i < pool.length; ++i) {
             assertEq(registry.auditor(pool[i]).locked, 12 * PENALTY);
         }
-        // Locks change no draw weight: all three still count, and the draw skips them instead.
+        // Locks change no draw weight: all three still count, and the draw passes over them instead.
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 300e18);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 1, 0));
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 1, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 36, 0, 1);
         audit.assignAuditors(id, 36);
+        assertEq(uint8(audit.segment(id, 36).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        for (uint256 i; i < pool.length; ++i) {
+            assertEq(registry.auditor(pool[i]).locked, 12 * PENALTY, "an unavailable draw locks nothing");
+        }
     }
 
     /// @notice A seat weighs its member's stake at the randomness block: a top-up in a later block
@@ -312,15 +319,20 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         assertEq(registry.auditor(provider).locked, 0);
     }
 
-    function test_assignAuditors_revertsWhenOnlyTheProviderCompletesACommittee() public {
+    function test_assignAuditors_unavailableWhenOnlyTheProviderCompletesACommittee() public {
         addAuditor("provider", 1, 1_000e18);
-        addAuditors("t1-", 1, 2, 1_000e18);
+        address[] memory pool = addAuditors("t1-", 1, 2, 1_000e18);
         assertEq(registry.eligibleCount(1), 3);
         uint256 id = openSingle(1);
         rollPastRandomness(id, 0);
         // Three eligible auditors, but one is the provider: two may sit.
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
         audit.assignAuditors(id, 0);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(registry.auditor(provider).locked, 0);
+        assertEq(registry.auditor(pool[0]).locked, 0);
+        assertEq(registry.auditor(pool[1]).locked, 0);
     }
 
     function test_assignAuditors_neverDrawsUnavailableAuditors() public {
@@ -382,33 +394,271 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
 
     // ------------------------------------------------------------------ reverts
 
-    /// @notice Too few auditors: the draw exhausts the tree and reverts with how many it seated. An
-    ///         auditor who joins after the randomness block does not count for that block; once the
-    ///         draw window has passed, the randomness is refreshed and the next draw counts it.
-    function test_assignAuditors_revertsWhenCommitteeUnavailable() public {
-        addAuditors("t1-", 1, 2, 1_000e18);
+    // ------------------------------------------------------------------ unavailable committees
+
+    /// @notice Too few auditors: the registry seats nobody and says how many it found, and the
+    ///         audit contract counts the attempt and fixes fresh randomness. Nothing is locked, no
+    ///         seat is written, and the segment keeps waiting for a draw.
+    function test_assignAuditors_retriesWithFreshRandomnessWhenCommitteeUnavailable() public {
+        address[] memory pool = addAuditors("t1-", 1, 2, 1_000e18);
         uint256 id = openSingle(1);
         uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
         rollPastRandomness(id, 0);
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
-        audit.assignAuditors(id, 0);
-        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
-
-        address late = addAuditor("late", 1, 1_000e18);
-        vm.roll(randomnessBlock + 256); // the last block that may still draw from it
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryCommitteeUnavailable.selector, 1, 3, 2));
-        audit.assignAuditors(id, 0);
-
-        vm.roll(randomnessBlock + 257);
         uint64 next = uint64(block.number + 2);
+
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 0, 0, 1);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.RandomnessRefreshed(id, 0, next);
         audit.assignAuditors(id, 0);
-        vm.roll(next + 1);
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.AwaitingDraw));
+        assertEq(g.randomnessBlock, next);
+        assertTrue(next > randomnessBlock);
+        assertEq(g.round, 0);
+        assertEq(g.commitDeadline, 0);
+        assertEq(audit.committee(id, 0).length, 0);
+        for (uint256 i; i < 3; ++i) {
+            assertEq(audit.seat(id, 0, 0, i).auditor, address(0), "no seat written");
+        }
+        for (uint256 i; i < pool.length; ++i) {
+            assertEq(registry.auditor(pool[i]).locked, 0, "nothing locked");
+        }
+        assertEq(audit.session(id).finalizedCount, 0);
+
+        // The retry waits for its own block.
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditRandomnessPending.selector, id, 0, next));
         audit.assignAuditors(id, 0);
-        address[] memory members = audit.committee(id, 0);
+    }
+
+    /// @notice An auditor who joins after the randomness block does not count for it: the draw is
+    ///         unavailable; the retry's block comes after the join, and that draw seats it.
+    function test_assignAuditors_anAuditorWhoJoinsAfterTheRandomnessBlockCountsAtTheRetry() public {
+        addAuditors("t1-", 1, 2, 1_000e18);
+        uint256 id = openSingle(1);
+        rollPastRandomness(id, 0);
+        address late = addAuditor("late", 1, 1_000e18);
+        assertEq(registry.eligibleCount(1), 3);
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
+        audit.assignAuditors(id, 0);
+
+        address[] memory members = drawSegment(id, 0);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
         assertEq(members.length, 3);
         assertTrue(contains(members, late));
+        assertEq(registry.auditor(late).locked, PENALTY);
+    }
+
+    /// @notice Two unavailable draws, then enough auditors join: the third attempt seats the
+    ///         committee and voting opens as usual.
+    function test_assignAuditors_seatsTheCommitteeOnALaterAttempt() public {
+        addAuditors("t1-", 1, 2, 1_000e18);
+        uint256 id = openSingle(1);
+        drawUnavailable(id, 0, 1);
+        drawUnavailable(id, 0, 2);
+        address late = addAuditor("late", 1, 1_000e18);
+        rollPastRandomness(id, 0);
+        vm.warp(1_800_000_000);
+        audit.assignAuditors(id, 0);
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        assertEq(g.commitDeadline, 1_800_000_000 + 1 hours);
+        assertTrue(contains(audit.committee(id, 0), late));
+        voteAll(id, 0, true);
+        assertTrue(audit.finalizeSegment(id, 0));
+    }
+
+    /// @notice Randomness that expired before a draw is refreshed without drawing: it is no attempt.
+    function test_assignAuditors_expiredRandomnessIsNoDrawAttempt() public {
+        addAuditors("t1-", 1, 2, 1_000e18);
+        uint256 id = openSingle(1);
+        drawUnavailable(id, 0, 1);
+        vm.roll(audit.segment(id, 0).randomnessBlock + 257);
+        vm.recordLogs();
+        audit.assignAuditors(id, 0);
+        assertEq(vm.getRecordedLogs().length, 1, "only RandomnessRefreshed");
+        drawUnavailable(id, 0, 2);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+    }
+
+    /// @notice The third unavailable draw of a round ends the segment Undetermined, as a failed
+    ///         segment: a critical one invalidates the trace and a contradiction counts as
+    ///         confirmed. The session then finalizes and splits its fee; with no aligned seat, the
+    ///         auditors' share goes to the treasury.
+    function test_assignAuditors_endsUndeterminedAfterThreeUnavailableDraws() public {
+        address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18); // no auditor of tiers 2 and 3
+        ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](2);
+        segs[0] = segmentInput(2, 3, true, false, keccak256("critical"));
+        segs[1] = segmentInput(3, 4, false, true, keccak256("contradiction"));
+        uint256 id = openSession(segs);
+        uint256 fee = audit.session(id).feeWei;
+
+        for (uint8 attempt = 1; attempt < 3; ++attempt) {
+            drawUnavailable(id, 0, attempt);
+            drawUnavailable(id, 1, attempt);
+        }
+        rollPastRandomness(id, 0);
+        uint64 lastBlock = audit.segment(id, 0).randomnessBlock;
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(2, 5, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 0, 0, 3);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(3, 5, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 1, 0, 3);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 1, false);
+        audit.assignAuditorsBatch(id, ids(0, 1));
+
+        for (uint256 s; s < 2; ++s) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(id, s);
+            assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+            assertEq(uint8(audit.phase(id, s)), uint8(ITRUSTAudit.Phase.Final));
+            assertEq(g.randomnessBlock, lastBlock, "no new randomness after the last attempt");
+            assertEq(g.round, 0);
+            assertEq(audit.committee(id, s).length, 0);
+            vm.expectRevert(
+                abi.encodeWithSelector(
+                    ITRUSTAudit.AuditWrongSegmentStatus.selector, id, s, ITRUSTAudit.SegmentStatus.Undetermined
+                )
+            );
+            audit.assignAuditors(id, s);
+        }
+        ITRUSTAudit.SessionView memory v = audit.session(id);
+        assertEq(v.finalizedCount, 2);
+        assertEq(v.passWeight, 0);
+        assertEq(v.criticalFailed, 1, "undetermined critical segment counts as failed");
+        assertEq(v.contradictionsConfirmed, 1, "undetermined contradiction counts as confirmed");
+        assertEq(v.alignedSeats, 0);
+
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.TraceFinalized(id, false);
+        assertFalse(audit.finalizeTrace(id));
+
+        uint256 auditorsWei = fee * 7_000 / BPS;
+        uint256 treasuryWei = fee * 1_500 / BPS;
+        uint256 stakersWei = fee * 1_000 / BPS;
+        uint256 insuranceWei = fee - auditorsWei - treasuryWei - stakersWei;
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsDistributed(id, 0, 0, treasuryWei + auditorsWei, stakersWei, insuranceWei);
+        audit.distributeRewards(id);
+        assertEq(withdrawAs(treasury), treasuryWei + auditorsWei, "the auditors' share goes to the treasury");
+        assertEq(withdrawAs(insurance), insuranceWei);
+        assertEq(address(audit).balance, 0);
+        for (uint256 i; i < pool.length; ++i) {
+            assertEq(registry.auditor(pool[i]).locked, 0);
+        }
+    }
+
+    /// @notice The "fee locked forever" case: a round escalates into a tier that cannot seat
+    ///         2k + 1 auditors. The earlier round's seats were settled at the escalation; the
+    ///         escalated round is tried three times, then the segment ends Undetermined and the
+    ///         session finalizes and splits its fee.
+    function test_assignAuditors_escalationIntoAThinTierEndsUndetermined() public {
+        (uint256 id, address[3] memory round0, address[] memory thin) = escalatedIntoThinTier();
+        // Round 0's seats were released untouched when it escalated (every seat revealed).
+        uint96[3] memory stakes = [uint96(1_000e18), 1_000e18, 1_500e18];
+        for (uint256 i; i < 3; ++i) {
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(round0[i]);
+            assertEq(info.locked, 0, "round-0 lock released");
+            assertEq(info.stake, stakes[i], "round-0 seat released untouched");
+            assertEq(info.reputationWad, 0.5e18, "undecided round: reputation unchanged");
+        }
+
+        drawUnavailable(id, 0, 1);
+        drawUnavailable(id, 0, 2);
+        rollPastRandomness(id, 0);
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(2, 7, 5);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 0, 1, 3);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        audit.assignAuditors(id, 0);
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
+        assertEq(g.round, 1);
+        assertEq(g.tier, 2);
+        assertTrue(audit.seat(id, 0, 0, 0).auditor != address(0), "round 0 stays on record");
+        assertEq(audit.seat(id, 0, 1, 0).auditor, address(0), "round 1 never seated");
+        for (uint256 i; i < thin.length; ++i) {
+            assertEq(registry.auditor(thin[i]).locked, 0);
+        }
+        assertEq(audit.session(id).finalizedCount, 1);
+        assertEq(audit.session(id).alignedSeats, 0);
+
+        assertFalse(audit.finalizeTrace(id));
+        uint256 fee = audit.session(id).feeWei;
+        uint256 treasuryBefore = audit.claimable(treasury);
+        audit.distributeRewards(id);
+        assertEq(audit.claimable(treasury) - treasuryBefore, fee * 7_000 / BPS + fee * 1_500 / BPS);
+        assertEq(uint8(audit.session(id).status), uint8(ITRUSTAudit.SessionStatus.Distributed));
+    }
+
+    /// @notice Attempts count per round: an unavailable draw in round 0 does not shorten round 1,
+    ///         which gets its own three attempts after the escalation.
+    function test_assignAuditors_escalationResetsDrawAttempts() public {
+        addAuditors("t2-", 2, 5, 2_000e18); // short of the 7 an escalated round needs
+        (address a, address b) = (addAuditor("a", 1, 1_000e18), addAuditor("b", 1, 1_000e18));
+        uint256 id = openSingle(1);
+        drawUnavailable(id, 0, 1); // two tier-1 auditors: round 0 short of 3
+        drawUnavailable(id, 0, 2);
+        address c = addAuditor("c", 1, 1_500e18);
+        drawSegment(id, 0); // third attempt: seated
+        castVotes(id, 0, addrs(a, b, c), bools(true, true, false)); // 2_000 of 3_500: below tau
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+        assertEq(audit.segment(id, 0).round, 1);
+
+        drawUnavailable(id, 0, 1);
+        drawUnavailable(id, 0, 2);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        addAuditors("t2-late-", 2, 2, 2_000e18);
+        address[] memory round1 = drawSegment(id, 0);
+        assertEq(round1.length, 7);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+    }
+
+    /// @notice Rolls past the segment's randomness block and draws it when its tier cannot seat the
+    ///         committee: expects attempt `attempt` (of three) and, before the last, a fresh block.
+    function drawUnavailable(uint256 id, uint256 segmentId, uint8 attempt) internal {
+        rollPastRandomness(id, segmentId);
+        ITRUSTAudit.SegmentView memory before = audit.segment(id, segmentId);
+        uint64 next = uint64(block.number + 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, segmentId, before.round, attempt);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RandomnessRefreshed(id, segmentId, next);
+        audit.assignAuditors(id, segmentId);
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(g.randomnessBlock, next);
+        assertEq(g.round, before.round);
+    }
+
+    /// @notice A one-segment session of tier 1 decided by nobody in round 0 (stakes 1_000, 1_000 and
+    ///         1_500: Pass 2_000 of 3_500 is below tau), escalated into tier 2, which has five
+    ///         auditors where round 1 needs seven.
+    function escalatedIntoThinTier() internal returns (uint256 id, address[3] memory round0, address[] memory thin) {
+        thin = addAuditors("t2-", 2, 5, 2_000e18);
+        round0 = [addAuditor("a", 1, 1_000e18), addAuditor("b", 1, 1_000e18), addAuditor("c", 1, 1_500e18)];
+        id = openSingle(1);
+        drawSegment(id, 0);
+        castVotes(id, 0, addrs(round0[0], round0[1], round0[2]), bools(true, true, false));
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 2, 7, uint64(block.number + 2));
+        audit.finalizeSegment(id, 0);
     }
 
     /// @notice An auditor who joins in the randomness block itself counts for it.
@@ -501,6 +751,35 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         for (uint256 i; i < pool.length; ++i) {
             assertEq(registry.auditor(pool[i]).locked, 0);
         }
+    }
+
+    /// @notice One segment of a batch that cannot be seated no longer reverts the batch: the
+    ///         others are drawn, and it waits for fresh randomness.
+    function test_assignAuditorsBatch_drawsTheOthersWhenOneSegmentIsUnavailable() public {
+        addAuditors("t1-", 1, 4, 1_000e18); // no tier-2 auditor
+        ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](3);
+        segs[0] = segmentInput(1, 1, false, false, keccak256("s0"));
+        segs[1] = segmentInput(2, 1, false, false, keccak256("s1"));
+        segs[2] = segmentInput(1, 1, false, false, keccak256("s2"));
+        uint256 id = openSession(segs);
+        vm.roll(audit.session(id).randomnessBlock + 1);
+        uint64 next = uint64(block.number + 2);
+        uint256[] memory all = new uint256[](3);
+        (all[0], all[1], all[2]) = (0, 1, 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeUnavailable(id, 1, 0, 1);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RandomnessRefreshed(id, 1, next);
+        audit.assignAuditorsBatch(id, all);
+
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        assertEq(uint8(audit.segment(id, 2).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        assertEq(audit.committee(id, 0).length, 3);
+        assertEq(audit.committee(id, 2).length, 3);
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 1);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(g.randomnessBlock, next);
+        assertEq(audit.committee(id, 1).length, 0);
     }
 
     // ------------------------------------------------------------------ eq. 3.2, statistically

@@ -53,7 +53,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
 
     /// @notice The slash roll of a seat: uniform in [0, 10_000) from TRUSTAudit's `Segment.entropy`,
     ///         the low 88 bits of the draw seed XOR the low 88 bits of every revealed salt, hashed
-    ///         as `abi.encode(uint88 entropy, uint256 seatIndex)`. `revealers` must list every seat
+    ///         as `abi.encode(uint80 entropy, uint256 seatIndex)`. `revealers` must list every seat
     ///         that revealed.
     function slashRoll(uint256 id, uint256 segmentId, address[] memory revealers, uint256 seatIndex)
         internal
@@ -62,9 +62,9 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     {
         ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
         bytes32 seed = keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
-        uint88 entropy = uint88(uint256(seed));
+        uint80 entropy = uint80(uint256(seed));
         for (uint256 i; i < revealers.length; ++i) {
-            entropy ^= uint88(uint256(saltFor(revealers[i], id, segmentId, g.round)));
+            entropy ^= uint80(uint256(saltFor(revealers[i], id, segmentId, g.round)));
         }
         return uint256(keccak256(abi.encode(entropy, seatIndex))) % BPS;
     }

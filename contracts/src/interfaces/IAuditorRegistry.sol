@@ -38,6 +38,9 @@ interface IAuditorRegistry {
     event TokensClaimed(address indexed account, uint256 amount);
     /// @notice The auditor's draw weight (its stake while it may be drawn, else zero) changed.
     event DrawWeightChanged(address indexed auditor, uint256 weight);
+    /// @notice A draw found fewer than `needed` members of `tier` it could seat (`seated` found);
+    ///         nothing was locked.
+    event CommitteeUnavailable(uint8 indexed tier, uint256 needed, uint256 seated);
 
     error RegistryAlreadyRegistered(address auditor);
     error RegistryNotRegistered(address auditor);
@@ -52,12 +55,11 @@ interface IAuditorRegistry {
     error RegistryUnbondingNotReady(address auditor, uint256 readyAt, uint256 nowSeconds);
     error RegistryExceedsStake(address auditor, uint256 amount, uint256 available);
     error RegistryNotAuditContract(address caller);
-    /// @notice Fewer than `needed` auditors of `tier` could be seated; `seated` were found.
-    error RegistryCommitteeUnavailable(uint8 tier, uint256 needed, uint256 seated);
     error RegistryNothingToClaim(address account);
     error RegistryZeroAddress();
     error RegistryStakeOverflow(address auditor, uint256 stake);
-    error RegistryRandomnessOutOfWindow(uint256 randomnessBlock, uint256 currentBlock);
+    /// @notice A draw or a history read named a block that is not in the past yet.
+    error RegistryRandomnessNotPast(uint256 blockNumber, uint256 currentBlock);
 
     // ---- auditors ----
 
@@ -94,11 +96,6 @@ interface IAuditorRegistry {
     /// @notice Claims staking tokens credited to the caller (forfeits, for the insurance fund).
     function claimTokens() external;
 
-    /// @notice Brings an auditor's sortition weight down to its draw weight once a decrease is older
-    ///         than the draw history window. Anyone may call it; draws are correct without it, only
-    ///         cheaper after it.
-    function settleDrawWeight(address account) external;
-
     /// @notice Re-evaluates the draw weight of `accounts` under the current parameters. A change of
     ///         minimum stakes applies to an auditor at its next own action or when anyone calls this
     ///         (a governance proposal that raises a minimum should call it for the auditors below).
@@ -121,23 +118,25 @@ interface IAuditorRegistry {
     ///         proportional to its stake at `request.randomnessBlock` (eq. 3.2), never
     ///         `request.excluded`, and locks `request.lockPerSeat` of each member's stake.
     /// @param request The draw (see `DrawRequest`). Its seed is unknown until after the session
-    ///        was created. Draw weights are read as of its randomness block: the odds of every
-    ///        member are its stake at that block, and leaving, unstaking or switching availability
-    ///        afterwards changes nothing. The block must lie within the last `DRAW_HISTORY_BLOCKS`
-    ///        blocks. Known gap (see docs/protocol.md): proposals walk the tree as it is now, so a
-    ///        stake increase made after the hash is public can still steer which committee a known
-    ///        seed yields; a tree recorded by block closes it.
-    /// @return members The committee, in draw order.
+    ///        was created, and the whole draw reads the registry as it stood at the end of its
+    ///        randomness block: the sortition tree, its size and total, and every member's weight
+    ///        are recorded by block. Registering, staking, unstaking, switching availability or
+    ///        losing a credential after that block changes neither the odds nor which committee
+    ///        the seed yields; nobody who learns the seed can steer the draw.
+    /// @return members The committee, in draw order; empty when fewer than `request.size` members
+    ///         could be seated (then nothing is locked and `CommitteeUnavailable` is emitted).
     /// @return weights Each member's stake at the randomness block: its voting weight this round.
     /// @dev Who may be drawn follows the registry's rules as of the randomness block (registered,
-    ///      available, of the tier, credentialed for tier 3, stake at the tier minimum); a member
-    ///      must also have `request.lockPerSeat` (the session's penalty P) unlocked now, or it is
-    ///      skipped.
+    ///      available, of the tier, credentialed for tier 3, stake at the tier minimum). Two checks
+    ///      read the present instead: a member must have `request.lockPerSeat` (the session's
+    ///      penalty P) unlocked now, since the lock must be backed, and the excluded account is
+    ///      passed over; at most 64 members may be passed over per draw. So after the seed is
+    ///      public an auditor can still remove itself (by unstaking everything), and the order of
+    ///      pending draws decides where a member sits when its unlocked stake covers fewer seats
+    ///      than it is drawn into (docs/protocol.md).
     ///      Successive sampling without replacement: each seat is drawn with probability
-    ///      proportional to stake among the members not yet drawn, by rejection sampling from the
-    ///      sortition tree. O(size * log n) reads in the usual case; when rejections pile up (one
-    ///      member holds most of the stake) the draw corrects the tree for its own duration, which
-    ///      bounds the work.
+    ///      proportional to stake among the members not yet taken, exactly, by mapping a uniform
+    ///      number over the weight left around the intervals already taken. O(size * log n) reads.
     function drawCommittee(DrawRequest calldata request)
         external
         returns (address[] memory members, uint96[] memory weights);
@@ -165,11 +164,13 @@ interface IAuditorRegistry {
     function encryptionKeyOf(address account) external view returns (bytes32);
     function totalStake() external view returns (uint256);
     function eligibleCount(uint8 tier) external view returns (uint256);
-    /// @notice The stake of the auditors of `tier` who may be drawn now (sum of draw weights).
+    /// @notice The stake of the auditors of `tier` who may be drawn now (the sortition tree's total).
     function eligibleStake(uint8 tier) external view returns (uint256);
-    /// @notice The sortition tree's total for `tier`: at least `eligibleStake`, since decreases
-    ///         reach the tree only after `DRAW_HISTORY_BLOCKS`.
-    function sortitionWeight(uint8 tier) external view returns (uint256);
+    /// @notice The same at the end of past block `blockNumber`, as a draw of that block reads it.
+    function eligibleStakeAt(uint8 tier, uint256 blockNumber) external view returns (uint256);
+    /// @notice An auditor's draw weight at the end of past block `blockNumber`: its odds and voting
+    ///         weight in a draw whose randomness block it is.
+    function drawWeightAt(address account, uint256 blockNumber) external view returns (uint256);
     function pendingStakerReward(address account) external view returns (uint256);
     function claimableTokens(address account) external view returns (uint256);
     function stakingToken() external view returns (address);

@@ -174,7 +174,11 @@ interface ITRUSTAudit {
     event SegmentEscalated(
         uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, uint8 tier, uint8 committeeSize, uint64 randomnessBlock
     );
-    /// @notice The randomness block passed out of reach before a draw; a new one was fixed.
+    /// @notice The round's tier could not seat its committee at the randomness block (`attempt` of
+    ///         three); the draw is retried with fresh randomness, or the segment ends Undetermined.
+    event CommitteeUnavailable(uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, uint8 attempt);
+    /// @notice A new randomness block was fixed for a draw: the old one passed out of reach, or the
+    ///         committee could not be seated from it.
     event RandomnessRefreshed(uint256 indexed sessionId, uint256 indexed segmentId, uint64 randomnessBlock);
     event RewardsDistributed(
         uint256 indexed sessionId, uint256 auditorsWei, uint256 perSeatWei, uint256 treasuryWei, uint256 stakersWei, uint256 insuranceWei
@@ -228,7 +232,10 @@ interface ITRUSTAudit {
     ///      auditors. k_t distinct auditors of the segment's tier, drawn with probability
     ///      proportional to stake, available, never the provider; each locks P of stake. Opens the
     ///      commit window. If the randomness is no longer readable a new block is fixed instead
-    ///      (`RandomnessRefreshed`). Emits `CommitteeDrawn`.
+    ///      (`RandomnessRefreshed`). Emits `CommitteeDrawn`. When the tier cannot seat the
+    ///      committee as it stood at the randomness block, emits `CommitteeUnavailable` and fixes a
+    ///      new block; the third such draw of a round ends the segment Undetermined (failed, as
+    ///      after the last escalation), so a session never waits forever for auditors.
     function assignAuditors(uint256 sessionId, uint256 segmentId) external;
 
     /// @notice Commits the caller's vote on a segment: `commitment = commitmentOf(...)`.

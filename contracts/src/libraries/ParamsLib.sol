@@ -24,10 +24,9 @@ library ParamsLib {
     /// @dev Randomness is read with BLOCKHASH, which only reaches 256 blocks back.
     uint256 internal constant MAX_RANDOMNESS_DELAY_BLOCKS = 128;
     uint256 internal constant MAX_SEGMENTS_PER_SESSION = 4096;
-    /// @notice How far back a committee draw may reach for its randomness block. The registry keeps
-    ///         every auditor's draw weight as of any block in this window, and the audit contract
-    ///         fixes a new randomness block for a draw that comes later (BLOCKHASH's own reach).
-    uint256 internal constant DRAW_HISTORY_BLOCKS = 256;
+    /// @notice How many times a round's committee is drawn, each time with fresh randomness, while
+    ///         its tier cannot seat it; after that the segment ends Undetermined.
+    uint256 internal constant MAX_DRAW_ATTEMPTS = 3;
 
     /// @notice A parameter lies outside the range the protocol can run with.
     /// @param name The parameter's field name in `Params`.

@@ -13,8 +13,9 @@ import {ProtocolHandler} from "./handlers/ProtocolHandler.sol";
 ///         of the handler's actions: token and ETH conservation, one vote per seat and only from
 ///         seats, final verdicts that never change, payouts bounded by what came in, seat rewards
 ///         paid once per aligned seat, well-formed and backed committees seated with their weight at
-///         the randomness block, draw weights that follow the eligibility rules and a sortition
-///         tree that never weighs anyone less than a draw may still read.
+///         the randomness block, draws that seat a committee exactly when the tier could, and
+///         otherwise retry and end the segment, and draw weights (now and by block) that follow
+///         the eligibility rules.
 /// @dev Committees are small (2 / 3 / 3 seats, escalating once to 5 / 7 / 7) so that a run's depth
 ///      covers whole sessions. Deliberate bugs that these invariants catch are in ./bugs.
 contract ProtocolInvariantTest is TRUSTBase {
@@ -83,7 +84,7 @@ contract ProtocolInvariantTest is TRUSTBase {
         selectors[21] = ProtocolHandler.claimRewards.selector;
         selectors[22] = ProtocolHandler.setMinStakes.selector;
         selectors[23] = ProtocolHandler.syncDrawWeights.selector;
-        selectors[24] = ProtocolHandler.settleDrawWeight.selector;
+        selectors[24] = ProtocolHandler.drawAfterChange.selector;
         // `advance` three times over: forge picks selectors uniformly, and this one carries
         // sessions to their end (trace verdict, fee split, claims) within a run's depth.
         selectors[25] = ProtocolHandler.advance.selector;
@@ -250,8 +251,9 @@ contract ProtocolInvariantTest is TRUSTBase {
     // =================================================================== (5) committees and locks
 
     /// @notice Every open committee has distinct members of the segment's tier, never the provider,
-    ///         each holding at least this seat's lock; when drawn, each member weighed more than
-    ///         zero at the randomness block and its seat weighs exactly that.
+    ///         each holding at least this seat's lock; each member weighed more than zero at the
+    ///         randomness block, in the registry's history and in the model, and its seat weighs
+    ///         exactly that (capped to 88 bits as the audit contract stores it).
     function invariant_committeesAreWellFormed() public view {
         assertEq(handler.ghost_committeeViolations(), 0, "a committee was malformed when drawn");
         ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
@@ -269,8 +271,30 @@ contract ProtocolInvariantTest is TRUSTBase {
                 assertTrue(members[i] != provider, "the provider audits its own trace");
                 assertGe(a.locked, lock, "member without its seat's lock");
                 assertGe(handler.ghost_openSeats(members[i]), 1, "member without an open seat");
+                uint256 atBlock = registry.drawWeightAt(members[i], g.randomnessBlock);
+                uint256 seatWeight = audit.seat(voting[k].sessionId, voting[k].segmentId, g.round, i).weight;
+                assertGt(seatWeight, 0, "a seat without weight");
+                assertEq(
+                    seatWeight,
+                    atBlock > type(uint88).max ? type(uint88).max : atBlock,
+                    "seat weight != weight at the randomness block"
+                );
+                assertEq(
+                    atBlock, handler.weightAt(members[i], g.randomnessBlock), "registry history != modelled history"
+                );
             }
         }
+    }
+
+    /// @notice Once its randomness is known, a draw never reverts: it seats the committee when the
+    ///         tier had enough members to seat at the randomness block (weighing more than zero
+    ///         then, not the provider, with the lock unlocked now), and otherwise locks nothing,
+    ///         fixes fresh randomness, and at the third attempt of the round ends the segment
+    ///         Undetermined. No segment waits for a draw forever.
+    function invariant_drawsSeatRetryOrEnd() public view {
+        assertEq(handler.ghost_drawReverts(), 0, "a draw reverted");
+        assertEq(handler.ghost_falseUnavailable(), 0, "a committee reported unavailable that the tier could seat");
+        assertEq(handler.ghost_retryViolations(), 0, "an unavailable draw neither retried nor ended the segment");
     }
 
     /// @notice Each auditor's locked stake is exactly the sum of the locks of its open seats, and
@@ -289,21 +313,24 @@ contract ProtocolInvariantTest is TRUSTBase {
 
     /// @notice Draw weight per tier is the stake of the auditors who may be drawn (eq. 3.2):
     ///         registered, available, at the tier minimum in force when the registry last
-    ///         re-evaluated them, credentialed for tier 3 (locks do not enter). The sortition tree
-    ///         holds each auditor's weight with decreases delayed past the draw window, so it never
-    ///         weighs anyone less than at a block a draw may still read. Reputation stays within
-    ///         [0, 1] and settlements follow section 3.3.
+    ///         re-evaluated them, credentialed for tier 3 (locks do not enter); the sortition tree's
+    ///         total is that sum, now and at every past block a draw reads (the last block, and the
+    ///         randomness block of every segment waiting for a draw), and so is each auditor's
+    ///         weight in the registry's history. Reputation stays within [0, 1] and settlements
+    ///         follow section 3.3.
     function invariant_drawWeightsFollowEligibility() public view {
         address[] memory all = handler.everyone();
-        (uint256[] memory minStakes, uint256[] memory drawWeights, uint256[] memory treeWeights, uint256[] memory windowMax)
-        = handler.weightLedger();
+        (uint256[] memory minStakes, uint256[] memory drawWeights) = handler.weightLedger();
         uint256[4] memory count;
         uint256[4] memory weight;
-        uint256[4] memory tree;
-        uint256[4] memory floor;
+        uint256[4] memory modelled;
+        uint256 last = block.number - 1;
         for (uint256 i; i < all.length; ++i) {
             IAuditorRegistry.AuditorInfo memory a = registry.auditor(all[i]);
             assertLe(a.reputationWad, 1e18, "reputation above 1");
+            assertEq(
+                registry.drawWeightAt(all[i], last), handler.weightAt(all[i], last), "draw weight at the last block"
+            );
             if (!a.registered) continue;
             bool eligible = a.available && a.stake >= minStakes[i] && (a.tier != 3 || a.credentialed);
             assertEq(drawWeights[i], eligible ? a.stake : 0, "modelled draw weight");
@@ -311,16 +338,34 @@ contract ProtocolInvariantTest is TRUSTBase {
                 count[a.tier] += 1;
                 weight[a.tier] += a.stake;
             }
-            tree[a.tier] += treeWeights[i];
-            floor[a.tier] += windowMax[i];
+            modelled[a.tier] += drawWeights[i];
         }
         for (uint8 tier = 1; tier <= 3; ++tier) {
             assertEq(registry.eligibleCount(tier), count[tier], "eligible count");
             assertEq(registry.eligibleStake(tier), weight[tier], "eligible stake");
-            uint256 sortition = registry.sortitionWeight(tier);
-            assertEq(sortition, tree[tier], "sortition weight = decreases held for the draw window");
-            assertGe(sortition, floor[tier], "the tree weighs someone less than a draw may read");
-            assertGe(sortition, weight[tier], "sortition weight >= eligible stake");
+            assertEq(registry.eligibleStake(tier), modelled[tier], "eligible stake = modelled draw weights");
+            assertEq(
+                registry.eligibleStakeAt(tier, last),
+                handler.eligibleStakeAt(tier, last),
+                "eligible stake at the last block"
+            );
+        }
+        ProtocolHandler.SegmentRef[] memory awaiting = handler.awaitingSegments();
+        for (uint256 k; k < awaiting.length; ++k) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(awaiting[k].sessionId, awaiting[k].segmentId);
+            if (g.randomnessBlock >= block.number) continue;
+            assertEq(
+                registry.eligibleStakeAt(g.tier, g.randomnessBlock),
+                handler.eligibleStakeAt(g.tier, g.randomnessBlock),
+                "eligible stake at a randomness block"
+            );
+            for (uint256 i; i < all.length; ++i) {
+                assertEq(
+                    registry.drawWeightAt(all[i], g.randomnessBlock),
+                    handler.weightAt(all[i], g.randomnessBlock),
+                    "draw weight at a randomness block"
+                );
+            }
         }
         assertEq(handler.ghost_settlementViolations(), 0, "a seat settled against section 3.3");
     }
@@ -338,6 +383,7 @@ contract ProtocolInvariantTest is TRUSTBase {
         }
         console.log("sessions", handler.sessionIds().length, "traces", handler.traces().length);
         console.log("final segments", handler.finalSegments().length, "open rounds", handler.votingSegments().length);
+        console.log("awaiting a draw", handler.awaitingSegments().length);
         console.log("fees in (wei)", handler.ghost_feesIn(), "withdrawn (wei)", handler.ghost_ethWithdrawn());
         console.log("claimed by seats (wei)", handler.ghost_ethClaimed(), "unclaimed (wei)", handler.unclaimedSeatRewardsWei());
         console.log("forfeited", handler.ghost_forfeited(), "slashed", handler.ghost_slashed());

@@ -22,9 +22,12 @@ import {Params} from "../../../src/types/Params.sol";
 ///
 ///      Draw weights are modelled from the rules, not read back: each auditor's weight (its stake
 ///      while registered, available, at the tier minimum in force at its last re-evaluation and
-///      credentialed for tier 3), its history by block, and its sortition-tree weight (increases at
-///      once, decreases once more than 256 blocks old, at the next re-evaluation or settlement).
-///      Seat rewards are modelled per aligned seat of a decided segment's final round.
+///      credentialed for tier 3) and its history by block, which is what a draw must read at its
+///      randomness block. Draws are checked as they happen: a committee is seated exactly when the
+///      tier had enough members to seat at the randomness block, otherwise the round is retried
+///      with fresh randomness and ends Undetermined at the third attempt; a draw never reverts
+///      once its randomness is known. Seat rewards are modelled per aligned seat of a decided
+///      segment's final round.
 contract ProtocolHandler is CommonBase, StdUtils {
     uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_SEGMENTS = 2;
@@ -107,11 +110,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
     ///      weight (`_sync`): at the auditor's own actions, forfeits, slashes and `syncDrawWeights`,
     ///      not when governance changes the parameters.
     mapping(address auditor => uint256) public syncedMinStake;
-    /// @dev The draw weight the rules give, and the tree weight they imply (see `_synced`).
+    /// @dev The draw weight the rules give (see `_synced`).
     mapping(address auditor => uint256) public ghost_drawWeight;
-    mapping(address auditor => uint256) public ghost_treeWeight;
-    mapping(address auditor => uint256) internal _weightChangedAt;
-    mapping(address auditor => bool) internal _decreasePending;
     /// @dev Every change of `ghost_drawWeight`, by block (the last value of a block counts).
     mapping(address auditor => uint256[]) internal _historyBlocks;
     mapping(address auditor => uint256[]) internal _historyWeights;
@@ -139,6 +139,14 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_unseatedSuccesses;
     uint256 public ghost_wrongRevealsAccepted;
     uint256 public ghost_committeeViolations;
+    /// @dev Draws that reverted once their randomness was known, draws reported unavailable while
+    ///      the tier could seat the committee, and unavailable draws that neither retried with a
+    ///      fresh block nor (at the last attempt) ended the segment Undetermined.
+    uint256 public ghost_drawReverts;
+    uint256 public ghost_falseUnavailable;
+    uint256 public ghost_retryViolations;
+    /// @dev Unavailable draws of a segment's round so far.
+    mapping(bytes32 roundKey => uint256) internal _drawAttempts;
     uint256 public ghost_settlementViolations;
     uint256 public ghost_traceVerdictMismatches;
     uint256 public ghost_refinalizations;
@@ -189,7 +197,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
     // =================================================================== registry actions
 
     function register(uint256 actorSeed, uint256 amount) external {
-        address a = _auditors[actorSeed % _auditors.length];
+        _register(_auditors[actorSeed % _auditors.length], amount);
+    }
+
+    function _register(address a, uint256 amount) internal {
         uint8 tier = tierOf[a];
         uint256 needed = _minStake(tier);
         amount = _bound(amount, needed, 3 * needed);
@@ -204,7 +215,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     function stake(uint256 actorSeed, uint256 amount) external {
-        address a = _auditors[actorSeed % _auditors.length];
+        _stake(_auditors[actorSeed % _auditors.length], amount);
+    }
+
+    function _stake(address a, uint256 amount) internal {
         amount = _bound(amount, 1, 500e18);
         vm.prank(a);
         try registry.stake(amount) {
@@ -217,7 +231,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     function requestUnstake(uint256 actorSeed, uint256 amount, bool fullExit) external {
-        address a = _auditors[actorSeed % _auditors.length];
+        _requestUnstake(_auditors[actorSeed % _auditors.length], amount, fullExit);
+    }
+
+    function _requestUnstake(address a, uint256 amount, bool fullExit) internal {
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         uint256 needed = _minStake(info.tier);
         if (fullExit || info.stake <= needed) {
@@ -252,9 +269,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
 
     /// @dev Two calls in three switch an auditor on, so that most draws can still be made.
     function setAvailable(uint256 actorSeed, uint256 choice) external {
-        address a = _auditors[actorSeed % _auditors.length];
+        _setAvailable(_auditors[actorSeed % _auditors.length], choice % 3 != 0);
+    }
+
+    function _setAvailable(address a, bool available) internal {
         vm.prank(a);
-        try registry.setAvailable(choice % 3 != 0) {
+        try registry.setAvailable(available) {
             _synced(a);
             _count("setAvailable");
         } catch {
@@ -362,18 +382,6 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
-    /// @dev Anyone lowers an auditor's tree weight once its decrease has left the draw window.
-    function settleDrawWeight(uint256 actorSeed) external {
-        address a = _everyone[actorSeed % _everyone.length];
-        vm.prank(stranger);
-        try registry.settleDrawWeight(a) {
-            _lowerSettled(a);
-            _count("settleDrawWeight");
-        } catch {
-            _count("settleDrawWeight (reverted)");
-        }
-    }
-
     // =================================================================== time
 
     function warp(uint256 secondsForward) external {
@@ -397,6 +405,31 @@ contract ProtocolHandler is CommonBase, StdUtils {
     function draw(uint256 pick) external {
         if (_awaiting.length == 0) return;
         _draw(pick % _awaiting.length);
+    }
+
+    /// @notice Mines past a segment's randomness block, lets an auditor of its tier change its
+    ///         weight (stake more, unstake, switch availability, or join), then draws: the draw must
+    ///         read every weight, and the tree, as they stood at the randomness block.
+    function drawAfterChange(uint256 pick, uint256 actorSeed, uint256 amount, uint256 kind) external {
+        if (_awaiting.length == 0) return;
+        uint256 index = pick % _awaiting.length;
+        SegmentRef memory r = _awaiting[index];
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        if (block.number <= g.randomnessBlock) vm.roll(uint256(g.randomnessBlock) + 1);
+        address a = _auditorOfTier(g.tier, actorSeed);
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        kind %= 4;
+        if (!info.registered) {
+            _register(a, amount);
+        } else if (kind == 0) {
+            _stake(a, amount);
+        } else if (kind == 1) {
+            _requestUnstake(a, amount, amount % 4 == 0);
+        } else {
+            _setAvailable(a, !info.available);
+        }
+        _draw(index);
+        _count("drawAfterChange");
     }
 
     /// @param behaviour Four bits per seat: 0 silent, 1 a commitment that opens to nothing, 2-3 the
@@ -630,34 +663,101 @@ contract ProtocolHandler is CommonBase, StdUtils {
         SegmentRef memory r = _awaiting[index];
         ITRUSTAudit.SegmentView memory before = audit.segment(r.sessionId, r.segmentId);
         if (block.number <= before.randomnessBlock) vm.roll(uint256(before.randomnessBlock) + 1);
+        // BLOCKHASH reaches 256 blocks back: older randomness is refreshed without a draw.
+        bool expired = block.number > uint256(before.randomnessBlock) + 256;
+        Params memory p = audit.sessionParams(r.sessionId);
+        uint256 seatable = expired ? 0 : _seatable(before.tier, before.randomnessBlock, p.penaltyPerSeat);
         try audit.assignAuditors(r.sessionId, r.segmentId) {
             ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
-            if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
-                _count("draw (randomness refreshed)");
-                return;
+            if (expired) {
+                if (!_refreshed(g, p)) ghost_retryViolations += 1;
+                _count("draw (randomness expired)");
+            } else if (g.status == ITRUSTAudit.SegmentStatus.Voting) {
+                _seated(r, before, g, p.penaltyPerSeat);
+                if (seatable < g.committeeSize) ghost_committeeViolations += 1; // seated someone it may not
+                _voting.push(r);
+                _removeAwaiting(index);
+                _count("draw");
+            } else {
+                _unavailable(index, r, before, g, p);
+                if (seatable >= before.committeeSize) ghost_falseUnavailable += 1;
             }
-            uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
-            address[] memory members = audit.committee(r.sessionId, r.segmentId);
-            for (uint256 i; i < members.length; ++i) {
-                address m = members[i];
-                ghost_locked[m] += lock;
-                ghost_openSeats[m] += 1;
-                if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
-                    ghost_committeeViolations += 1;
-                }
-                // Seated with its weight at the randomness block, which must not be zero.
-                uint256 atBlock = weightAt(m, before.randomnessBlock);
-                uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
-                if (atBlock == 0 || seatWeight != (atBlock > type(uint88).max ? type(uint88).max : atBlock)) {
-                    ghost_committeeViolations += 1;
-                }
-            }
-            if (members.length != g.committeeSize) ghost_committeeViolations += 1;
-            _voting.push(r);
-            _removeAwaiting(index);
-            _count("draw");
         } catch {
+            ghost_drawReverts += 1;
             _count("draw (reverted)");
+        }
+    }
+
+    /// @dev Checks a seated committee: distinct members of the tier, never the provider, each with
+    ///      its weight at the randomness block (never zero), and records the locks.
+    function _seated(
+        SegmentRef memory r,
+        ITRUSTAudit.SegmentView memory before,
+        ITRUSTAudit.SegmentView memory g,
+        uint256 lock
+    ) internal {
+        address[] memory members = audit.committee(r.sessionId, r.segmentId);
+        for (uint256 i; i < members.length; ++i) {
+            address m = members[i];
+            ghost_locked[m] += lock;
+            ghost_openSeats[m] += 1;
+            if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
+                ghost_committeeViolations += 1;
+            }
+            // Seated with its modelled weight at the randomness block, which must not be zero.
+            uint256 atBlock = weightAt(m, before.randomnessBlock);
+            uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
+            if (atBlock == 0 || seatWeight != (atBlock > type(uint88).max ? type(uint88).max : atBlock)) {
+                ghost_committeeViolations += 1;
+            }
+        }
+        if (members.length != g.committeeSize || g.randomnessBlock != before.randomnessBlock) {
+            ghost_committeeViolations += 1;
+        }
+    }
+
+    /// @dev The tier could not seat the round: attempts 1 and 2 fix a fresh block, the third ends
+    ///      the segment Undetermined (a final verdict). Nothing may be seated or locked.
+    function _unavailable(
+        uint256 index,
+        SegmentRef memory r,
+        ITRUSTAudit.SegmentView memory before,
+        ITRUSTAudit.SegmentView memory g,
+        Params memory p
+    ) internal {
+        uint256 attempts = ++_drawAttempts[_roundKey(r, before.round)];
+        if (audit.committee(r.sessionId, r.segmentId).length != 0 || g.round != before.round) {
+            ghost_retryViolations += 1;
+        }
+        if (attempts < 3) {
+            if (!_refreshed(g, p)) ghost_retryViolations += 1;
+            _count("draw (unavailable, retry)");
+            return;
+        }
+        if (g.status != ITRUSTAudit.SegmentStatus.Undetermined) {
+            ghost_retryViolations += 1;
+            return;
+        }
+        _removeAwaiting(index);
+        _finals.push(FinalSegment(r.sessionId, r.segmentId, g.status));
+        finalizedSegments[r.sessionId] += 1;
+        _count("draw (unavailable, undetermined)");
+    }
+
+    /// @dev The segment still waits for a draw, from a block fixed now.
+    function _refreshed(ITRUSTAudit.SegmentView memory g, Params memory p) internal view returns (bool) {
+        return g.status == ITRUSTAudit.SegmentStatus.AwaitingDraw
+            && g.randomnessBlock == block.number + p.randomnessDelayBlocks;
+    }
+
+    /// @dev How many members a draw of `tier` at `randomnessBlock` may seat now: those the model
+    ///      weighs above zero at that block, other than the provider, with `lock` unlocked now.
+    function _seatable(uint8 tier, uint256 randomnessBlock, uint256 lock) internal view returns (uint256 count) {
+        for (uint256 i; i < _everyone.length; ++i) {
+            address a = _everyone[i];
+            if (tierOf[a] != tier || a == provider || weightAt(a, randomnessBlock) == 0) continue;
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+            if (info.stake - info.locked >= lock) ++count;
         }
     }
 
@@ -903,26 +1003,23 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
-    /// @notice For every account of `everyone()`: the tier minimum at its last re-evaluation, the
-    ///         modelled draw and tree weights, and its largest draw weight at any block a draw may
-    ///         still read (the current one and the 256 before it).
-    function weightLedger()
-        external
-        view
-        returns (uint256[] memory minStakes, uint256[] memory drawWeights, uint256[] memory treeWeights, uint256[] memory windowMax)
-    {
+    /// @notice For every account of `everyone()`: the tier minimum at its last re-evaluation and the
+    ///         modelled draw weight now.
+    function weightLedger() external view returns (uint256[] memory minStakes, uint256[] memory drawWeights) {
         uint256 n = _everyone.length;
         minStakes = new uint256[](n);
         drawWeights = new uint256[](n);
-        treeWeights = new uint256[](n);
-        windowMax = new uint256[](n);
-        uint256 from = block.number > 256 ? block.number - 256 : 0;
         for (uint256 i; i < n; ++i) {
             address a = _everyone[i];
             minStakes[i] = syncedMinStake[a];
             drawWeights[i] = ghost_drawWeight[a];
-            treeWeights[i] = ghost_treeWeight[a];
-            windowMax[i] = _maxWeightSince(a, from);
+        }
+    }
+
+    /// @notice The modelled total draw weight of `tier` at the end of block `blockNumber`.
+    function eligibleStakeAt(uint8 tier, uint256 blockNumber) external view returns (uint256 total) {
+        for (uint256 i; i < _everyone.length; ++i) {
+            if (tierOf[_everyone[i]] == tier) total += weightAt(_everyone[i], blockNumber);
         }
     }
 
@@ -955,6 +1052,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
 
     function votingSegments() external view returns (SegmentRef[] memory) {
         return _voting;
+    }
+
+    function awaitingSegments() external view returns (SegmentRef[] memory) {
+        return _awaiting;
     }
 
     function finalSegments() external view returns (FinalSegment[] memory) {
@@ -1009,9 +1110,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @dev The registry re-evaluated `a` (`_sync`): the weight the rules give under the current
-    ///      parameters; a change is recorded by block and enters the tree at once if it is an
-    ///      increase, once more than 256 blocks old if it is a decrease; no change settles a pending
-    ///      decrease that is old enough.
+    ///      parameters; a change is recorded by block (the last value of a block counts), as the
+    ///      registry's weight history and sortition tree record it.
     function _synced(address a) internal {
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         if (!info.registered) return;
@@ -1019,12 +1119,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
         syncedMinStake[a] = minimum;
         bool eligible = info.available && info.stake >= minimum && (info.tier != 3 || info.credentialed);
         uint256 weight = eligible ? info.stake : 0;
-        if (weight == ghost_drawWeight[a]) {
-            _lowerSettled(a);
-            return;
-        }
+        if (weight == ghost_drawWeight[a]) return;
         ghost_drawWeight[a] = weight;
-        _weightChangedAt[a] = block.number;
         uint256 n = _historyBlocks[a].length;
         if (n != 0 && _historyBlocks[a][n - 1] == block.number) {
             _historyWeights[a][n - 1] = weight;
@@ -1032,29 +1128,20 @@ contract ProtocolHandler is CommonBase, StdUtils {
             _historyBlocks[a].push(block.number);
             _historyWeights[a].push(weight);
         }
-        if (weight >= ghost_treeWeight[a]) {
-            ghost_treeWeight[a] = weight;
-            _decreasePending[a] = false;
-        } else {
-            _decreasePending[a] = true;
-        }
     }
 
-    function _lowerSettled(address a) internal {
-        if (_decreasePending[a] && block.number > _weightChangedAt[a] + 256) {
-            ghost_treeWeight[a] = ghost_drawWeight[a];
-            _decreasePending[a] = false;
+    /// @dev An auditor actor of `tier`, picked by `seed`.
+    function _auditorOfTier(uint8 tier, uint256 seed) internal view returns (address) {
+        uint256 n = _auditors.length;
+        for (uint256 k; k < n; ++k) {
+            address a = _auditors[(seed % n + k) % n];
+            if (tierOf[a] == tier) return a;
         }
+        return _auditors[seed % n];
     }
 
-    /// @dev The largest weight of `a` at any block from `from` on.
-    function _maxWeightSince(address a, uint256 from) internal view returns (uint256 max) {
-        max = weightAt(a, from);
-        uint256[] storage blocks = _historyBlocks[a];
-        for (uint256 k = blocks.length; k > 0 && blocks[k - 1] > from; --k) {
-            uint256 w = _historyWeights[a][k - 1];
-            if (w > max) max = w;
-        }
+    function _roundKey(SegmentRef memory r, uint8 round) internal pure returns (bytes32) {
+        return keccak256(abi.encode(r.sessionId, r.segmentId, round));
     }
 
     /// @dev Records the seats of a decided round that voted its outcome (its final round).
