@@ -9,6 +9,9 @@
      |    +-- DeploymentNotFound  no deployment file for this chain
      +-- DevnetError            the local development chain could not be started or stopped
      +-- WalletError            a keystore could not be read, written or unlocked
+     +-- GraphError             a reasoning graph (HDAG or CIG) or its input is malformed
+     |    +-- GraphValidationError  an HDAG breaks one or more structural rules; lists them all
+     +-- LlmError               an OpenAI-compatible endpoint failed or answered unusably
 
 Every message says what failed, the values involved and what to do next.
 """
@@ -24,6 +27,9 @@ __all__ = [
     "ContractReverted",
     "DeploymentNotFound",
     "DevnetError",
+    "GraphError",
+    "GraphValidationError",
+    "LlmError",
     "ToolchainError",
     "TrustError",
     "WalletError",
@@ -73,3 +79,20 @@ class DevnetError(TrustError):
 
 class WalletError(TrustError):
     """A keystore could not be read, written or unlocked."""
+
+
+class GraphError(TrustError):
+    """A reasoning graph (HDAG or CIG), a trace or an agent log is malformed."""
+
+
+class GraphValidationError(GraphError):
+    """An HDAG breaks structural rules; `violations` lists every one, each naming the node or edge."""
+
+    def __init__(self, violations: list[str]) -> None:
+        self.violations = list(violations)
+        listed = "\n  - ".join(self.violations)
+        super().__init__(f"the HDAG is invalid ({len(self.violations)} violation(s)):\n  - {listed}")
+
+
+class LlmError(TrustError):
+    """An OpenAI-compatible chat endpoint could not be reached or answered unusably."""
