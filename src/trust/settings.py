@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DevnetSettings", "GovernanceSettings", "ProtocolSettings", "Settings"]
+__all__ = [
+    "AuditSettings",
+    "DevnetSettings",
+    "GovernanceSettings",
+    "LlmSettings",
+    "ProtocolSettings",
+    "RefinementSettings",
+    "Settings",
+]
 
 BPS = 10_000
 WAD = 10**18
@@ -169,6 +177,42 @@ class DevnetSettings(BaseModel):
         return f"http://{self.host}:{self.port}"
 
 
+class AuditSettings(BaseModel):
+    """Off-chain audit thresholds of the dual-layer CIG audit (paper 2.2.4-2.2.6)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tau_node: float = Field(0.8, gt=0, le=1, description="node validity threshold (Layer 1)")
+    tau_edge: float = Field(0.8, gt=0, le=1, description="edge protocol and fidelity threshold (Layer 2)")
+    tau_stat: float = Field(0.95, gt=0, le=1, description="similarity above which an agent is stuck in a loop")
+
+
+class RefinementSettings(BaseModel):
+    """The audit-prune-regenerate loop (paper 2.3)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_rounds: int = Field(5, ge=1, le=50, description="maximum refinement depth")
+    initial_temperature: float = Field(0.7, ge=0, le=2, description="sampling temperature of the first repair")
+    temperature_step: float = Field(0.1, ge=0, le=1, description="added per round, to explore when repairs fail")
+
+
+class LlmSettings(BaseModel):
+    """An OpenAI-compatible chat-completions endpoint (decomposition, LLM oracles). Unset: offline."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = Field(None, description="e.g. http://127.0.0.1:8000/v1; unset keeps everything offline")
+    model: str = Field("gpt-4o-mini", min_length=1)
+    api_key: str | None = Field(None, description="sent as a bearer token when set")
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+
+    @property
+    def configured(self) -> bool:
+        return self.base_url is not None
+
+
 class Settings(BaseSettings):
     """Everything the `trust` command and the library read from the outside world."""
 
@@ -181,6 +225,9 @@ class Settings(BaseSettings):
     protocol: ProtocolSettings = ProtocolSettings()
     governance: GovernanceSettings = GovernanceSettings()
     devnet: DevnetSettings = DevnetSettings()
+    audit: AuditSettings = AuditSettings()
+    refinement: RefinementSettings = RefinementSettings()
+    llm: LlmSettings = LlmSettings()
 
     @property
     def effective_rpc_url(self) -> str:
