@@ -1,4 +1,4 @@
-"""The `trust` command: devnet, deploy, bench.
+"""The `trust` command: devnet, deploy, bench, graph, eval.
 
 Only parses input, calls the library and renders output; the work lives in `trust.devnet`,
 `trust.chain` and `trust.bench`.
@@ -23,9 +23,13 @@ app = typer.Typer(help="TRUST: a decentralized network that audits AI reasoning.
 devnet_app = typer.Typer(help="The local development network (Anvil + the deployed protocol).", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
 wallet_app = typer.Typer(help="Encrypted keystore wallets.", no_args_is_help=True)
+graph_app = typer.Typer(help="Reasoning graphs: decompose traces into HDAGs, localize faults in agent logs.")
+eval_app = typer.Typer(help="Score the audit pipeline on public evaluation data.")
 app.add_typer(devnet_app, name="devnet")
 app.add_typer(bench_app, name="bench")
 app.add_typer(wallet_app, name="wallet")
+app.add_typer(graph_app, name="graph", no_args_is_help=True)
+app.add_typer(eval_app, name="eval", no_args_is_help=True)
 
 console = Console()
 err_console = Console(stderr=True)
