@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the project and runs every test: the forge suite (unit, fuzz, invariant; CI profile),
-# slither (no high or medium finding allowed), ruff and mypy, and the Python suite on real Anvil
+# slither (no high or medium finding allowed), ruff, mypy and import-linter (the core's dependency direction), and the Python suite on real Anvil
 # nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +14,11 @@ echo "==> forge test (profile ci)"
 echo "==> slither"
 bash scripts/slither.sh
 
-echo "==> ruff and mypy"
+echo "==> ruff, mypy and import-linter"
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
 .venv/bin/mypy src
+.venv/bin/lint-imports
 
 echo "==> pytest"
 .venv/bin/python -m pytest
