@@ -3,7 +3,19 @@
 No I/O here: no sockets, environment, clock or logging. Callers pass text, logs and oracles in.
 """
 
+from trust.graphs.analysis import (
+    CASCADE_EDGES,
+    PATH_EDGES,
+    cascade,
+    critical_path,
+    final_answer,
+    nodes_to_audit,
+    topological_order,
+)
 from trust.graphs.hdag import Difficulty, EdgeType, Hdag, HdagEdge, HdagNode, Level, Tier, content_hash
+from trust.graphs.serialization import dumps, dumps_node, loads, loads_node, node_from_dict, node_to_dict
+from trust.graphs.status import NodeStatus
+from trust.graphs.validation import validate, violations
 
 __all__ = [
     "Difficulty",
@@ -14,4 +26,21 @@ __all__ = [
     "Level",
     "Tier",
     "content_hash",
+    # structure: validation, JSON, analysis, statuses
+    "CASCADE_EDGES",
+    "NodeStatus",
+    "PATH_EDGES",
+    "cascade",
+    "critical_path",
+    "dumps",
+    "dumps_node",
+    "final_answer",
+    "loads",
+    "loads_node",
+    "node_from_dict",
+    "node_to_dict",
+    "nodes_to_audit",
+    "topological_order",
+    "validate",
+    "violations",
 ]
