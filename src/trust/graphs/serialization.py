@@ -34,7 +34,9 @@ graph. Its `content_hash` lets the reader check the content it decrypted.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any, TypeVar
 
 from trust.errors import GraphError
@@ -111,11 +113,11 @@ def dumps(hdag: Hdag) -> str:
 
 def _fields(value: object, path: str, fields: tuple[str, ...]) -> Mapping[str, Any]:
     """`value` as an object holding exactly `fields`; names the first missing or unknown one."""
+    where = path or "document"
     if not isinstance(value, dict):
-        raise GraphError(f"{path}: expected a JSON object, got {_kind(value)}")
+        raise GraphError(f"{where}: expected a JSON object, got {_kind(value)}")
     for name in value:
         if name not in fields:
-            where = path or "document"
             raise GraphError(f"{where}: unknown field {_show(name)}; expected only {', '.join(fields)}")
     for name in fields:
         if name not in value:
@@ -212,23 +214,43 @@ def _reject_constant(name: str) -> None:
     raise GraphError(f"{name} is not a JSON number: write finite numbers only")
 
 
+_MAX_DEPTH = 32
+"""Deepest JSON nesting `loads` parses (a document nests 3 deep). Checked before parsing: the
+standard parser recurses on the C stack and, with a raised recursion limit, deep input can crash the
+interpreter instead of raising `RecursionError`."""
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting outside string literals (an upper bound for malformed text)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
 def _parse(text: str | bytes, max_bytes: int, what: str) -> Any:
     if isinstance(text, bytes):
-        size = len(text)
-    elif isinstance(text, str):
-        size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
-    else:
+        if len(text) > max_bytes:
+            raise GraphError(
+                f"{what}: {len(text)} bytes is over the limit of {max_bytes}; split the trace or raise max_bytes"
+            )
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise GraphError(f"{what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    elif not isinstance(text, str):
         raise GraphError(f"{what}: expected JSON text (str or bytes), got {type(text).__name__}")
+    size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise GraphError(f"{what}: {size} bytes is over the limit of {max_bytes}; split the trace or raise max_bytes")
+    if _depth(text) > _MAX_DEPTH:
+        raise GraphError(f"{what}: JSON nested more than {_MAX_DEPTH} deep; an HDAG document nests 3 deep")
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise GraphError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except UnicodeDecodeError as exc:
-        raise GraphError(f"{what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except RecursionError:
-        raise GraphError(f"{what}: JSON nested too deeply") from None
     except ValueError as exc:  # for example an integer literal with more digits than Python converts
         raise GraphError(f"{what}: unreadable JSON value ({exc})") from None
 
