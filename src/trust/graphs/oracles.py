@@ -1,0 +1,567 @@
+"""The dual-layer audit of a CIG (paper section 2.2.4): node oracles (Layer 1) and edge oracles (Layer 2).
+
+A `NodeOracle` scores one turn in [0, 1] from the turn, its parents' outputs and its observations
+(the tool turns that directly answer it, such as the terminal that ran its code: running the code is
+how section 2.2.4 audits code generation, and the log already holds the run). An `EdgeOracle`
+scores one edge for protocol compliance and information fidelity, each in [0, 1]. An oracle returns
+None where it has nothing to check, so oracles compose: `audit_cig` runs them all and keeps, per
+node, the lowest score of the oracles that applied (1.0 where none found a fault), and per edge the
+lowest protocol and the lowest fidelity score. Thresholds (tau_node, tau_edge of
+`trust.settings.AuditSettings`) are applied later, by `trust.graphs.localize`, never here.
+
+The deterministic oracles below check what is mechanical, and score 0.0 (a definite fault) or 1.0:
+
+- `ExecutionOracle` (node): the code of a turn failed when run ("exitcode: 1 (execution failed)",
+  a Traceback) in a tool turn that answers it; the fault is the code producer's, not the terminal's.
+- `ArithmeticOracle` (node): "a op b = c" restated with a wrong c (re-computed, section 2.2.4's
+  Segment Audit); c may be rounded to its own number of decimals.
+- `ReviewVerdictOracle` (node): a reviewer whose output rejects its input (points out an error) is
+  marked `rejects_input`, so that it is not taken as having approved an invalid parent (Negligent).
+  It never lowers a score.
+- `ContractOracle` (edge, protocol): a message that asks for JSON (declared by the log's `expects`,
+  or said in words: "respond in JSON", "return only JSON") answered by prose, or by a JSON object
+  that lacks a required field.
+- `ValueFidelityOracle` (edge, fidelity): a labelled value ("Seattle population: 737,015",
+  "author = Jane Doe") restated under the same label with another value (value corruption);
+  rounding to fewer decimals is not corruption.
+
+LLM oracles plug in through the same protocols from an adapter outside the core; nothing here opens
+a socket.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from trust.errors import GraphError
+from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, Role
+
+__all__ = [
+    "ArithmeticOracle",
+    "CigAudit",
+    "ContractOracle",
+    "EdgeAudit",
+    "EdgeOracle",
+    "EdgeScore",
+    "EdgeVerdict",
+    "ExecutionOracle",
+    "NodeAudit",
+    "NodeOracle",
+    "NodeVerdict",
+    "ReviewVerdictOracle",
+    "ValueFidelityOracle",
+    "audit_cig",
+    "deterministic_edge_oracles",
+    "deterministic_node_oracles",
+    "json_object",
+    "json_request",
+    "labelled_values",
+    "observations",
+    "rejects",
+    "wrong_equations",
+]
+
+
+def _unit(value: float, what: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value) or not 0 <= value <= 1:
+        raise GraphError(f"{what} {value!r}: expected a number in [0, 1]")
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    """One oracle's judgement of one turn: a validity score in [0, 1] and why.
+
+    `rejects_input` is set on a reviewer turn whose output flags its input as wrong: such a reviewer
+    did not approve an invalid parent, whatever its score.
+    """
+
+    score: float
+    critique: str = ""
+    rejects_input: bool = False
+
+    def __post_init__(self) -> None:
+        _unit(self.score, "node score")
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeScore:
+    """Layer-2 scores of one edge, each in [0, 1]: protocol compliance and information fidelity."""
+
+    protocol: float = 1.0
+    fidelity: float = 1.0
+
+    def __post_init__(self) -> None:
+        _unit(self.protocol, "protocol score")
+        _unit(self.fidelity, "fidelity score")
+
+    def fails(self, tau_edge: float) -> bool:
+        """Algorithm 1 line 5: the edge fails when either check scores below tau_edge."""
+        return self.protocol < tau_edge or self.fidelity < tau_edge
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeVerdict:
+    """One oracle's judgement of one edge."""
+
+    score: EdgeScore
+    findings: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class NodeOracle(Protocol):
+    """Layer 1: is a turn's output correct, complete and in role, given what it received?"""
+
+    @property
+    def name(self) -> str: ...
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None: ...
+
+
+@runtime_checkable
+class EdgeOracle(Protocol):
+    """Layer 2: did the message on an edge arrive intact and in the agreed format?"""
+
+    @property
+    def name(self) -> str: ...
+
+    def audit_edge(self, edge: CigEdge, source: AgentTurn, target: AgentTurn) -> EdgeVerdict | None: ...
+
+
+# ---------------------------------------------------------------------------------------------- audit
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAudit:
+    node_id: str
+    score: float
+    critique: tuple[str, ...] = ()
+    rejects_input: bool = False
+    oracles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeAudit:
+    source: str
+    target: str
+    score: EdgeScore
+    findings: tuple[str, ...] = ()
+    oracles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CigAudit:
+    """The audit of every node and every edge of one CIG."""
+
+    nodes: Mapping[str, NodeAudit]
+    edges: Mapping[tuple[str, str], EdgeAudit] = field(default_factory=dict)
+
+    def node_scores(self) -> dict[str, float]:
+        return {node_id: audit.score for node_id, audit in self.nodes.items()}
+
+    def edge_scores(self) -> dict[tuple[str, str], EdgeScore]:
+        return {key: audit.score for key, audit in self.edges.items()}
+
+    def rejecting(self) -> frozenset[str]:
+        """Turns whose output rejects their input (see `NodeVerdict.rejects_input`)."""
+        return frozenset(node_id for node_id, audit in self.nodes.items() if audit.rejects_input)
+
+
+def observations(cig: Cig, node_id: str) -> list[AgentTurn]:
+    """The tool turns that directly answer `node_id` (a sequence or reference edge, not an overlap)."""
+    found: list[AgentTurn] = []
+    for child_id in cig.children(node_id):
+        child = cig.turn(child_id)
+        if child.role is Role.TOOL and cig.edge_origin(node_id, child_id) is not EdgeOrigin.OVERLAP:
+            found.append(child)
+    return found
+
+
+def audit_cig(cig: Cig, node_oracles: Iterable[NodeOracle], edge_oracles: Iterable[EdgeOracle]) -> CigAudit:
+    """Runs every oracle on every node and edge; see the module docstring for how scores combine."""
+    node_oracles = list(node_oracles)
+    edge_oracles = list(edge_oracles)
+    nodes: dict[str, NodeAudit] = {}
+    for turn in cig.turns():
+        parents = [cig.turn(p) for p in cig.parents(turn.id)]
+        seen = observations(cig, turn.id)
+        score, rejects = 1.0, False
+        critique: list[str] = []
+        names: list[str] = []
+        for oracle in node_oracles:
+            verdict = oracle.audit_node(turn, parents, seen)
+            if verdict is None:
+                continue
+            names.append(oracle.name)
+            score = min(score, verdict.score)
+            rejects = rejects or verdict.rejects_input
+            if verdict.critique:
+                critique.append(f"{oracle.name}: {verdict.critique}")
+        nodes[turn.id] = NodeAudit(turn.id, score, tuple(critique), rejects, tuple(names))
+    edges: dict[tuple[str, str], EdgeAudit] = {}
+    for edge in cig.edges():
+        source, target = cig.turn(edge.source), cig.turn(edge.target)
+        protocol, fidelity = 1.0, 1.0
+        findings: list[str] = []
+        names = []
+        for edge_oracle in edge_oracles:
+            edge_verdict = edge_oracle.audit_edge(edge, source, target)
+            if edge_verdict is None:
+                continue
+            names.append(edge_oracle.name)
+            protocol = min(protocol, edge_verdict.score.protocol)
+            fidelity = min(fidelity, edge_verdict.score.fidelity)
+            findings.extend(f"{edge_oracle.name}: {finding}" for finding in edge_verdict.findings)
+        edges[(edge.source, edge.target)] = EdgeAudit(
+            edge.source, edge.target, EdgeScore(protocol, fidelity), tuple(findings), tuple(names)
+        )
+    return CigAudit(nodes, edges)
+
+
+# ---------------------------------------------------------------------------------------------- execution
+
+_CODE_BLOCK = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_CODE_LANGUAGES = frozenset({"", "python", "py", "python3", "sh", "bash", "shell", "console", "javascript", "js"})
+_EXECUTION_FAILED = re.compile(
+    r"exitcode:\s*(?P<code>-?[1-9]\d*)|\(execution failed\)|Traceback \(most recent call last\)", re.I
+)
+_ERROR_LINE = re.compile(r"^\s*(\w*(?:Error|Exception)\b.*)$", re.M)
+
+
+def _has_code(text: str) -> bool:
+    return any(match.group(1).lower() in _CODE_LANGUAGES for match in _CODE_BLOCK.finditer(text))
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionOracle:
+    """A turn whose code failed when a tool turn ran it scores 0.0; see the module docstring."""
+
+    name: str = "execution"
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None:
+        if not observations or not _has_code(node.output):
+            return None
+        for run in observations:
+            if _EXECUTION_FAILED.search(run.output):
+                errors = _ERROR_LINE.findall(run.output)
+                detail = errors[-1].strip() if errors else run.output.strip().splitlines()[0]
+                return NodeVerdict(0.0, f"its code failed when {run.agent} ran it at step {run.step}: {detail[:200]}")
+        return NodeVerdict(1.0)
+
+
+# ---------------------------------------------------------------------------------------------- arithmetic
+
+_NUMBER = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?"
+_OPERATOR = r"[-+*/×÷]|\\times|\\cdot|\\div|(?<=\s)x(?=\s)"
+_EQUATION = re.compile(rf"(?P<expr>(?:{_NUMBER})(?:\s*(?:{_OPERATOR})\s*(?:{_NUMBER}))+)\s*=\s*(?P<result>{_NUMBER})")
+_TOKENS = re.compile(rf"\s*(?:(?P<num>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)|(?P<op>{_OPERATOR}))")
+_CONTINUES = "+-*/×÷^"
+
+
+def _to_float(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _evaluate(expression: str) -> float | None:
+    """Left-to-right with * and / before + and -; None when it is not a plain expression."""
+    tokens: list[str | float] = []
+    position = 0
+    while position < len(expression):
+        match = _TOKENS.match(expression, position)
+        if match is None or match.end() == position:
+            if expression[position:].strip() == "":
+                break
+            return None
+        position = match.end()
+        if match.group("num") is not None:
+            tokens.append(_to_float(match.group("num")))
+        else:
+            op = match.group("op")
+            tokens.append({"×": "*", "x": "*", "\\times": "*", "\\cdot": "*", "÷": "/", "\\div": "/"}.get(op, op))
+    # A leading minus sign belongs to the first number.
+    if tokens and tokens[0] == "-" and len(tokens) > 1 and isinstance(tokens[1], float):
+        tokens = [-tokens[1], *tokens[2:]]
+    if len(tokens) < 3 or len(tokens) % 2 == 0:
+        return None
+    terms: list[float] = []
+    signs: list[str] = []
+    current = tokens[0]
+    if not isinstance(current, float):
+        return None
+    for op, operand in zip(tokens[1::2], tokens[2::2], strict=True):
+        if not isinstance(op, str) or not isinstance(operand, float):
+            return None
+        if op == "*":
+            current *= operand
+        elif op == "/":
+            if operand == 0:
+                return None
+            current /= operand
+        else:
+            terms.append(current)
+            signs.append(op)
+            current = operand
+    terms.append(current)
+    total = terms[0]
+    for sign, term in zip(signs, terms[1:], strict=True):
+        total = total + term if sign == "+" else total - term
+    return total
+
+
+def _decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def wrong_equations(text: str) -> list[str]:
+    """The "a op b = c" statements of `text` whose c is wrong (c may be rounded to its decimals).
+
+    An equation is skipped when something glued to its ends makes it part of a larger expression
+    ("n + 2 * 3 = 11", "2 + 3 = 5 + 1", "2^3 = 8") or when it sits inside a code block.
+    """
+    prose = _CODE_BLOCK.sub(" ", text)
+    wrong: list[str] = []
+    for match in _EQUATION.finditer(prose):
+        glued_before = prose[match.start() - 1 : match.start()]
+        glued_after = prose[match.end() : match.end() + 1]
+        if glued_before.isalnum() or glued_before in ("_", ".", ",") or glued_after.isalnum() or glued_after == "_":
+            continue
+        before = prose[: match.start()].rstrip()
+        line_start = before[before.rfind("\n") + 1 :].strip()
+        if before and before[-1] in _CONTINUES and line_start not in ("-", "*", "+"):
+            continue  # "n + 2 * 3 = 11": the equation is the tail of a longer expression
+        after = prose[match.end() :].lstrip(" \t")
+        if after and after[0] in _CONTINUES + "=(%":
+            continue  # "2 + 3 = 5 + 1", "50 / 200 = 25%"
+        value = _evaluate(match.group("expr"))
+        if value is None:
+            continue
+        stated = match.group("result")
+        tolerance = 0.5 * 10 ** (-_decimals(stated)) + 1e-9 * max(1.0, abs(value))
+        if abs(value - _to_float(stated)) > tolerance:
+            wrong.append(f"{match.group(0).strip()} (it is {value:,.10g})")
+    return wrong
+
+
+@dataclass(frozen=True, slots=True)
+class ArithmeticOracle:
+    """A turn that states a wrong calculation scores 0.0; turns without calculations are skipped."""
+
+    name: str = "arithmetic"
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None:
+        if node.role is Role.TOOL or "=" not in node.output:
+            return None
+        wrong = wrong_equations(node.output)
+        if wrong:
+            return NodeVerdict(0.0, "wrong calculation: " + "; ".join(wrong[:5]))
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- reviewer
+
+_REJECTION = re.compile(
+    r"\b(?:incorrect|is wrong|are wrong|was wrong|not correct|mistakes?|errors? in|discrepanc\w*|does not match"
+    r"|doesn't match|do not match|inconsistent|inconsistency|failed|fails|reject\w*|needs? to be (?:fixed|corrected)"
+    r"|cannot (?:be )?verif\w*|could not (?:be )?verif\w*|not verified|errors?|bugs?"
+    r"|(?:correct|fix)(?:ed|ing)? (?:that|this|it|the (?:code|error|issue|mistake|calculation)))\b",
+    re.I,
+)
+_NEGATION = re.compile(r"\b(?:no|without|free of|not any|zero|never)\s+(?:\w+\s+){0,2}$", re.I)
+
+
+def rejects(text: str) -> bool:
+    """Whether a reviewer's text flags what it reviewed as wrong (a negated mention does not count:
+    "no discrepancies", "without errors")."""
+    for match in _REJECTION.finditer(text):
+        if not _NEGATION.search(text[max(0, match.start() - 40) : match.start()]):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewVerdictOracle:
+    """Marks reviewer turns that reject their input; see the module docstring."""
+
+    name: str = "review-verdict"
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None:
+        if node.role is not Role.REVIEWER:
+            return None
+        if rejects(node.output):
+            return NodeVerdict(1.0, "rejects its input", rejects_input=True)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+_JSON_REQUEST = re.compile(
+    r"\b(?:respond|reply|answer|return|output|provide|give|format|write)\b(?:\s+[\w'\"-]+){0,8}?\s+(?:in|as|using)\s+"
+    r"(?:a\s+|an\s+|valid\s+|strict\s+)*JSON\b|\bJSON\s+only\b|\bonly\s+(?:valid\s+)?JSON\b",
+    re.I,
+)
+_REQUIRED_FIELDS = re.compile(r"\b(?:fields?|keys?)\b\s*[:(]?\s*((?:[`\"'][\w .-]+[`\"']\s*,?\s*(?:and\s+)?)+)", re.I)
+_QUOTED_NAME = re.compile(r"[`\"']([\w .-]+)[`\"']")
+
+
+def json_request(text: str) -> tuple[str, ...] | None:
+    """None when `text` does not ask for JSON; else the required fields it names (maybe none)."""
+    match = _JSON_REQUEST.search(text)
+    if match is None:
+        return None
+    fields = _REQUIRED_FIELDS.search(text, max(0, match.start() - 200))
+    if fields is None:
+        return ()
+    return tuple(dict.fromkeys(name.strip() for name in _QUOTED_NAME.findall(fields.group(1))))
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a reply holds: the whole text, a fenced block, or the outermost braces."""
+    candidates = [text.strip()]
+    candidates += [block.group(2) for block in _CODE_BLOCK.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ContractOracle:
+    """Protocol compliance of replies to a message that asks for JSON; see the module docstring.
+
+    Only direct replies are checked (reference and sequence edges, not overlap), and a tool turn is
+    not held to the format of the message it executes.
+    """
+
+    name: str = "contract"
+
+    def audit_edge(self, edge: CigEdge, source: AgentTurn, target: AgentTurn) -> EdgeVerdict | None:
+        if edge.origin is EdgeOrigin.OVERLAP or target.role is Role.TOOL:
+            return None
+        if source.contract is not None:
+            if source.contract.format != "json":
+                return None
+            required: tuple[str, ...] = source.contract.required
+        else:
+            found = json_request(edge.message)
+            if found is None:
+                return None
+            required = found
+        reply = json_object(target.output)
+        if reply is None:
+            return EdgeVerdict(EdgeScore(protocol=0.0), (f"{source.id} asked for JSON; {target.id} answered in prose",))
+        missing = [name for name in required if name not in reply]
+        if missing:
+            listed = ", ".join(map(repr, missing))
+            return EdgeVerdict(EdgeScore(protocol=0.0), (f"{target.id}'s JSON reply lacks required field(s) {listed}",))
+        return EdgeVerdict(EdgeScore())
+
+
+# ---------------------------------------------------------------------------------------------- fidelity
+
+_LABELLED = re.compile(
+    r"^[ \t>]*(?:[-*•+]|\d+[.)])?[ \t]*(?:\*\*)?(?P<label>[A-Za-z][\w ,()'/.&-]{0,60}?)(?:\*\*)?[ \t]*"
+    r"(?::|=|\bis\b|\bwas\b|\bequals\b)[ \t]*(?:\*\*)?\$?[ \t]*"
+    rf"(?:(?P<number>{_NUMBER})(?![\w.,]*\d)|(?P<name>[A-Z][\w'.-]*(?:[ \t]+[A-Z][\w'.-]*){{0,3}}))"
+    r"(?:\*\*)?[ \t]*(?P<rest>[^\n]*)$",
+    re.M,
+)
+_GENERIC_LABELS = frozenset({"code output", "output", "exitcode", "exit code", "result", "step", "note", "answer"})
+
+
+def _normal_label(label: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
+
+
+def labelled_values(text: str) -> dict[str, tuple[str, str]]:
+    """Label -> (kind, value) for lines such as "Seattle population: 737,015" or "author = Jane Doe",
+    outside code blocks. A label given two different values in the same text is dropped (ambiguous);
+    generic labels ("output", "result", "answer") are ignored because they are restated on purpose."""
+    prose = _CODE_BLOCK.sub("\n", text)
+    values: dict[str, tuple[str, str]] = {}
+    ambiguous: set[str] = set()
+    for match in _LABELLED.finditer(prose):
+        label = _normal_label(match.group("label"))
+        if not label or label in _GENERIC_LABELS or label.split()[0] in ("step", "exitcode"):
+            continue
+        if match.group("number") is not None:
+            value = ("number", match.group("number").replace(",", ""))
+        else:
+            rest = match.group("rest").strip()
+            if rest and not rest.startswith(("(", ",", ".", ";")):
+                continue  # a name followed by more prose is a sentence, not a value
+            value = ("name", " ".join(match.group("name").lower().split()))
+        if label in values and values[label] != value:
+            ambiguous.add(label)
+        values.setdefault(label, value)
+    for label in ambiguous:
+        del values[label]
+    return values
+
+
+def _same_value(kind: str, sent: str, received: str) -> bool:
+    if kind == "name":
+        return sent == received
+    if sent == received:
+        return True
+    a, b = float(sent), float(received)
+    if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+        return True
+    places = _decimals(received)
+    return places < _decimals(sent) and round(a, places) == b  # restated with fewer decimals
+
+
+@dataclass(frozen=True, slots=True)
+class ValueFidelityOracle:
+    """Value corruption across an edge: fidelity = preserved / restated labelled values (0.0 when a
+    single restated value of one is changed); None when the target restates none of them."""
+
+    name: str = "value-fidelity"
+
+    def audit_edge(self, edge: CigEdge, source: AgentTurn, target: AgentTurn) -> EdgeVerdict | None:
+        if target.role is Role.TOOL or source.role is Role.TOOL:
+            return None
+        sent = labelled_values(edge.message)
+        if not sent:
+            return None
+        received = labelled_values(target.output)
+        shared = [label for label in sent if label in received and sent[label][0] == received[label][0]]
+        if not shared:
+            return None
+        corrupted = [label for label in shared if not _same_value(sent[label][0], sent[label][1], received[label][1])]
+        findings = tuple(
+            f"{label!r}: {source.id} sent {sent[label][1]}, {target.id} restated {received[label][1]}"
+            for label in corrupted
+        )
+        fidelity = (len(shared) - len(corrupted)) / len(shared)
+        return EdgeVerdict(EdgeScore(fidelity=fidelity), findings)
+
+
+def deterministic_node_oracles() -> list[NodeOracle]:
+    return [ExecutionOracle(), ArithmeticOracle(), ReviewVerdictOracle()]
+
+
+def deterministic_edge_oracles() -> list[EdgeOracle]:
+    return [ContractOracle(), ValueFidelityOracle()]
