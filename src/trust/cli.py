@@ -204,6 +204,24 @@ def params_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     console.print(table)
 
 
+@graph_app.command("localize")
+def graph_localize_cmd(
+    log: Annotated[Path, typer.Argument(help="agent log: trust.agent-log JSON or a Who&When file")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Build the CIG of an agent log, audit every turn and message, and localize faults (Algorithm 1)."""
+    import json
+
+    from trust.audit_log import audit_log_file, render
+
+    report = audit_log_file(log, _settings(home).audit)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        render(report, console)
+
+
 def main() -> None:
     try:
         app()

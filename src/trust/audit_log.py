@@ -1,0 +1,196 @@
+"""Audit an agent log end to end: file -> parsed log -> CIG -> dual-layer audit -> Algorithm 1.
+
+Orchestration for `trust graph localize`: reads the file (bounded in size, clear errors for
+missing files and bad JSON), detects its format (`trust.agent-log` or Who&When), builds the CIG,
+runs the deterministic oracles (plus any extra oracles the caller passes, such as LLM oracles),
+localizes faults with the thresholds of `Settings().audit`, and flags stationary agents with the
+lexical similarity (or the one passed in). The result renders to the JSON the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trust.errors import GraphError
+from trust.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
+from trust.graphs.cig import Cig
+from trust.graphs.localize import Localization, localize_audit
+from trust.graphs.oracles import (
+    CigAudit,
+    EdgeOracle,
+    NodeOracle,
+    audit_cig,
+    deterministic_edge_oracles,
+    deterministic_node_oracles,
+)
+from trust.graphs.stationarity import LexicalSimilarity, Similarity, StationaryPair, detect_stationarity
+from trust.settings import AuditSettings
+
+__all__ = ["MAX_LOG_BYTES", "LogAudit", "audit_agent_log", "audit_log_file", "read_agent_log", "render"]
+
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+
+def read_agent_log(path: Path, limits: LogLimits | None = None, *, max_bytes: int = MAX_LOG_BYTES) -> AgentLog:
+    """Reads and parses a log file of either format; `GraphError` naming the file on any problem."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise GraphError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot read ({exc.strerror})") from None
+    if size > max_bytes:
+        raise GraphError(f"{path}: {size:,} bytes, above the limit of {max_bytes:,}; audit the log in parts")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise GraphError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise GraphError(f"{path}: JSON nested too deeply") from None
+    try:
+        return parse_log(data, limits)
+    except GraphError as exc:
+        raise GraphError(f"{path}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class LogAudit:
+    """Everything one audit produced; `to_json` is the CLI's JSON."""
+
+    log: AgentLog
+    cig: Cig
+    audit: CigAudit
+    localization: Localization
+    stationary: tuple[StationaryPair, ...]
+    settings: AuditSettings
+
+    def to_json(self) -> dict[str, Any]:
+        nodes = []
+        for turn in self.cig.turns():
+            node_audit = self.audit.nodes[turn.id]
+            nodes.append(
+                {
+                    "id": turn.id,
+                    "agent": turn.agent,
+                    "step": turn.step,
+                    "status": self.localization.statuses[turn.id].value,
+                    "role": turn.role.value,
+                    "score": node_audit.score,
+                    "critique": list(node_audit.critique),
+                    "parents": self.cig.parents(turn.id),
+                }
+            )
+        failed_edges = [
+            {"source": key[0], "target": key[1], "protocol": edge.score.protocol, "fidelity": edge.score.fidelity}
+            | {"findings": list(edge.findings)}
+            for key, edge in self.audit.edges.items()
+            if edge.score.fails(self.settings.tau_edge)
+        ]
+        result: dict[str, Any] = {
+            "nodes": nodes,
+            "root_causes": [
+                {
+                    "agent": cause.agent,
+                    "step": cause.step,
+                    "id": cause.node_id,
+                    "status": cause.status.value,
+                    "reason": cause.reason.value,
+                    "parents": list(cause.parents),
+                }
+                for cause in self.localization.root_causes
+            ],
+            "format": self.log.source,
+            "thresholds": {"tau_node": self.settings.tau_node, "tau_edge": self.settings.tau_edge},
+            "failed_edges": failed_edges,
+            "stationary": [
+                {"agent": pair.agent, "earlier": pair.earlier, "later": pair.later, "similarity": pair.similarity}
+                for pair in self.stationary
+            ],
+        }
+        if self.log.label is not None:
+            result["label"] = {"agent": self.log.label.agent, "step": self.log.label.step}
+        return result
+
+
+def audit_agent_log(
+    log: AgentLog,
+    settings: AuditSettings,
+    *,
+    node_oracles: Sequence[NodeOracle] = (),
+    edge_oracles: Sequence[EdgeOracle] = (),
+    similarity: Similarity | None = None,
+    rule: OverlapRule | None = None,
+) -> LogAudit:
+    """Builds the CIG, audits it with the deterministic oracles plus the given ones, localizes."""
+    cig = build_cig(log, rule)
+    audit = audit_cig(
+        cig,
+        [*deterministic_node_oracles(), *node_oracles],
+        [*deterministic_edge_oracles(), *edge_oracles],
+    )
+    localization = localize_audit(cig, audit, tau_node=settings.tau_node, tau_edge=settings.tau_edge)
+    stationary = detect_stationarity(cig, similarity or LexicalSimilarity(), tau_stat=settings.tau_stat)
+    return LogAudit(log, cig, audit, localization, stationary, settings)
+
+
+def audit_log_file(path: Path, settings: AuditSettings, **kwargs: Any) -> LogAudit:
+    return audit_agent_log(read_agent_log(path), settings, **kwargs)
+
+
+_STATUS_STYLE = {
+    "Valid": "green",
+    "Invalid_Root": "bold red",
+    "Invalid_Cascade": "yellow",
+    "Negligent": "magenta",
+}
+
+
+def render(report: LogAudit, console: Console) -> None:
+    """A readable table of the audit: one row per turn, then the root causes."""
+    data = report.to_json()
+    title = f"{len(report.cig)} turns, {report.cig.number_of_edges()} edges ({report.log.source})"
+    table = Table(title=title)
+    table.add_column("step", justify="right")
+    table.add_column("agent")
+    table.add_column("role")
+    table.add_column("parents")
+    table.add_column("score", justify="right")
+    table.add_column("status")
+    table.add_column("finding", overflow="fold")
+    for node in data["nodes"]:
+        style = _STATUS_STYLE.get(node["status"], "")
+        parents = ", ".join(str(report.cig.turn(p).step) for p in node["parents"])
+        table.add_row(
+            str(node["step"]),
+            node["agent"],
+            node["role"],
+            parents,
+            f"{node['score']:.2f}",
+            f"[{style}]{node['status']}[/{style}]" if style else node["status"],
+            "; ".join(node["critique"]),
+        )
+    console.print(table)
+    for edge in data["failed_edges"]:
+        console.print(f"edge {edge['source']} -> {edge['target']} failed: {'; '.join(edge['findings'])}")
+    if not data["root_causes"]:
+        console.print("no root cause found: every turn is Valid")
+    for cause in data["root_causes"]:
+        console.print(f"root cause: step {cause['step']} ({cause['agent']}), {cause['status']}, {cause['reason']}")
+    for pair in data["stationary"]:
+        console.print(
+            f"stationary: {pair['agent']} repeated itself ({pair['earlier']} -> {pair['later']}, "
+            f"similarity {pair['similarity']:.3f})"
+        )
