@@ -3,6 +3,7 @@
 No I/O here: no sockets, environment, clock or logging. Callers pass text, logs and oracles in.
 """
 
+from trust.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
 from trust.graphs.analysis import (
     CASCADE_EDGES,
     PATH_EDGES,
@@ -12,8 +13,12 @@ from trust.graphs.analysis import (
     nodes_to_audit,
     topological_order,
 )
+from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, ReplyContract, Role
 from trust.graphs.hdag import Difficulty, EdgeType, Hdag, HdagEdge, HdagNode, Level, Tier, content_hash
+from trust.graphs.localize import Localization, RootCause, localize, localize_audit
+from trust.graphs.oracles import CigAudit, EdgeOracle, EdgeScore, NodeOracle, audit_cig
 from trust.graphs.serialization import dumps, dumps_node, loads, loads_node, node_from_dict, node_to_dict
+from trust.graphs.stationarity import LexicalSimilarity, Similarity, detect_stationarity
 from trust.graphs.status import NodeStatus
 from trust.graphs.validation import validate, violations
 
@@ -43,4 +48,28 @@ __all__ = [
     "topological_order",
     "validate",
     "violations",
+    # CIGs: agent logs, dual-layer audit, Algorithm 1, stationarity
+    "AgentLog",
+    "AgentTurn",
+    "Cig",
+    "CigAudit",
+    "CigEdge",
+    "EdgeOracle",
+    "EdgeOrigin",
+    "EdgeScore",
+    "LexicalSimilarity",
+    "Localization",
+    "LogLimits",
+    "NodeOracle",
+    "OverlapRule",
+    "ReplyContract",
+    "Role",
+    "RootCause",
+    "Similarity",
+    "audit_cig",
+    "build_cig",
+    "detect_stationarity",
+    "localize",
+    "localize_audit",
+    "parse_log",
 ]
