@@ -41,6 +41,7 @@ from trust.graphs.hdag import Level
 from trust.graphs.status import NodeStatus
 
 __all__ = [
+    "VALUE_ATTRIBUTES",
     "AuditFinding",
     "ErrorType",
     "Feedback",
@@ -97,12 +98,21 @@ class AuditFinding:
     hint: str | None = None
 
 
+VALUE_ATTRIBUTES = ("node", "turn")
+"""Where a node of a networkx view keeps its frozen value: `node` (an `HdagNode` of `Hdag.graph`, an
+`AgentTurn` of `Cig.graph`), else `turn`."""
+
+
 def _value(graph: nx.DiGraph, node_id: str) -> object:
-    return graph.nodes[node_id].get("node")
+    data = graph.nodes[node_id]
+    for name in VALUE_ATTRIBUTES:
+        if name in data:
+            return data[name]
+    return None
 
 
 def node_output(graph: nx.DiGraph, node_id: str) -> str:
-    """The node's produced text: a CIG node's `output`, an HDAG node's `content`, or the `output`
+    """The node's produced text: a CIG turn's `output`, an HDAG node's `content`, or the `output`
     or `content` attribute of a plain networkx node."""
     value = _value(graph, node_id)
     for name in ("output", "content"):
@@ -117,15 +127,15 @@ def node_output(graph: nx.DiGraph, node_id: str) -> str:
 
 
 def node_context(graph: nx.DiGraph, node_id: str) -> str:
-    """The original input of a node: a CIG node's own `input` when it records one, otherwise the
-    outputs of its parents in graph order (what an HDAG node builds on), one per line."""
+    """The original input of a node: its own `input` (a CIG turn's context from outside the graph:
+    the task, a user prompt) followed by what it received from its parents, one `[parent] output`
+    line per parent in graph order (an HDAG node's context is only the latter)."""
     value = _value(graph, node_id)
     own = getattr(value, "input", None)
     if own is None:
         own = graph.nodes[node_id].get("input")
-    if isinstance(own, str) and own:
-        return own
-    lines = [f"[{parent}] {node_output(graph, parent)}" for parent in graph.predecessors(node_id)]
+    lines = [own] if isinstance(own, str) and own else []
+    lines.extend(f"[{parent}] {node_output(graph, parent)}" for parent in graph.predecessors(node_id))
     return "\n".join(lines)
 
 

@@ -1,0 +1,251 @@
+"""The refinement loop end to end: real oracles and Algorithm 1 audit a CIG of calculator agents, and a
+deterministic "model" regenerates turns from the feedback text it is given."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import networkx as nx
+import pytest
+
+from trust.errors import GraphError
+from trust.graphs.cig import AgentTurn, Cig, Role
+from trust.graphs.refinement import AuditFinding, ErrorType, FeedbackKind
+from trust.graphs.status import NodeStatus
+from trust.refine import (
+    CigOracleAudit,
+    Regenerated,
+    RepairRequest,
+    StopReason,
+    refine,
+    with_output,
+)
+from trust.settings import AuditSettings, RefinementSettings
+
+AUDIT = AuditSettings()
+SETTINGS = RefinementSettings()
+OPS = {"*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b}
+TASKS = {"Multiplier": ("*", 3), "Adder": ("+", 5), "Subtractor": ("-", 2), "Doubler": ("*", 2)}
+_CORRECT = re.compile(r"The correct result is (-?\d+)")
+
+
+def _last_number(text: str) -> int:
+    return int(re.findall(r"-?\d+", text)[-1])
+
+
+@dataclass
+class CalculatorModel:
+    """Each agent applies its task (TASKS) to the last number its parent produced. An agent in
+    `bugs` adds its offset to the true result, unless the feedback prompt states the correct result
+    ("The correct result is N", corrective feedback of section 2.3.3) or the temperature reaches
+    `fixed_at` (exploration). Reviewers approve what they read. Tokens: words in and out."""
+
+    bugs: dict[str, int] = field(default_factory=dict)
+    fixed_at: float = 99.0
+    calls: list[tuple[str, FeedbackKind | None, float]] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+    def __call__(self, request: RepairRequest) -> Regenerated:
+        turn: AgentTurn = request.graph.nodes[request.node]["node"]
+        kind = request.feedback.kind if request.feedback is not None else None
+        self.calls.append((request.node, kind, request.temperature))
+        parents = list(request.graph.predecessors(request.node))
+        value = _last_number(request.graph.nodes[parents[-1]]["node"].output)
+        prompt = request.feedback.prompt() if request.feedback is not None else request.context
+        if turn.role is Role.REVIEWER:
+            output = f"I checked the value {value}. Approved."
+        else:
+            op, operand = TASKS[turn.agent]
+            result = OPS[op](value, operand)
+            told = _CORRECT.search(prompt)
+            if told is not None:
+                result = int(told.group(1))
+            elif request.temperature < self.fixed_at - 1e-9:
+                result += self.bugs.get(turn.agent, 0)
+            output = f"{value} {op} {operand} = {result}"
+        self.tokens.append(len(prompt.split()) + len(output.split()))
+        return Regenerated(output, tokens=self.tokens[-1])
+
+
+def _turn(step: int, agent: str, role: Role, output: str, input: str = "") -> AgentTurn:
+    return AgentTurn(f"t{step}", step, agent, role, output, input)
+
+
+def pipeline(*, reviewer_reads_multiplier: bool = False) -> Cig:
+    """t0 Planner -> t1 Multiplier (12 * 3 = 37, wrong) -> t2 Adder -> t3 Reviewer, and an
+    independent branch t4 User -> t5 Subtractor -> t6 Doubler that is correct and must stay frozen."""
+    cig = Cig()
+    cig.add_turn(_turn(0, "Planner", Role.PLANNER, "Start from 12.", input="compute two values"))
+    cig.add_turn(_turn(1, "Multiplier", Role.EXPERT, "12 * 3 = 37"))
+    cig.add_turn(_turn(2, "Adder", Role.EXPERT, "37 + 5 = 42"))
+    cig.add_turn(_turn(3, "Reviewer", Role.REVIEWER, "I checked the value 42. Approved."))
+    cig.add_turn(_turn(4, "User", Role.USER, "The other branch starts from 20."))
+    cig.add_turn(_turn(5, "Subtractor", Role.EXPERT, "20 - 2 = 18"))
+    cig.add_turn(_turn(6, "Doubler", Role.EXPERT, "18 * 2 = 36"))
+    cig.add_edge("t0", "t1")
+    cig.add_edge("t1", "t2")
+    cig.add_edge("t1" if reviewer_reads_multiplier else "t2", "t3")
+    cig.add_edge("t4", "t5")
+    cig.add_edge("t5", "t6")
+    return cig
+
+
+def _output(graph: nx.DiGraph, node: str) -> str:
+    return str(graph.nodes[node]["node"].output)
+
+
+def test_corrective_feedback_repairs_the_root_and_reruns_only_its_descendants() -> None:
+    cig = pipeline()
+    model = CalculatorModel(bugs={"Multiplier": 1})
+    messages: list[str] = []
+    result = refine(
+        cig.graph,
+        CigOracleAudit.deterministic(AUDIT),
+        model,
+        SETTINGS,
+        tau_stat=AUDIT.tau_stat,
+        progress=messages.append,
+    )
+    assert result.stop is StopReason.ALL_VALID and result.all_valid
+    assert result.initial_invalid == 1 and len(result.rounds) == 1
+    record = result.rounds[0]
+    assert record.failed == ("t1",) and record.kinds == {"t1": FeedbackKind.CORRECTIVE}
+    assert record.temperature == pytest.approx(0.7)
+    assert [call[0] for call in model.calls] == ["t1", "t2", "t3"]  # the pruned subgraph, in order
+    assert model.calls[0][1] is FeedbackKind.CORRECTIVE and model.calls[1][1] is None
+    assert _output(result.graph, "t1") == "12 * 3 = 36"
+    assert _output(result.graph, "t2") == "36 + 5 = 41"  # re-run on the corrected input
+    assert _output(result.graph, "t3") == "I checked the value 41. Approved."
+    for frozen in ("t0", "t4", "t5", "t6"):  # untouched: the very same value objects
+        assert result.graph.nodes[frozen]["node"] is cig.graph.nodes[frozen]["node"]
+    assert _output(cig.graph, "t1") == "12 * 3 = 37"  # the input graph is left alone
+    assert record.nodes_reexecuted == 3 and record.global_nodes == 7
+    assert result.node_savings == pytest.approx(4 / 7)
+    assert record.tokens_reexecuted == sum(model.tokens) > 0
+    assert record.global_tokens > record.tokens_reexecuted
+    assert 0 < result.token_savings < 1
+    assert any("re-executing 3 of 7 nodes" in m for m in messages)
+    assert result.history == {"t1": ("12 * 3 = 37",)}
+
+
+def test_the_feedback_prompt_reaches_the_model_with_the_correct_value() -> None:
+    seen: list[str] = []
+
+    def regenerate(request: RepairRequest) -> Regenerated:
+        if request.feedback is not None:
+            seen.append(request.feedback.prompt())
+        return CalculatorModel(bugs={"Multiplier": 1})(request)
+
+    refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), regenerate, SETTINGS, tau_stat=AUDIT.tau_stat)
+    (prompt,) = seen
+    assert "compute two values" not in prompt  # t1 has no outside input: its context is its parent
+    assert "[t0] Start from 12." in prompt
+    assert "12 * 3 = 37 (it is 36)" in prompt  # the oracle's critique
+    assert "Error type: factual (Invalid_Root)" in prompt
+    assert "The correct result is 36." in prompt
+
+
+def test_a_model_that_ignores_feedback_gets_divergence_then_the_loop_stops_as_stationary() -> None:
+    model = CalculatorModel(bugs={"Multiplier": 1})
+
+    def deaf(request: RepairRequest) -> Regenerated:  # never sees the feedback text
+        return model(RepairRequest(request.node, request.graph, None, request.temperature, request.round))
+
+    result = refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.STATIONARY and not result.all_valid
+    assert [r.kinds["t1"] for r in result.rounds] == [FeedbackKind.CORRECTIVE, FeedbackKind.DIVERGENCE]
+    assert [r.temperature for r in result.rounds] == pytest.approx([0.7, 0.8])
+    assert result.rounds[0].stationary == ("t1",)  # same output again: similarity 1.0 > tau_stat
+    assert result.history["t1"] == ("12 * 3 = 37", "12 * 3 = 37")
+    assert result.nodes_reexecuted == 6 and result.global_nodes == 14
+
+
+def test_rising_temperature_lets_an_exploring_model_escape() -> None:
+    model = CalculatorModel(bugs={"Multiplier": 1}, fixed_at=0.8)
+
+    def deaf(request: RepairRequest) -> Regenerated:
+        return model(RepairRequest(request.node, request.graph, None, request.temperature, request.round))
+
+    result = refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID
+    assert [r.temperature for r in result.rounds] == pytest.approx([0.7, 0.8])
+    assert _output(result.graph, "t2") == "36 + 5 = 41"
+
+
+def test_max_rounds_stops_the_loop() -> None:
+    result = refine(
+        pipeline().graph,
+        CigOracleAudit.deterministic(AUDIT),
+        lambda request: Regenerated("12 * 3 = 38" if request.node == "t1" else _output(request.graph, request.node)),
+        RefinementSettings(max_rounds=1),
+        tau_stat=AUDIT.tau_stat,
+    )
+    assert result.stop is StopReason.MAX_ROUNDS and len(result.rounds) == 1
+    assert result.statuses["t1"] is NodeStatus.INVALID_ROOT
+    assert result.rounds[0].tokens_reexecuted > 0  # estimated when the generator reports none
+
+
+def test_negligent_reviewer_gets_its_own_feedback_and_is_valid_after_the_repair() -> None:
+    cig = pipeline(reviewer_reads_multiplier=True)
+    model = CalculatorModel(bugs={"Multiplier": 1})
+    result = refine(cig.graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    record = result.rounds[0]
+    assert record.failed == ("t1", "t3")
+    assert record.kinds == {"t1": FeedbackKind.CORRECTIVE, "t3": FeedbackKind.CORRECTIVE}
+    assert result.stop is StopReason.ALL_VALID
+    assert _output(result.graph, "t3") == "I checked the value 36. Approved."
+
+
+def test_a_valid_graph_needs_no_round() -> None:
+    cig = pipeline()
+    model = CalculatorModel()
+    graph = cig.graph.copy()
+    with_output(graph, "t1", "12 * 3 = 36")
+    with_output(graph, "t2", "36 + 5 = 41")
+    result = refine(graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID and result.rounds == () and model.calls == []
+    assert result.summary()["nodes_reexecuted"] == 0
+
+
+def test_an_audit_that_skips_nodes_is_an_error() -> None:
+    def lazy(graph: nx.DiGraph, nodes: frozenset[str], known: object) -> dict[str, AuditFinding]:
+        return {node: AuditFinding(NodeStatus.VALID) for node in sorted(nodes)[:-1]}
+
+    with pytest.raises(GraphError, match="no finding for 1 audited node"):
+        refine(pipeline().graph, lazy, CalculatorModel(), SETTINGS, tau_stat=AUDIT.tau_stat)
+
+
+def test_plain_graphs_with_a_custom_audit_and_directive_feedback() -> None:
+    """Any DAG works: a planner's strategy error is repaired with directive feedback."""
+    graph = nx.DiGraph()
+    graph.add_node("plan", role="planner", output="sort with bubble sort", input="sort 10^6 numbers fast")
+    graph.add_node("code", role="coder", output="bubble_sort(xs)")
+    graph.add_edge("plan", "code")
+
+    def audit(g: nx.DiGraph, nodes: frozenset[str], known: object) -> dict[str, AuditFinding]:
+        found = {}
+        for node in nodes:
+            text = g.nodes[node]["output"]
+            if node == "plan" and "bubble" in text:
+                found[node] = AuditFinding(NodeStatus.INVALID_ROOT, "O(n^2) is too slow", hint="an O(n log n) sort")
+            elif node == "code" and "bubble" in text:
+                found[node] = AuditFinding(NodeStatus.INVALID_CASCADE)
+            else:
+                found[node] = AuditFinding(NodeStatus.VALID)
+        return found
+
+    def model(request: RepairRequest) -> Regenerated:
+        if request.feedback is not None:
+            assert request.feedback.error_type is ErrorType.STRATEGY
+            hint = re.search(r"Consider (an [^.]*)\.", request.feedback.prompt())
+            assert hint is not None
+            return Regenerated(f"sort with {hint.group(1)}: merge sort")
+        plan = request.graph.nodes["plan"]["output"]
+        return Regenerated("merge_sort(xs)" if "merge" in plan else "bubble_sort(xs)")
+
+    result = refine(graph, audit, model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID
+    assert result.rounds[0].kinds == {"plan": FeedbackKind.DIRECTIVE}
+    assert result.graph.nodes["code"]["output"] == "merge_sort(xs)"
+    assert graph.nodes["code"]["output"] == "bubble_sort(xs)"
