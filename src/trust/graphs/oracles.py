@@ -491,6 +491,9 @@ _LABELLED = re.compile(
 _GENERIC_LABELS = frozenset({"code output", "output", "exitcode", "exit code", "result", "step", "note", "answer"})
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+")
+
+
 def _normal_label(label: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
 
@@ -503,10 +506,12 @@ def labelled_values(text: str) -> dict[str, tuple[str, str]]:
     values: dict[str, tuple[str, str]] = {}
     ambiguous: set[str] = set()
     for match in _LABELLED.finditer(prose):
-        label = _normal_label(match.group("label"))
+        label = _normal_label(_SENTENCE_BREAK.split(match.group("label"))[-1])
         if not label or label in _GENERIC_LABELS or label.split()[0] in ("step", "exitcode"):
             continue
         if match.group("number") is not None:
+            if match.group("rest").lstrip().startswith(tuple("+-*/×÷^=x%")):
+                continue  # "spoiled: 120 * 0.15 = 16" states a calculation, not a value
             value = ("number", match.group("number").replace(",", ""))
         else:
             rest = match.group("rest").strip()
