@@ -1,4 +1,4 @@
-"""Test helpers for CIGs: Hypothesis strategies (random causal DAGs with roles and scores), the Who&When files, a sample log."""
+"""Test helpers for CIGs: Hypothesis strategies, the Who&When files, a sample log in our format."""
 
 from __future__ import annotations
 
