@@ -88,6 +88,8 @@ __all__ = [
     "UNSTATED_GOAL",
     "DecompositionLimits",
     "Operation",
+    "Trace",
+    "decompose",
     "detect_domain",
     "estimate_difficulty",
     "extract_operations",
@@ -984,3 +986,36 @@ def from_text(
     goal_text = goal_text or UNSTATED_GOAL
     units = [_make_unit(i, part, limits, classify=True) for i, part in enumerate(parts)]
     return _build(goal_text, units, chain=False, domain=domain, goal_numbers=_numbers(goal_text))
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What a provider submits for decomposition: raw `text`, or `steps` already cut, and the problem.
+
+    Exactly one of `text` and `steps` is set.
+    """
+
+    text: str | None = None
+    steps: tuple[str, ...] | None = None
+    problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.steps is None):
+            raise GraphError("a trace needs exactly one of text (a raw chain of thought) or steps (a list of steps)")
+
+    def render(self) -> str:
+        """The trace as one text: the problem, then the text or the numbered steps."""
+        body = (
+            self.text
+            if self.text is not None
+            else "\n".join(f"Step {i + 1}: {s}" for i, s in enumerate(self.steps or ()))
+        )
+        return f"Problem: {self.problem}\n\n{body}" if self.problem else body
+
+
+def decompose(trace: Trace, *, domain: str | None = None, limits: DecompositionLimits | None = None) -> Hdag:
+    """`from_steps` or `from_text`, whichever fits the trace."""
+    if trace.steps is not None:
+        return from_steps(trace.problem, trace.steps, domain=domain, limits=limits)
+    assert trace.text is not None  # __post_init__ guarantees one of the two
+    return from_text(trace.text, problem=trace.problem, domain=domain, limits=limits)
