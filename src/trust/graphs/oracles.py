@@ -277,6 +277,7 @@ def _to_float(text: str) -> float:
 def _evaluate(expression: str) -> float | None:
     """Left-to-right with * and / before + and -; None when it is not a plain expression."""
     tokens: list[str | float] = []
+    negate = False
     position = 0
     while position < len(expression):
         match = _TOKENS.match(expression, position)
@@ -285,14 +286,20 @@ def _evaluate(expression: str) -> float | None:
                 break
             return None
         position = match.end()
+        expect_number = not tokens or isinstance(tokens[-1], str)
         if match.group("num") is not None:
-            tokens.append(_to_float(match.group("num")))
+            if not expect_number:
+                return None
+            number = _to_float(match.group("num"))
+            tokens.append(-number if negate else number)
+            negate = False
+        elif expect_number:
+            if match.group("op") != "-" or negate:
+                return None
+            negate = True  # a sign: "-5 + 3", "0 + -1"
         else:
             op = match.group("op")
             tokens.append({"×": "*", "x": "*", "\\times": "*", "\\cdot": "*", "÷": "/", "\\div": "/"}.get(op, op))
-    # A leading minus sign belongs to the first number.
-    if tokens and tokens[0] == "-" and len(tokens) > 1 and isinstance(tokens[1], float):
-        tokens = [-tokens[1], *tokens[2:]]
     if len(tokens) < 3 or len(tokens) % 2 == 0:
         return None
     terms: list[float] = []
