@@ -222,6 +222,30 @@ def graph_localize_cmd(
         render(report, console)
 
 
+@graph_app.command("hdag")
+def graph_hdag_cmd(
+    file: Annotated[Path, typer.Argument(help="trace: raw chain-of-thought text, or JSON steps with --steps")],
+    steps: Annotated[
+        bool, typer.Option("--steps", help='FILE is JSON: a list of steps, or {"problem": ..., "steps": [...]}')
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the HDAG as JSON (trust.hdag v1)")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Decompose a reasoning trace into an HDAG (LLM endpoint when configured, else deterministic)."""
+    from rich.markup import escape
+
+    from trust.decomposition import decompose_file, render
+    from trust.graphs.serialization import dumps
+
+    result = asyncio.run(decompose_file(file, _settings(home), steps=steps))
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+    if as_json:
+        typer.echo(dumps(result.hdag))
+    else:
+        render(result, console)
+
+
 def main() -> None:
     try:
         app()
