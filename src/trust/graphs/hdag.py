@@ -130,6 +130,13 @@ class HdagNode:
     tier: Tier = Tier.LLM
     expression: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("id", "content"):
+            try:
+                getattr(self, name).encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise GraphError(f"node {self.id!r}: {name} is not valid Unicode text ({exc.reason})") from None
+
     @property
     def content_hash(self) -> str:
         return content_hash(self.content)
