@@ -14,9 +14,20 @@ from trust.graphs.analysis import (
     topological_order,
 )
 from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, ReplyContract, Role
+from trust.graphs.decompose import (
+    DecompositionLimits,
+    Operation,
+    Trace,
+    decompose,
+    extract_operations,
+    from_steps,
+    from_text,
+)
 from trust.graphs.hdag import Difficulty, EdgeType, Hdag, HdagEdge, HdagNode, Level, Tier, content_hash
+from trust.graphs.llm_decompose import ChatMessage, ChatModel, DecompositionResult, decompose_with_model, parse_reply
 from trust.graphs.localize import Localization, RootCause, localize, localize_audit
 from trust.graphs.oracles import CigAudit, EdgeOracle, EdgeScore, NodeOracle, audit_cig
+from trust.graphs.routing import route_node, route_tier, stakes_for_domain
 from trust.graphs.serialization import dumps, dumps_node, loads, loads_node, node_from_dict, node_to_dict
 from trust.graphs.stationarity import LexicalSimilarity, Similarity, detect_stationarity
 from trust.graphs.status import NodeStatus
@@ -72,4 +83,20 @@ __all__ = [
     "localize",
     "localize_audit",
     "parse_log",
+    # decomposition: traces to HDAGs (deterministic and by a chat model), tier routing
+    "ChatMessage",
+    "ChatModel",
+    "DecompositionLimits",
+    "DecompositionResult",
+    "Operation",
+    "Trace",
+    "decompose",
+    "decompose_with_model",
+    "extract_operations",
+    "from_steps",
+    "from_text",
+    "parse_reply",
+    "route_node",
+    "route_tier",
+    "stakes_for_domain",
 ]
