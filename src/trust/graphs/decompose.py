@@ -50,14 +50,19 @@ hangs under is demoted to a step, because the paper requires leaves at step or o
 Operations and `expression`: only closed numeric arithmetic becomes an operation, written in Python
 syntax that a tier-1 checker evaluates exactly (SymPy or `fractions`): "12 * 3 = 36" gives
 "12 * 3 == 36". Handled: `$` and thousands commas (dropped), x and the multiplication signs
-(x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`, `\\frac{a}{b}` as `(a) / (b)`,
-`^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as a product, unit words after a
-number ("5 hours * 12 dollars/hour = 60 dollars" gives "5 * 12 == 60"), chains ("a = b = c" gives one
-operation per `=`), and a name restated with a new value ("Total = 20 + 4*25", then "Total = 120"
-gives "20 + 4 * 25 == 120"). Left alone on purpose: equations with unknowns ("2x + 3 = 7" is a
-constraint, not a checkable fact), approximations (≈), and any expression whose left or right end
-runs into words (cutting it would check the wrong thing). Decision where the paper is vague: algebra
-with variables stays inside its step for a tier-2 auditor.
+(x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`, `\\frac{a}{b}` as `(a/b)`,
+`^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as a product ("x * 100 = p%" keeps
+p as the number: the % names the unit of the result), unit words after a number ("5 hours * 12
+dollars/hour = 60 dollars" gives "5 * 12 == 60") and labels in parentheses ("$100 (Carmen)"), chains
+("a = b = c" gives one operation per `=`), and a name restated with a new value ("Total = 20 + 4*25",
+then "Total = 120" gives "20 + 4 * 25 == 120"; only when the earlier value is a calculation). A decimal
+result is taken as rounded at the precision written: "6 * 0.75 = 4.50" gives
+"abs(6 * 0.75 - 4.50) <= 0.005" (half a unit of the last digit), and a result cut short ("1.636...")
+allows a whole unit of the last digit. Left alone on purpose: equations with unknowns ("2x + 3 = 7" is
+a constraint, not a checkable fact), unit conversions ("5 quarters = 5 * 25"), a number that is the
+argument of words ("one-third of 27 = 27 / 3"), approximations (≈), and any expression whose left or
+right end runs into words (cutting it would check the wrong thing). Decision where the paper is vague:
+algebra with variables stays inside its step for a tier-2 auditor.
 
 Difficulty (2.1.4 step 2) is a score of four cues: formal notation beyond arithmetic (+1, +2 when
 heavy), a specialist domain (+1), length (+1 over 80 words, +2 over 200), logical connectives
