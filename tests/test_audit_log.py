@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.graphs.cig_strategies import APPLES_LOG, who_when_dir, who_when_files
+from tests.openai_stub import OpenAiStub, openai_stub
 from trust.audit_log import audit_agent_log, audit_log_file, read_agent_log
-from trust.errors import GraphError
+from trust.errors import GraphError, LlmError
+from trust.graphs.cig import Role
+from trust.graphs.oracles import LlmNodeOracle, NodeVerdict
 from trust.graphs.status import NodeStatus
-from trust.settings import AuditSettings
+from trust.llm import LlmClient
+from trust.settings import AuditSettings, LlmSettings
 
 
 def _trust(*args: str) -> subprocess.CompletedProcess[str]:
@@ -119,3 +123,88 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "history[0].content: expected a string, got integer" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+# ---------------------------------------------------------------------------------------------- LLM oracle
+
+
+def _client(stub: OpenAiStub) -> LlmClient:
+    settings = LlmSettings.model_validate({"base_url": stub.base_url, "model": "auditor", "max_retries": 0})
+    return LlmClient(settings, backoff_seconds=0.01)
+
+
+async def test_the_llm_oracle_asks_about_each_reasoning_turn_over_http() -> None:
+    from trust.graphs.agent_log import build_cig, parse_log
+
+    cig = build_cig(parse_log(json.loads((who_when_dir() / "1.json").read_text())))
+    reasoning = [turn for turn in cig.turns() if turn.role is not Role.TOOL]
+    with openai_stub() as stub:
+        for index, _ in enumerate(reasoning):
+            verdict = {"score": 0.2 if index == 0 else 1.0, "critique": f"turn {index}", "rejects_input": False}
+            stub.reply(f"```json\n{json.dumps(verdict)}\n```")
+        async with _client(stub) as client:
+            oracle = LlmNodeOracle(client, concurrency=1)
+            await oracle.prepare(cig)
+    assert len(stub.requests) == len(reasoning) == 4
+    first = stub.requests[0].body
+    assert first["model"] == "auditor" and first["temperature"] == 0.0
+    assert first["response_format"] == {"type": "json_object"}
+    prompt = first["messages"][1]["content"]
+    assert "Role: expert" in prompt and "sunset awning" in prompt  # the task reaches the first turn
+    assert "Computer_terminal ran this turn's code (step 1)" in prompt
+    second = stub.requests[1].body["messages"][1]["content"]
+    assert "Message received from Computer_terminal (step 1)" in second
+    first_turn = cig.turn("t0")
+    assert oracle.audit_node(first_turn, [], []) == NodeVerdict(0.2, "turn 0")
+    assert oracle.audit_node(cig.turn("t1"), [], []) is None  # the terminal was not asked
+    report = audit_agent_log(parse_log(APPLES_LOG), AuditSettings(), node_oracles=[oracle])
+    assert "llm" in report.to_json()["oracles"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("I think it is fine.", "the reply holds no JSON object"),
+        ('{"score": 7}', "score 7 is not a number in"),
+        ('{"score": "high"}', "score 'high' is not a number in"),
+    ],
+)
+async def test_unusable_llm_verdicts_name_the_turn(reply: str, message: str) -> None:
+    from trust.graphs.agent_log import build_cig, parse_log
+
+    cig = build_cig(parse_log(APPLES_LOG))
+    with openai_stub() as stub:
+        for _ in range(len(cig)):
+            stub.reply(reply)
+        async with _client(stub) as client:
+            with pytest.raises(LlmError, match=f"LLM audit of turn 't\\d': {message}"):
+                await LlmNodeOracle(client, concurrency=1).prepare(cig)
+
+
+def test_cli_adds_the_llm_oracle_when_an_endpoint_is_configured(tmp_path: Path) -> None:
+    path = tmp_path / "apples.json"
+    path.write_text(json.dumps(APPLES_LOG))
+    with openai_stub() as stub:
+        for _ in range(5):
+            stub.reply('{"score": 0.1, "critique": "the model disagrees", "rejects_input": false}')
+        env = dict(os.environ, TRUST_LLM__BASE_URL=stub.base_url, TRUST_LLM__MAX_RETRIES="0")
+        run = subprocess.run(
+            [sys.executable, "-m", "trust", "graph", "localize", str(path), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert len(stub.requests) == 5 and "llm" in data["oracles"]
+    # The model fails every turn: t0 is the root, the rest cascade, except t4 whose edge failed.
+    assert [n["status"] for n in data["nodes"]] == [
+        "Invalid_Root",
+        "Invalid_Cascade",
+        "Invalid_Cascade",
+        "Invalid_Cascade",
+        "Invalid_Root",
+    ]
+    assert "llm: the model disagrees" in data["nodes"][1]["critique"]

@@ -2,13 +2,15 @@
 
 Orchestration for `trust graph localize`: reads the file (bounded in size, clear errors for
 missing files and bad JSON), detects its format (`trust.agent-log` or Who&When), builds the CIG,
-runs the deterministic oracles (plus any extra oracles the caller passes, such as LLM oracles),
-localizes faults with the thresholds of `Settings().audit`, and flags stationary agents with the
-lexical similarity (or the one passed in). The result renders to the JSON the CLI prints.
+runs the deterministic oracles, plus the LLM node oracle when an OpenAI-compatible endpoint is
+configured (`Settings().llm.configured`), localizes faults with the thresholds of
+`Settings().audit`, and flags stationary agents with the lexical similarity (or the one passed in).
+The result renders to the JSON the CLI prints, or to a table.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,19 +23,30 @@ from rich.table import Table
 from trust.errors import GraphError
 from trust.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
 from trust.graphs.cig import Cig
+from trust.graphs.llm_decompose import ChatModel
 from trust.graphs.localize import Localization, localize_audit
 from trust.graphs.oracles import (
     CigAudit,
     EdgeOracle,
+    LlmNodeOracle,
     NodeOracle,
     audit_cig,
     deterministic_edge_oracles,
     deterministic_node_oracles,
 )
 from trust.graphs.stationarity import LexicalSimilarity, Similarity, StationaryPair, detect_stationarity
-from trust.settings import AuditSettings
+from trust.settings import AuditSettings, Settings
 
-__all__ = ["MAX_LOG_BYTES", "LogAudit", "audit_agent_log", "audit_log_file", "read_agent_log", "render"]
+__all__ = [
+    "MAX_LOG_BYTES",
+    "LogAudit",
+    "audit_agent_log",
+    "audit_agent_log_with_model",
+    "audit_log_file",
+    "localize_log_file",
+    "read_agent_log",
+    "render",
+]
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
 
@@ -76,6 +89,7 @@ class LogAudit:
     localization: Localization
     stationary: tuple[StationaryPair, ...]
     settings: AuditSettings
+    oracles: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         nodes = []
@@ -113,6 +127,7 @@ class LogAudit:
                 for cause in self.localization.root_causes
             ],
             "format": self.log.source,
+            "oracles": list(self.oracles),
             "thresholds": {"tau_node": self.settings.tau_node, "tau_edge": self.settings.tau_edge},
             "failed_edges": failed_edges,
             "stationary": [
@@ -133,21 +148,49 @@ def audit_agent_log(
     edge_oracles: Sequence[EdgeOracle] = (),
     similarity: Similarity | None = None,
     rule: OverlapRule | None = None,
+    cig: Cig | None = None,
 ) -> LogAudit:
-    """Builds the CIG, audits it with the deterministic oracles plus the given ones, localizes."""
-    cig = build_cig(log, rule)
-    audit = audit_cig(
-        cig,
-        [*deterministic_node_oracles(), *node_oracles],
-        [*deterministic_edge_oracles(), *edge_oracles],
-    )
+    """Builds the CIG (unless given), audits it with the deterministic oracles plus the given ones,
+    localizes faults and looks for stationary agents."""
+    cig = cig if cig is not None else build_cig(log, rule)
+    nodes = [*deterministic_node_oracles(), *node_oracles]
+    edges = [*deterministic_edge_oracles(), *edge_oracles]
+    audit = audit_cig(cig, nodes, edges)
     localization = localize_audit(cig, audit, tau_node=settings.tau_node, tau_edge=settings.tau_edge)
     stationary = detect_stationarity(cig, similarity or LexicalSimilarity(), tau_stat=settings.tau_stat)
-    return LogAudit(log, cig, audit, localization, stationary, settings)
+    names = tuple(oracle.name for oracle in nodes) + tuple(oracle.name for oracle in edges)
+    return LogAudit(log, cig, audit, localization, stationary, settings, names)
+
+
+async def audit_agent_log_with_model(
+    log: AgentLog, settings: AuditSettings, model: ChatModel, *, rule: OverlapRule | None = None, **kwargs: Any
+) -> LogAudit:
+    """`audit_agent_log` with the LLM node oracle of `model` added to the deterministic ones."""
+    cig = build_cig(log, rule)
+    oracle = LlmNodeOracle(model)
+    await oracle.prepare(cig)
+    return audit_agent_log(log, settings, node_oracles=[oracle], cig=cig, **kwargs)
 
 
 def audit_log_file(path: Path, settings: AuditSettings, **kwargs: Any) -> LogAudit:
+    """The deterministic audit of a log file."""
     return audit_agent_log(read_agent_log(path), settings, **kwargs)
+
+
+def localize_log_file(path: Path, settings: Settings) -> LogAudit:
+    """What `trust graph localize` runs: the deterministic oracles, plus the LLM node oracle when
+    `settings.llm` names an endpoint."""
+    log = read_agent_log(path)
+    if not settings.llm.configured:
+        return audit_agent_log(log, settings.audit)
+
+    async def with_model() -> LogAudit:
+        from trust.llm import LlmClient
+
+        async with LlmClient(settings.llm) as client:
+            return await audit_agent_log_with_model(log, settings.audit, client)
+
+    return asyncio.run(with_model())
 
 
 _STATUS_STYLE = {

@@ -25,12 +25,14 @@ The deterministic oracles below check what is mechanical, and score 0.0 (a defin
   "author = Jane Doe") restated under the same label with another value (value corruption);
   rounding to fewer decimals is not corruption.
 
-LLM oracles plug in through the same protocols from an adapter outside the core; nothing here opens
-a socket.
+`LlmNodeOracle` is the Layer-1 oracle of a language model, through the `ChatModel` protocol of
+`trust.graphs.llm_decompose` (the network lives in the adapter `trust.llm.LlmClient`); nothing here
+opens a socket.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -38,8 +40,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from trust.errors import GraphError
+from trust.errors import GraphError, LlmError
 from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, Role
+from trust.graphs.llm_decompose import ChatMessage, ChatModel
 
 __all__ = [
     "ArithmeticOracle",
@@ -50,6 +53,7 @@ __all__ = [
     "EdgeScore",
     "EdgeVerdict",
     "ExecutionOracle",
+    "LlmNodeOracle",
     "NodeAudit",
     "NodeOracle",
     "NodeVerdict",
@@ -577,3 +581,104 @@ def deterministic_node_oracles() -> list[NodeOracle]:
 
 def deterministic_edge_oracles() -> list[EdgeOracle]:
     return [ContractOracle(), ValueFidelityOracle()]
+
+
+# ---------------------------------------------------------------------------------------------- LLM
+
+_LLM_SYSTEM = """You are an auditor of a multi-agent system. You see ONE turn: the agent's role, the \
+input it received (the task, or the messages of the turns it answers) and its output, and, when it \
+wrote code, what running that code printed. Judge this turn's output only:
+- correctness: facts and calculations are sound (re-compute numbers), nothing is hallucinated;
+- completeness: it addresses what its input asked for;
+- role adherence: it does what its role is for.
+An output that faithfully repeats a wrong input is still wrong. If the turn reviews or verifies \
+earlier work, also say whether it rejects that work (points out an error) or approves it.
+Reply with one JSON object and nothing else:
+{"score": <number from 0.0 (wrong) to 1.0 (fully correct)>, "critique": "<the specific errors, or ''>", \
+"rejects_input": <true if the turn flags its input as wrong, else false>}"""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}\n[... {len(text) - limit} more characters cut]"
+
+
+class LlmNodeOracle:
+    """Layer 1 by a language model (a tier-2 auditor), through any `ChatModel` (the
+    `trust.llm.LlmClient` adapter speaks to an OpenAI-compatible endpoint).
+
+    Models are asynchronous and `NodeOracle.audit_node` is not, so the oracle works in two steps:
+    `await prepare(cig)` asks the model about every turn (at most `concurrency` requests at once)
+    and keeps the verdicts; `audit_node` then returns the kept verdict of a turn. Tool turns are not
+    asked about: they report, they do not reason. The prompt holds only the turn, its parents'
+    outputs and its observations, as an auditor of the network would see them, each text clipped to
+    `max_chars`. `temperature` 0.0 keeps the judgement as repeatable as the endpoint allows. A reply
+    that is not a JSON object with a score in [0, 1] raises `LlmError` naming the turn: a turn the
+    model could not judge must not pass silently.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self, model: ChatModel, *, temperature: float = 0.0, max_chars: int = 4000, concurrency: int = 4
+    ) -> None:
+        if concurrency < 1 or max_chars < 1:
+            raise GraphError(f"LLM oracle: concurrency ({concurrency}) and max_chars ({max_chars}) must be >= 1")
+        self._model = model
+        self._temperature = temperature
+        self._max_chars = max_chars
+        self._concurrency = concurrency
+        self._verdicts: dict[str, NodeVerdict] = {}
+
+    def messages(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> list[ChatMessage]:
+        limit = self._max_chars
+        parts = [f"Agent: {node.agent}\nRole: {node.role.value}"]
+        if node.input:
+            parts.append(f"Input from outside the swarm:\n{_clip(node.input, limit)}")
+        for parent in parents:
+            parts.append(f"Message received from {parent.agent} (step {parent.step}):\n{_clip(parent.output, limit)}")
+        parts.append(f"Output of this turn (step {node.step}):\n{_clip(node.output, limit)}")
+        for run in observations:
+            parts.append(f"{run.agent} ran this turn's code (step {run.step}):\n{_clip(run.output, limit)}")
+        return [ChatMessage("system", _LLM_SYSTEM), ChatMessage("user", "\n\n".join(parts))]
+
+    def parse(self, node_id: str, reply: str) -> NodeVerdict:
+        found = json_object(reply)
+        if found is None:
+            raise LlmError(f"LLM audit of turn {node_id!r}: the reply holds no JSON object: {reply[:200]!r}")
+        score = found.get("score")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+            raise LlmError(f"LLM audit of turn {node_id!r}: score {score!r} is not a number in [0, 1]")
+        critique = found.get("critique", "")
+        rejects_input = found.get("rejects_input", False)
+        return NodeVerdict(
+            float(score),
+            critique if isinstance(critique, str) else json.dumps(critique),
+            rejects_input is True,
+        )
+
+    async def prepare(self, cig: Cig) -> None:
+        gate = asyncio.Semaphore(self._concurrency)
+
+        async def ask(turn: AgentTurn) -> tuple[str, NodeVerdict]:
+            parents = [cig.turn(p) for p in cig.parents(turn.id)]
+            prompt = self.messages(turn, parents, observations(cig, turn.id))
+            async with gate:
+                reply = await self._model.complete(prompt, temperature=self._temperature, json_mode=True)
+            return turn.id, self.parse(turn.id, reply)
+
+        tasks = [asyncio.ensure_future(ask(turn)) for turn in cig.turns() if turn.role is not Role.TOOL]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:  # one turn failed: stop asking about the others, and wait until they stop
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        self._verdicts = dict(results)
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None:
+        return self._verdicts.get(node.id)
