@@ -9,19 +9,21 @@ from dataclasses import dataclass, field
 import networkx as nx
 import pytest
 
-from trust.errors import GraphError
+from tests.openai_stub import openai_stub
+from trust.errors import GraphError, LlmError
 from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.refinement import AuditFinding, ErrorType, FeedbackKind
 from trust.graphs.status import NodeStatus
 from trust.refine import (
     CigOracleAudit,
+    LlmRegenerator,
     Regenerated,
     RepairRequest,
     StopReason,
     refine,
     with_output,
 )
-from trust.settings import AuditSettings, RefinementSettings
+from trust.settings import AuditSettings, LlmSettings, RefinementSettings
 
 AUDIT = AuditSettings()
 SETTINGS = RefinementSettings()
@@ -249,3 +251,40 @@ def test_plain_graphs_with_a_custom_audit_and_directive_feedback() -> None:
     assert result.rounds[0].kinds == {"plan": FeedbackKind.DIRECTIVE}
     assert result.graph.nodes["code"]["output"] == "merge_sort(xs)"
     assert graph.nodes["code"]["output"] == "bubble_sort(xs)"
+
+
+def test_llm_regenerator_sends_the_feedback_over_the_chat_completions_wire() -> None:
+    with openai_stub() as stub:
+        stub.reply("12 * 3 = 36")
+        stub.reply("  36 + 5 = 41\n")
+        stub.reply("I checked the value 41. Approved.")
+        settings = LlmSettings(base_url=stub.base_url, model="repair-model", max_retries=0)
+        with LlmRegenerator(settings) as model:
+            result = refine(
+                pipeline().graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat
+            )
+    assert result.stop is StopReason.ALL_VALID
+    assert [_output(result.graph, n) for n in ("t1", "t2", "t3")] == [
+        "12 * 3 = 36",
+        "36 + 5 = 41",
+        "I checked the value 41. Approved.",
+    ]
+    first, second, third = (request.body for request in stub.requests)
+    assert first["model"] == "repair-model" and first["temperature"] == pytest.approx(0.7)
+    system, user = first["messages"]
+    assert system["role"] == "system" and user["role"] == "user"
+    assert "The correct result is 36." in user["content"] and "12 * 3 = 37 (it is 36)" in user["content"]
+    rerun = second["messages"][1]["content"]
+    assert "Work you depend on was corrected" in rerun and "[t1] 12 * 3 = 36" in rerun and "37 + 5 = 42" in rerun
+    assert "[t2] 36 + 5 = 41" in third["messages"][1]["content"]
+    assert result.rounds[0].tokens_reexecuted > 0
+
+
+def test_llm_regenerator_failures_reach_the_caller() -> None:
+    with openai_stub() as stub:
+        stub.fail(500)
+        settings = LlmSettings(base_url=stub.base_url, model="repair-model", max_retries=0)
+        with LlmRegenerator(settings) as model, pytest.raises(LlmError, match="HTTP 500"):
+            refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+        with pytest.raises(LlmError, match="closed"):
+            model(RepairRequest("t1", pipeline().graph, None, 0.7, 1))

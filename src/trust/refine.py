@@ -26,6 +26,7 @@ the regeneration reported, or, for a node never regenerated (or a callback that 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 import re
@@ -36,7 +37,7 @@ from typing import Protocol
 
 import networkx as nx
 
-from trust.errors import GraphError
+from trust.errors import GraphError, LlmError
 from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin
 from trust.graphs.localize import RootReason, localize
 from trust.graphs.oracles import (
@@ -62,11 +63,14 @@ from trust.graphs.refinement import (
 )
 from trust.graphs.stationarity import LexicalSimilarity, Similarity, is_stationary
 from trust.graphs.status import NodeStatus
-from trust.settings import AuditSettings, RefinementSettings
+from trust.settings import AuditSettings, LlmSettings, RefinementSettings
 
 __all__ = [
+    "REGENERATION_SYSTEM_PROMPT",
     "Audit",
+    "BlockingChat",
     "CigOracleAudit",
+    "LlmRegenerator",
     "Regenerate",
     "Regenerated",
     "RefinementResult",
@@ -75,6 +79,7 @@ __all__ = [
     "StopReason",
     "approximate_tokens",
     "refine",
+    "rerun_prompt",
     "with_output",
 ]
 
@@ -549,3 +554,99 @@ class CigOracleAudit:
                 critique = f"approved invalid work from {invalid}" + (f"; {critique}" if critique else "")
             findings[node] = AuditFinding(status, critique, error_type, _expected_value(critique))
         return findings
+
+
+# ---------------------------------------------------------------------------------------------- regenerators
+
+REGENERATION_SYSTEM_PROMPT = (
+    "You redo one step of a larger piece of work that an independent audit checked. "
+    "Reply with the new output of that step only: no preamble, no explanation of the change."
+)
+
+
+def rerun_prompt(request: RepairRequest) -> str:
+    """The prompt of a descendant re-run without feedback: its (regenerated) input and its old output."""
+    return "\n\n".join(
+        [
+            "Work you depend on was corrected. Redo your step on the updated input.",
+            f"Input:\n{request.context or '(none)'}",
+            f"Your previous output, based on the old input:\n{request.output or '(empty)'}",
+        ]
+    )
+
+
+class BlockingChat:
+    """A synchronous face of `trust.llm.LlmClient` for synchronous callers (the refinement loop, node
+    oracles): it owns one event loop and drives the async client on it, so connections are reused
+    across calls. Do not call it from inside a running event loop (run the caller in a worker thread
+    there, `asyncio.to_thread`). A context manager: leaving closes the client and the loop."""
+
+    def __init__(self, settings: LlmSettings) -> None:
+        from trust.llm import LlmClient
+
+        self._client = LlmClient(settings)
+        self._loop = asyncio.new_event_loop()
+
+    def __enter__(self) -> BlockingChat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._loop.is_closed()
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._client.aclose())
+            self._loop.close()
+
+    def complete(self, system: str, user: str, *, temperature: float, json_mode: bool = False) -> str:
+        from trust.graphs.llm_decompose import ChatMessage
+
+        if self._loop.is_closed():
+            raise LlmError("the chat client is closed: create a new one")
+        messages = [ChatMessage("system", system), ChatMessage("user", user)]
+        return self._loop.run_until_complete(
+            self._client.complete(messages, temperature=temperature, json_mode=json_mode)
+        )
+
+
+class LlmRegenerator:
+    """A `Regenerate` over an OpenAI-compatible endpoint (`trust.llm.LlmClient` via `BlockingChat`).
+
+    A failed node is re-prompted with its feedback (`Feedback.prompt()`), a descendant with
+    `rerun_prompt`, at the round's temperature. The endpoint reports no token usage through the
+    client, so tokens are `approximate_tokens` of the system prompt, the prompt and the reply. Use
+    it as a context manager: leaving closes the client.
+    """
+
+    def __init__(
+        self,
+        settings: LlmSettings,
+        *,
+        system_prompt: str = REGENERATION_SYSTEM_PROMPT,
+        token_count: Callable[[str], int] = approximate_tokens,
+    ) -> None:
+        self._chat = BlockingChat(settings)
+        self._system = system_prompt
+        self._tokens = token_count
+
+    def __enter__(self) -> LlmRegenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._chat.close()
+
+    def __call__(self, request: RepairRequest) -> Regenerated:
+        if self._chat.closed:
+            raise LlmError("LlmRegenerator is closed: create a new one")
+        prompt = request.feedback.prompt() if request.feedback is not None else rerun_prompt(request)
+        text = self._chat.complete(self._system, prompt, temperature=request.temperature).strip()
+        if not text:
+            raise LlmError(f"the model answered an empty output when regenerating node {request.node!r}")
+        return Regenerated(text, tokens=self._tokens(self._system) + self._tokens(prompt) + self._tokens(text))
