@@ -1,0 +1,44 @@
+"""Scoring the audit pipeline on public evaluation data (orchestration).
+
+`whowhen`: Who&When failure attribution (agent and step) with the CIG pipeline and Algorithm 1.
+`processbench`: ProcessBench earliest-error detection with the HDAG decomposition and tier-1 checks.
+`arithmetic`: exact evaluation of decomposed operations. `llm_oracle`: the LLM node oracle used when
+`Settings().llm` names an endpoint.
+"""
+
+from trust.evaluation.arithmetic import ExpressionCheck, check_expression
+from trust.evaluation.processbench import (
+    ProcessBenchItem,
+    ProcessBenchReport,
+    ProcessBenchScore,
+    evaluate_processbench,
+    load_processbench,
+    score_processbench,
+)
+from trust.evaluation.whowhen import (
+    WhoWhenItem,
+    WhoWhenPrediction,
+    WhoWhenReport,
+    WhoWhenScore,
+    evaluate_whowhen,
+    log_files,
+    score_whowhen,
+)
+
+__all__ = [
+    "ExpressionCheck",
+    "ProcessBenchItem",
+    "ProcessBenchReport",
+    "ProcessBenchScore",
+    "WhoWhenItem",
+    "WhoWhenPrediction",
+    "WhoWhenReport",
+    "WhoWhenScore",
+    "check_expression",
+    "evaluate_processbench",
+    "evaluate_whowhen",
+    "load_processbench",
+    "log_files",
+    "score_processbench",
+    "score_whowhen",
+]
