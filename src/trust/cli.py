@@ -248,6 +248,150 @@ def graph_hdag_cmd(
         render(result, console)
 
 
+def _write_lines(path: Path, rows: list[dict[str, object]]) -> None:
+    import json
+
+    from trust.errors import ConfigError
+
+    try:
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write the predictions ({exc.strerror})") from None
+
+
+PredictionsOption = Annotated[
+    Path | None, typer.Option("--predictions", help="also write one JSON line per item to this file")
+]
+
+
+@eval_app.command("whowhen")
+def eval_whowhen_cmd(
+    directory: Annotated[Path, typer.Argument(help="folder of Who&When logs (*.json)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
+    predictions: PredictionsOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Who&When failure attribution: predict (agent, step) per log with the CIG pipeline and score it."""
+    import json
+    from contextlib import ExitStack
+
+    from trust.evaluation.progress import progress_bar
+    from trust.evaluation.whowhen import evaluate_whowhen, log_files, render
+    from trust.graphs.oracles import NodeOracle
+
+    settings = _settings(home)
+    files = log_files(directory)
+    with ExitStack() as stack:
+        node_oracles: list[NodeOracle] = []
+        if settings.llm.configured:
+            from trust.evaluation.llm_oracle import LlmNodeOracle
+
+            node_oracles.append(stack.enter_context(LlmNodeOracle(settings.llm)))
+        bar = stack.enter_context(progress_bar("Who&When", err_console))
+        task = bar.add_task("", total=len(files))
+        report = evaluate_whowhen(
+            files,
+            settings.audit,
+            node_oracles=node_oracles,
+            progress=lambda name: bar.update(task, advance=1, description=name),
+        )
+    if predictions is not None:
+        _write_lines(predictions, [item.prediction.as_dict() for item in report.items])
+    if as_json:
+        typer.echo(json.dumps(report.score.metrics()))
+    else:
+        render(report, console)
+
+
+@eval_app.command("processbench")
+def eval_processbench_cmd(
+    file: Annotated[Path, typer.Argument(help="ProcessBench JSON file (e.g. processbench/gsm8k.json)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
+    predictions: PredictionsOption = None,
+    home: HomeOption = None,
+) -> None:
+    """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
+    import json
+    from contextlib import ExitStack
+
+    from trust.evaluation.processbench import evaluate_processbench, load_processbench, render
+    from trust.evaluation.progress import progress_bar
+    from trust.graphs.oracles import NodeOracle
+
+    settings = _settings(home)
+    items = load_processbench(file)
+    with ExitStack() as stack:
+        node_oracles: list[NodeOracle] = []
+        if settings.llm.configured:
+            from trust.evaluation.llm_oracle import LlmNodeOracle
+
+            node_oracles.append(stack.enter_context(LlmNodeOracle(settings.llm)))
+        bar = stack.enter_context(progress_bar("ProcessBench", err_console))
+        task = bar.add_task("", total=len(items))
+        report = evaluate_processbench(
+            items,
+            tau_node=settings.audit.tau_node,
+            node_oracles=node_oracles,
+            progress=lambda item_id: bar.update(task, advance=1, description=item_id),
+        )
+    if predictions is not None:
+        _write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
+    if as_json:
+        typer.echo(json.dumps(report.score.metrics()))
+    else:
+        render(report, console)
+
+
+@bench_app.command("refinement")
+def bench_refinement_cmd(
+    branching: Annotated[int, typer.Option(min=1, max=64, help="children per node (1: a chain)")] = 2,
+    depth: Annotated[int, typer.Option(min=1, max=40, help="levels of the tree, the root at depth 1")] = 12,
+    home: HomeOption = None,
+) -> None:
+    """Proposition 2.1: nodes re-executed by surgical repair vs a global retry, by error depth."""
+    from trust.bench.refinement import render, run_refinement_benchmark
+
+    settings = _settings(home)
+    try:
+        with err_console.status("refining balanced trees") as status:
+            bench = run_refinement_benchmark(
+                branching,
+                depth,
+                audit_settings=settings.audit,
+                refinement_settings=settings.refinement,
+                progress=status.update,
+            )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    render(bench, console)
+
+
+@bench_app.command("graphs")
+def bench_graphs_cmd(
+    size: Annotated[
+        list[int] | None, typer.Option("--size", min=1, help="nodes per graph, repeatable (default 1k, 10k, 100k)")
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=1, max=50, help="runs per figure; the best is kept")] = 3,
+    home: HomeOption = None,
+) -> None:
+    """Build, validate and localize HDAGs and CIGs at 1k, 10k and 100k nodes."""
+    from trust.bench.graphs import DEFAULT_SIZES, render, run_graphs_benchmark
+
+    audit = _settings(home).audit
+    try:
+        with err_console.status("timing the graph core") as status:
+            bench = run_graphs_benchmark(
+                tuple(size) if size else DEFAULT_SIZES,
+                tau_node=audit.tau_node,
+                tau_edge=audit.tau_edge,
+                repeat=repeat,
+                progress=status.update,
+            )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    render(bench, console)
+
+
 def main() -> None:
     try:
         app()
