@@ -27,6 +27,15 @@ from trust.graphs.hdag import Difficulty, EdgeType, Hdag, HdagEdge, HdagNode, Le
 from trust.graphs.llm_decompose import ChatMessage, ChatModel, DecompositionResult, decompose_with_model, parse_reply
 from trust.graphs.localize import Localization, RootCause, localize, localize_audit
 from trust.graphs.oracles import CigAudit, EdgeOracle, EdgeScore, NodeOracle, audit_cig
+from trust.graphs.refinement import (
+    AuditFinding,
+    ErrorType,
+    Feedback,
+    FeedbackKind,
+    RepairPlan,
+    feedback_for,
+    plan_repair,
+)
 from trust.graphs.routing import route_node, route_tier, stakes_for_domain
 from trust.graphs.serialization import dumps, dumps_node, loads, loads_node, node_from_dict, node_to_dict
 from trust.graphs.stationarity import LexicalSimilarity, Similarity, detect_stationarity
@@ -99,4 +108,12 @@ __all__ = [
     "route_node",
     "route_tier",
     "stakes_for_domain",
+    # active refinement: prune, freeze, feedback (section 2.3)
+    "AuditFinding",
+    "ErrorType",
+    "Feedback",
+    "FeedbackKind",
+    "RepairPlan",
+    "feedback_for",
+    "plan_repair",
 ]
