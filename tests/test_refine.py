@@ -12,10 +12,13 @@ import pytest
 from tests.openai_stub import openai_stub
 from trust.errors import GraphError, LlmError
 from trust.graphs.cig import AgentTurn, Cig, Role
+from trust.graphs.decompose import extract_operations
+from trust.graphs.hdag import EdgeType, Hdag, HdagNode, Level
 from trust.graphs.refinement import AuditFinding, ErrorType, FeedbackKind
 from trust.graphs.status import NodeStatus
 from trust.refine import (
     CigOracleAudit,
+    HdagExpressionAudit,
     LlmRegenerator,
     Regenerated,
     RepairRequest,
@@ -288,3 +291,50 @@ def test_llm_regenerator_failures_reach_the_caller() -> None:
             refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
         with pytest.raises(LlmError, match="closed"):
             model(RepairRequest("t1", pipeline().graph, None, 0.7, 1))
+
+
+def calculation_hdag() -> Hdag:
+    """goal -> step -> op1 "12 * 3 = 37" (wrong) -> op2 "37 + 5 = 42" (uses op1), and a correct op3."""
+    hdag = Hdag()
+    hdag.add_node(HdagNode("g0", Level.GOAL, "What is 12 * 3 + 5, and 20 - 2?"))
+    hdag.add_node(HdagNode("s1", Level.STEP, "Multiply, then add; separately subtract."))
+    for node_id, content in (("op1", "12 * 3 = 37"), ("op2", "37 + 5 = 42"), ("op3", "20 - 2 = 18")):
+        (operation,) = extract_operations(content)
+        hdag.add_node(HdagNode(node_id, Level.OPERATION, content, expression=operation.expression))
+    hdag.add_edge("g0", "s1", EdgeType.DECOMPOSES_TO)
+    for node_id in ("op1", "op2", "op3"):
+        hdag.add_edge("s1", node_id, EdgeType.DECOMPOSES_TO)
+    hdag.add_edge("op1", "op2", EdgeType.DEPENDS_ON)
+    return hdag
+
+
+def test_hdag_operations_are_repaired_and_their_expressions_follow() -> None:
+    hdag = calculation_hdag()
+
+    def model(request: RepairRequest) -> Regenerated:
+        node: HdagNode = request.graph.nodes[request.node]["node"]
+        if request.feedback is not None:
+            told = _CORRECT.search(request.feedback.prompt())
+            assert told is not None
+            return Regenerated(re.sub(r"= -?\d+$", f"= {told.group(1)}", node.content))
+        parent = request.graph.nodes["op1"]["node"].content
+        value = _last_number(parent)
+        return Regenerated(f"{value} + 5 = {value + 5}")
+
+    audit = HdagExpressionAudit()
+    before = audit(hdag.graph, frozenset(hdag.graph), {})
+    assert before["op1"].status is NodeStatus.INVALID_ROOT and before["op1"].expected == "36"
+    assert before["op2"].status is NodeStatus.INVALID_CASCADE and before["op3"].status is NodeStatus.VALID
+    result = refine(hdag.graph, audit, model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID
+    record = result.rounds[0]
+    assert record.kinds == {"op1": FeedbackKind.CORRECTIVE} and record.nodes_reexecuted == 2
+    op1, op2 = (result.graph.nodes[n]["node"] for n in ("op1", "op2"))
+    assert (op1.content, op1.expression) == ("12 * 3 = 36", "12 * 3 == 36")
+    assert (op2.content, op2.expression) == ("36 + 5 = 41", "36 + 5 == 41")
+    assert hdag.node("op1").content == "12 * 3 = 37"
+
+
+def test_hdag_audit_refuses_other_graphs() -> None:
+    with pytest.raises(GraphError, match="HdagExpressionAudit audits HDAGs only"):
+        HdagExpressionAudit()(pipeline().graph, frozenset({"t1"}), {})

@@ -33,12 +33,17 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 from typing import Protocol
 
 import networkx as nx
 
 from trust.errors import GraphError, LlmError
+from trust.evaluation.arithmetic import check_expression
+from trust.graphs.analysis import CASCADE_EDGES
 from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin
+from trust.graphs.decompose import extract_operations
+from trust.graphs.hdag import EdgeType, HdagNode
 from trust.graphs.localize import RootReason, localize
 from trust.graphs.oracles import (
     EdgeOracle,
@@ -70,6 +75,7 @@ __all__ = [
     "Audit",
     "BlockingChat",
     "CigOracleAudit",
+    "HdagExpressionAudit",
     "LlmRegenerator",
     "Regenerate",
     "Regenerated",
@@ -241,13 +247,17 @@ def approximate_tokens(text: str) -> int:
 
 
 def with_output(graph: nx.DiGraph, node_id: str, output: str) -> None:
-    """Replaces the node's output text in place: the `output` (CIG turn) or `content` (HDAG node)
-    field of its frozen value, or the plain attribute when the node carries no value object."""
+    """Replaces the node's output text in place: the `output` (CIG turn) or `content` (HDAG node,
+    whose operation `expression` is re-extracted, see `_with_content`) field of its frozen value, or
+    the plain attribute when the node carries no value object."""
     data = graph.nodes[node_id]
     for attribute in VALUE_ATTRIBUTES:
         value = data.get(attribute)
         if value is None or not dataclasses.is_dataclass(value) or isinstance(value, type):
             continue
+        if isinstance(value, HdagNode):
+            data[attribute] = _with_content(value, output)
+            return
         names = {f.name for f in dataclasses.fields(value)}
         for name in ("output", "content"):
             if name in names:
@@ -258,6 +268,18 @@ def with_output(graph: nx.DiGraph, node_id: str, output: str) -> None:
             "return the whole new value in Regenerated.value"
         )
     data["output" if "output" in data or "content" not in data else "content"] = output
+
+
+def _with_content(node: HdagNode, content: str) -> HdagNode:
+    """An HDAG node with new content. An operation's checkable `expression` follows its content: the
+    one calculation `extract_operations` finds in the new text, or None when it finds none or
+    several (the tier-1 check then has nothing to hold the node to; decision: better no check than
+    checking the wrong calculation)."""
+    if node.expression is None:
+        return dataclasses.replace(node, content=content)
+    operations = extract_operations(content)
+    expression = operations[0].expression if len(operations) == 1 else None
+    return dataclasses.replace(node, content=content, expression=expression)
 
 
 def _replace_value(graph: nx.DiGraph, node_id: str, value: object) -> None:
@@ -553,6 +575,63 @@ class CigOracleAudit:
                 invalid = ", ".join(cause.parents)
                 critique = f"approved invalid work from {invalid}" + (f"; {critique}" if critique else "")
             findings[node] = AuditFinding(status, critique, error_type, _expected_value(critique))
+        return findings
+
+
+def _show(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
+
+
+@dataclass(frozen=True, slots=True)
+class HdagExpressionAudit:
+    """A tier-1 `Audit` of HDAG graphs (`Hdag.graph`): every node with a checkable `expression`
+    (operations from `trust.graphs.decompose`) is evaluated exactly
+    (`trust.evaluation.arithmetic.check_expression`); one that does not hold failed its own audit.
+    Statuses then follow the dependency-aware cascade of section 2.1.3 as `trust.graphs.analysis`
+    defines it: a node downstream of a failed node through `through` edges (depends_on and
+    decomposes_to by default) is Invalid_Cascade, a failed node with no failed node upstream is
+    Invalid_Root, the rest are Valid. Nodes without an expression (or whose expression cannot be
+    evaluated) are not judged: this audit checks calculations only, the tier-2 and tier-3 levels
+    need other auditors. Outside the audited nodes, `known` statuses other than Valid count as
+    failed. The critique quotes the exact left side of a failed "a op b == c" as the correct value.
+    """
+
+    through: frozenset[EdgeType] = CASCADE_EDGES
+
+    def __call__(
+        self, graph: nx.DiGraph, nodes: frozenset[str], known: Mapping[str, NodeStatus]
+    ) -> Mapping[str, AuditFinding]:
+        own: dict[str, AuditFinding] = {}
+        for node_id in nodes:
+            value = graph.nodes[node_id].get("node")
+            if not isinstance(value, HdagNode):
+                raise GraphError(f"node {node_id!r} holds no HDAG node: HdagExpressionAudit audits HDAGs only")
+            if value.expression is None:
+                continue
+            check = check_expression(value.expression)
+            if check.holds is not False:
+                continue
+            expected = None
+            critique = f"{value.content.strip()!r}: the calculation {value.expression} does not hold"
+            if check.left is not None and "==" in value.expression and "abs(" not in value.expression:
+                expected = _show(check.left)
+                critique += f" (the left side is {expected})"
+            own[node_id] = AuditFinding(NodeStatus.INVALID_ROOT, critique, ErrorType.FACTUAL, expected)
+        failed = set(own) | {node for node, status in known.items() if status is not NodeStatus.VALID}
+        downstream: set[str] = set()
+        stack = list(failed)
+        while stack:
+            source = stack.pop()
+            for child, data in graph.succ[source].items():
+                if child not in downstream and data.get("type") in self.through:
+                    downstream.add(child)
+                    stack.append(child)
+        findings: dict[str, AuditFinding] = {}
+        for node_id in nodes:
+            if node_id in downstream:
+                findings[node_id] = AuditFinding(NodeStatus.INVALID_CASCADE, "depends on a failed node")
+            else:
+                findings[node_id] = own.get(node_id, AuditFinding(NodeStatus.VALID))
         return findings
 
 
