@@ -92,21 +92,25 @@ class LogAudit:
     oracles: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        nodes = []
-        for turn in self.cig.turns():
-            node_audit = self.audit.nodes[turn.id]
-            nodes.append(
-                {
-                    "id": turn.id,
-                    "agent": turn.agent,
-                    "step": turn.step,
-                    "status": self.localization.statuses[turn.id].value,
-                    "role": turn.role.value,
-                    "score": node_audit.score,
-                    "critique": list(node_audit.critique),
-                    "parents": self.cig.parents(turn.id),
-                }
-            )
+        """`nodes` and `root_causes` hold exactly the keys `trust graph localize --json` promises
+        ({id, agent, step, status} and {agent, step}); everything else is in extra top-level keys:
+        `turns` (per node id: role, score, critique, parents), `root_cause_details` (aligned with
+        `root_causes`: id, status, reason, parents), `failed_edges`, `stationary`, `label`, ..."""
+        statuses = self.localization.statuses
+        nodes = [
+            {"id": turn.id, "agent": turn.agent, "step": turn.step, "status": statuses[turn.id].value}
+            for turn in self.cig.turns()
+        ]
+        turns = {
+            turn.id: {
+                "role": turn.role.value,
+                "score": self.audit.nodes[turn.id].score,
+                "critique": list(self.audit.nodes[turn.id].critique),
+                "parents": self.cig.parents(turn.id),
+            }
+            for turn in self.cig.turns()
+        }
+        causes = self.localization.root_causes
         failed_edges = [
             {"source": key[0], "target": key[1], "protocol": edge.score.protocol, "fidelity": edge.score.fidelity}
             | {"findings": list(edge.findings)}
@@ -115,17 +119,17 @@ class LogAudit:
         ]
         result: dict[str, Any] = {
             "nodes": nodes,
-            "root_causes": [
+            "root_causes": [{"agent": cause.agent, "step": cause.step} for cause in causes],
+            "root_cause_details": [
                 {
-                    "agent": cause.agent,
-                    "step": cause.step,
                     "id": cause.node_id,
                     "status": cause.status.value,
                     "reason": cause.reason.value,
                     "parents": list(cause.parents),
                 }
-                for cause in self.localization.root_causes
+                for cause in causes
             ],
+            "turns": turns,
             "format": self.log.source,
             "oracles": list(self.oracles),
             "thresholds": {"tau_node": self.settings.tau_node, "tau_edge": self.settings.tau_edge},
@@ -215,23 +219,24 @@ def render(report: LogAudit, console: Console) -> None:
     table.add_column("finding", overflow="fold")
     for node in data["nodes"]:
         style = _STATUS_STYLE.get(node["status"], "")
-        parents = ", ".join(str(report.cig.turn(p).step) for p in node["parents"])
+        turn = data["turns"][node["id"]]
+        parents = ", ".join(str(report.cig.turn(p).step) for p in turn["parents"])
         table.add_row(
             str(node["step"]),
             node["agent"],
-            node["role"],
+            turn["role"],
             parents,
-            f"{node['score']:.2f}",
+            f"{turn['score']:.2f}",
             f"[{style}]{node['status']}[/{style}]" if style else node["status"],
-            "; ".join(node["critique"]),
+            "; ".join(turn["critique"]),
         )
     console.print(table)
     for edge in data["failed_edges"]:
         console.print(f"edge {edge['source']} -> {edge['target']} failed: {'; '.join(edge['findings'])}")
     if not data["root_causes"]:
         console.print("no root cause found: every turn is Valid")
-    for cause in data["root_causes"]:
-        console.print(f"root cause: step {cause['step']} ({cause['agent']}), {cause['status']}, {cause['reason']}")
+    for cause, detail in zip(data["root_causes"], data["root_cause_details"], strict=True):
+        console.print(f"root cause: step {cause['step']} ({cause['agent']}), {detail['status']}, {detail['reason']}")
     for pair in data["stationary"]:
         console.print(
             f"stationary: {pair['agent']} repeated itself ({pair['earlier']} -> {pair['later']}, "
