@@ -273,28 +273,34 @@ def eval_whowhen_cmd(
 ) -> None:
     """Who&When failure attribution: predict (agent, step) per log with the CIG pipeline and score it."""
     import json
-    from contextlib import ExitStack
 
     from trust.evaluation.progress import progress_bar
-    from trust.evaluation.whowhen import evaluate_whowhen, log_files, render
-    from trust.graphs.oracles import NodeOracle
+    from trust.evaluation.whowhen import (
+        WhoWhenReport,
+        evaluate_whowhen,
+        evaluate_whowhen_with_model,
+        log_files,
+        render,
+    )
 
     settings = _settings(home)
     files = log_files(directory)
-    with ExitStack() as stack:
-        node_oracles: list[NodeOracle] = []
-        if settings.llm.configured:
-            from trust.evaluation.llm_oracle import LlmNodeOracle
-
-            node_oracles.append(stack.enter_context(LlmNodeOracle(settings.llm)))
-        bar = stack.enter_context(progress_bar("Who&When", err_console))
+    with progress_bar("Who&When", err_console) as bar:
         task = bar.add_task("", total=len(files))
-        report = evaluate_whowhen(
-            files,
-            settings.audit,
-            node_oracles=node_oracles,
-            progress=lambda name: bar.update(task, advance=1, description=name),
-        )
+
+        def advance(name: str) -> None:
+            bar.update(task, advance=1, description=name)
+
+        if settings.llm.configured:
+            from trust.llm import LlmClient
+
+            async def with_model() -> WhoWhenReport:
+                async with LlmClient(settings.llm) as client:
+                    return await evaluate_whowhen_with_model(files, settings.audit, client, progress=advance)
+
+            report = asyncio.run(with_model())
+        else:
+            report = evaluate_whowhen(files, settings.audit, progress=advance)
     if predictions is not None:
         _write_lines(predictions, [item.prediction.as_dict() for item in report.items])
     if as_json:
@@ -312,28 +318,35 @@ def eval_processbench_cmd(
 ) -> None:
     """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
     import json
-    from contextlib import ExitStack
 
-    from trust.evaluation.processbench import evaluate_processbench, load_processbench, render
+    from trust.evaluation.processbench import (
+        ProcessBenchReport,
+        evaluate_processbench,
+        evaluate_processbench_with_model,
+        load_processbench,
+        render,
+    )
     from trust.evaluation.progress import progress_bar
-    from trust.graphs.oracles import NodeOracle
 
     settings = _settings(home)
     items = load_processbench(file)
-    with ExitStack() as stack:
-        node_oracles: list[NodeOracle] = []
-        if settings.llm.configured:
-            from trust.evaluation.llm_oracle import LlmNodeOracle
-
-            node_oracles.append(stack.enter_context(LlmNodeOracle(settings.llm)))
-        bar = stack.enter_context(progress_bar("ProcessBench", err_console))
+    tau_node = settings.audit.tau_node
+    with progress_bar("ProcessBench", err_console) as bar:
         task = bar.add_task("", total=len(items))
-        report = evaluate_processbench(
-            items,
-            tau_node=settings.audit.tau_node,
-            node_oracles=node_oracles,
-            progress=lambda item_id: bar.update(task, advance=1, description=item_id),
-        )
+
+        def advance(item_id: str) -> None:
+            bar.update(task, advance=1, description=item_id)
+
+        if settings.llm.configured:
+            from trust.llm import LlmClient
+
+            async def with_model() -> ProcessBenchReport:
+                async with LlmClient(settings.llm) as client:
+                    return await evaluate_processbench_with_model(items, client, tau_node=tau_node, progress=advance)
+
+            report = asyncio.run(with_model())
+        else:
+            report = evaluate_processbench(items, tau_node=tau_node, progress=advance)
     if predictions is not None:
         _write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
     if as_json:

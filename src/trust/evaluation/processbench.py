@@ -9,9 +9,10 @@ step it judges wrong, or -1 when it judges none wrong:
    `expression`, which `trust.evaluation.arithmetic.check_expression` evaluates exactly (tier 1).
    A step with an operation that does not hold is wrong. An expression that cannot be evaluated
    judges nothing.
-2. Any node oracles passed in (`trust.graphs.oracles.NodeOracle`, for example an LLM oracle) judge
-   each step as an agent turn: agent "solver", the problem as its input, the earlier steps as its
-   parents. A score below tau_node makes the step wrong.
+2. Any node oracles passed in (`trust.graphs.oracles.NodeOracle`) judge each step as an agent turn:
+   agent "solver", the problem as its input, the earlier steps as its parents. A score below
+   tau_node makes the step wrong. `evaluate_processbench_with_model` adds the LLM node oracle
+   (`trust.graphs.oracles.LlmNodeOracle`, tier 2) this way.
 
 Scoring follows the published convention: accuracy on the erroneous items (the exact earliest-error
 index), accuracy on the correct items (the prediction must be -1), and F1 = their harmonic mean
@@ -31,10 +32,11 @@ from rich.table import Table
 
 from trust.errors import ConfigError, GraphError
 from trust.evaluation.arithmetic import check_expression
-from trust.graphs.cig import AgentTurn, Role
+from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag, Level
-from trust.graphs.oracles import NodeOracle
+from trust.graphs.llm_decompose import ChatModel
+from trust.graphs.oracles import LlmNodeOracle, NodeOracle
 
 __all__ = [
     "PUBLISHED_F1",
@@ -44,11 +46,13 @@ __all__ = [
     "ProcessBenchScore",
     "StepJudgement",
     "evaluate_processbench",
+    "evaluate_processbench_with_model",
     "judge_steps",
     "load_processbench",
     "predict",
     "render",
     "score_processbench",
+    "steps_cig",
 ]
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -156,6 +160,10 @@ def _wrong_operations(hdag: Hdag, step_id: str) -> tuple[str, ...]:
     return tuple(wrong)
 
 
+def _turn(item: ProcessBenchItem, index: int, text: str) -> AgentTurn:
+    return AgentTurn(f"t{index}", index, SOLVER, Role.EXPERT, text, item.problem)
+
+
 def judge_steps(
     item: ProcessBenchItem,
     *,
@@ -172,7 +180,7 @@ def judge_steps(
         wrong = _wrong_operations(hdag, f"s{index + 1}") if hdag is not None else ()
         critiques: list[str] = []
         if node_oracles:
-            turn = AgentTurn(f"t{index}", index, SOLVER, Role.EXPERT, text, item.problem)
+            turn = _turn(item, index, text)
             for oracle in node_oracles:
                 verdict = oracle.audit_node(turn, list(earlier), [])
                 if verdict is not None and verdict.score < tau_node:
@@ -232,6 +240,41 @@ def evaluate_processbench(
             label = predict(item, node_oracles=node_oracles, tau_node=tau_node, check_operations=check_operations)
         except GraphError as exc:
             raise GraphError(f"item {item.id!r}: {exc}") from None
+        predictions.append((item, label))
+        if progress is not None:
+            progress(item.id)
+    score = score_processbench((label, item.label) for item, label in predictions)
+    return ProcessBenchReport(tuple(predictions), score)
+
+
+def steps_cig(item: ProcessBenchItem) -> Cig:
+    """The solution as a CIG for node oracles that read a whole graph first (the LLM oracle's
+    `prepare`): one "solver" turn per step, `t{i}` for `steps[i]`, the problem as every turn's
+    input, and an edge from every earlier step (a step may use any earlier result)."""
+    cig = Cig()
+    for index, text in enumerate(item.steps):
+        cig.add_turn(_turn(item, index, text))
+        for earlier in range(index):
+            cig.add_edge_at(earlier, index)
+    return cig
+
+
+async def evaluate_processbench_with_model(
+    items: Sequence[ProcessBenchItem],
+    model: ChatModel,
+    *,
+    tau_node: float,
+    check_operations: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> ProcessBenchReport:
+    """`evaluate_processbench` with the LLM node oracle of `model` (`trust.graphs.oracles.LlmNodeOracle`)
+    judging every step next to the operation check: what `trust eval processbench` runs when
+    `Settings().llm` names an endpoint."""
+    predictions: list[tuple[ProcessBenchItem, int]] = []
+    for item in items:
+        oracle = LlmNodeOracle(model)
+        await oracle.prepare(steps_cig(item))
+        label = predict(item, node_oracles=[oracle], tau_node=tau_node, check_operations=check_operations)
         predictions.append((item, label))
         if progress is not None:
             progress(item.id)

@@ -28,8 +28,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from trust.audit_log import audit_agent_log, read_agent_log
+from trust.audit_log import audit_agent_log, audit_agent_log_with_model, read_agent_log
 from trust.errors import ConfigError, GraphError
+from trust.graphs.agent_log import AgentLog, MistakeLabel
+from trust.graphs.llm_decompose import ChatModel
 from trust.graphs.localize import Localization
 from trust.graphs.oracles import EdgeOracle, NodeOracle
 from trust.graphs.stationarity import Similarity
@@ -44,6 +46,7 @@ __all__ = [
     "WhoWhenScore",
     "agent_matches",
     "evaluate_whowhen",
+    "evaluate_whowhen_with_model",
     "log_files",
     "predict",
     "render",
@@ -160,6 +163,13 @@ def log_files(directory: Path) -> list[Path]:
     return files
 
 
+def _labelled(path: Path) -> tuple[AgentLog, MistakeLabel]:
+    log = read_agent_log(path)
+    if log.label is None:
+        raise GraphError(f"{path}: missing field 'mistake_agent' and 'mistake_step': the log has no label to score")
+    return log, log.label
+
+
 def evaluate_whowhen(
     files: Iterable[Path],
     settings: AuditSettings,
@@ -175,14 +185,31 @@ def evaluate_whowhen(
     """
     items: list[WhoWhenItem] = []
     for path in files:
-        log = read_agent_log(path)
-        if log.label is None:
-            raise GraphError(f"{path}: missing field 'mistake_agent' and 'mistake_step': the log has no label to score")
+        log, label = _labelled(path)
         audit = audit_agent_log(
             log, settings, node_oracles=node_oracles, edge_oracles=edge_oracles, similarity=similarity
         )
-        prediction = predict(path.name, audit.localization)
-        items.append(WhoWhenItem(path.name, log.label.agent, log.label.step, prediction))
+        items.append(WhoWhenItem(path.name, label.agent, label.step, predict(path.name, audit.localization)))
+        if progress is not None:
+            progress(path.name)
+    return WhoWhenReport(tuple(items), score_whowhen(items))
+
+
+async def evaluate_whowhen_with_model(
+    files: Iterable[Path],
+    settings: AuditSettings,
+    model: ChatModel,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> WhoWhenReport:
+    """`evaluate_whowhen` with the LLM node oracle of `model` (`trust.graphs.oracles.LlmNodeOracle`)
+    added to the deterministic ones: what `trust eval whowhen` runs when `Settings().llm` names an
+    endpoint. Logs are audited one after the other; the oracle asks about a log's turns concurrently."""
+    items: list[WhoWhenItem] = []
+    for path in files:
+        log, label = _labelled(path)
+        audit = await audit_agent_log_with_model(log, settings, model)
+        items.append(WhoWhenItem(path.name, label.agent, label.step, predict(path.name, audit.localization)))
         if progress is not None:
             progress(path.name)
     return WhoWhenReport(tuple(items), score_whowhen(items))
