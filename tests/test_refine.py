@@ -4,10 +4,13 @@ deterministic "model" regenerates turns from the feedback text it is given."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.openai_stub import openai_stub
 from trust.errors import GraphError, LlmError
@@ -338,3 +341,53 @@ def test_hdag_operations_are_repaired_and_their_expressions_follow() -> None:
 def test_hdag_audit_refuses_other_graphs() -> None:
     with pytest.raises(GraphError, match="HdagExpressionAudit audits HDAGs only"):
         HdagExpressionAudit()(pipeline().graph, frozenset({"t1"}), {})
+
+
+@st.composite
+def faulty_dags(draw: st.DrawFn) -> nx.DiGraph:
+    size = draw(st.integers(1, 30))
+    graph = nx.DiGraph()
+    bad = draw(st.lists(st.booleans(), min_size=size, max_size=size))
+    for index in range(size):
+        graph.add_node(f"n{index}", output="bad" if bad[index] else "ok")
+    for target in range(1, size):
+        for source in draw(st.sets(st.integers(0, target - 1), max_size=3)):
+            graph.add_edge(f"n{source}", f"n{target}")
+    return graph
+
+
+def _algorithm_1(graph: nx.DiGraph, nodes: frozenset[str], known: Mapping[str, NodeStatus]) -> dict[str, AuditFinding]:
+    """Algorithm 1 without edges or reviewers, on outputs "ok" / "bad"."""
+    statuses = dict(known)
+    for node in nx.topological_sort(graph):
+        if node not in nodes:
+            continue
+        propagated = any(statuses[p] is not NodeStatus.VALID for p in graph.predecessors(node))
+        if graph.nodes[node]["output"] == "ok":
+            statuses[node] = NodeStatus.VALID
+        else:
+            statuses[node] = NodeStatus.INVALID_CASCADE if propagated else NodeStatus.INVALID_ROOT
+    return {node: AuditFinding(statuses[node], "bad output") for node in nodes}
+
+
+@settings(max_examples=100, deadline=None)
+@given(faulty_dags())
+def test_one_round_repairs_exactly_the_failed_nodes_and_their_descendants(graph: nx.DiGraph) -> None:
+    roots = {n for n, f in _algorithm_1(graph, frozenset(graph), {}).items() if f.status is NodeStatus.INVALID_ROOT}
+    tainted = roots.union(*(nx.descendants(graph, root) for root in roots))
+    rerun: list[str] = []
+
+    def fix(request: RepairRequest) -> Regenerated:
+        rerun.append(request.node)
+        assert (request.feedback is not None) == (request.node in roots)
+        return Regenerated("ok", tokens=1)
+
+    result = refine(graph, _algorithm_1, fix, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID
+    assert len(result.rounds) == (1 if roots else 0)
+    assert set(rerun) == tainted and len(rerun) == len(tainted) == result.nodes_reexecuted
+    assert result.tokens_reexecuted == len(tainted)
+    for node in set(graph) - tainted:
+        assert result.graph.nodes[node]["output"] == graph.nodes[node]["output"]
+    position = {node: i for i, node in enumerate(rerun)}
+    assert all(position[u] < position[v] for u, v in graph.subgraph(tainted).edges)
