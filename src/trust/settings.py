@@ -207,6 +207,9 @@ class LlmSettings(BaseModel):
     api_key: str | None = Field(None, description="sent as a bearer token when set")
     timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
+    # The most likely structure, as repeatable as the endpoint allows; the paper's 0.7 + 0.1 per
+    # round schedule (RefinementSettings) is for repairs, not for decomposition.
+    decomposition_temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature of HDAG requests")
 
     @property
     def configured(self) -> bool:

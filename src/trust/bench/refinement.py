@@ -16,8 +16,9 @@ is 1 - subtree / N ~ 1 - b^(1-d): it depends on how far the error is from the ro
 leaves. So a root error saves 0%, a leaf error 1 - 1/N (over 99% once N > 100), and the paper's
 "50% to 75%" is a binary tree's error one or two levels below the root (d = 2 or 3). At d = D/2 a
 balanced binary tree saves 1 - 2^(1 - D/2) (97% at D = 12), well above 75%; only a chain (b = 1)
-gives about 50% there (1 - (D - d + 1) / D, 42% at D = 12, d = 6). The table prints the measured count, the closed form, and both savings, so any
-disagreement between the loop and the formula would show.
+gives about 50% there (1 - (D - d + 1) / D, 42% at D = 12, d = 6). The table prints the measured
+count, the closed form, and both savings, so any disagreement between the loop and the formula
+would show.
 """
 
 from __future__ import annotations
