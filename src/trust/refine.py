@@ -146,6 +146,11 @@ class StopReason(StrEnum):
     STATIONARY = "stationary"
 
 
+def _savings(reexecuted: int, global_retry: int) -> float:
+    """The share of a global retry's work that surgical repair did not redo (0 when nothing ran)."""
+    return 0.0 if global_retry == 0 else 1.0 - reexecuted / global_retry
+
+
 @dataclass(frozen=True, slots=True)
 class RoundRecord:
     """What one round re-executed, and what a global retry would have re-executed instead."""
@@ -164,11 +169,11 @@ class RoundRecord:
 
     @property
     def node_savings(self) -> float:
-        return 0.0 if self.global_nodes == 0 else 1.0 - self.nodes_reexecuted / self.global_nodes
+        return _savings(self.nodes_reexecuted, self.global_nodes)
 
     @property
     def token_savings(self) -> float:
-        return 0.0 if self.global_tokens == 0 else 1.0 - self.tokens_reexecuted / self.global_tokens
+        return _savings(self.tokens_reexecuted, self.global_tokens)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -218,11 +223,11 @@ class RefinementResult:
 
     @property
     def node_savings(self) -> float:
-        return 0.0 if self.global_nodes == 0 else 1.0 - self.nodes_reexecuted / self.global_nodes
+        return _savings(self.nodes_reexecuted, self.global_nodes)
 
     @property
     def token_savings(self) -> float:
-        return 0.0 if self.global_tokens == 0 else 1.0 - self.tokens_reexecuted / self.global_tokens
+        return _savings(self.tokens_reexecuted, self.global_tokens)
 
     def summary(self) -> dict[str, object]:
         return {
