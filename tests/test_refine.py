@@ -4,7 +4,7 @@ deterministic "model" regenerates turns from the feedback text it is given."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -17,7 +17,8 @@ from trust.errors import GraphError, LlmError
 from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.decompose import extract_operations
 from trust.graphs.hdag import EdgeType, Hdag, HdagNode, Level
-from trust.graphs.refinement import AuditFinding, ErrorType, FeedbackKind
+from trust.graphs.oracles import ArithmeticOracle, NodeVerdict, ReviewVerdictOracle
+from trust.graphs.refinement import AuditFinding, ErrorType, Feedback, FeedbackKind
 from trust.graphs.status import NodeStatus
 from trust.refine import (
     CigOracleAudit,
@@ -152,6 +153,41 @@ def test_the_feedback_prompt_reaches_the_model_with_the_correct_value() -> None:
     assert "12 * 3 = 37 (it is 36)" in prompt  # the oracle's critique
     assert "Error type: factual (Invalid_Root)" in prompt
     assert "The correct result is 36." in prompt
+
+
+@dataclass(frozen=True)
+class RewordedArithmetic:
+    """The arithmetic oracle's verdicts in other words: the critique states no number at all."""
+
+    name: str = "arithmetic-reworded"
+
+    def audit_node(
+        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
+    ) -> NodeVerdict | None:
+        verdict = ArithmeticOracle().audit_node(node, parents, observations)
+        if verdict is None:
+            return None
+        return NodeVerdict(verdict.score, "the product does not match its factors", expected=verdict.expected)
+
+
+def test_the_correct_value_reaches_the_regenerator_whatever_the_critique_says() -> None:
+    audit = CigOracleAudit(
+        (RewordedArithmetic(), ReviewVerdictOracle()), (), tau_node=AUDIT.tau_node, tau_edge=AUDIT.tau_edge
+    )
+    told: list[Feedback] = []
+    model = CalculatorModel(bugs={"Multiplier": 1})  # repairs only when the prompt states the correct result
+
+    def regenerate(request: RepairRequest) -> Regenerated:
+        if request.feedback is not None:
+            told.append(request.feedback)
+        return model(request)
+
+    result = refine(pipeline().graph, audit, regenerate, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID and len(result.rounds) == 1
+    (feedback,) = told
+    assert feedback.critique == "arithmetic-reworded: the product does not match its factors"
+    assert feedback.expected == "36" and "The correct result is 36." in feedback.prompt()
+    assert _output(result.graph, "t1") == "12 * 3 = 36" and _output(result.graph, "t2") == "36 + 5 = 41"
 
 
 def test_a_model_that_ignores_feedback_gets_divergence_then_the_loop_stops_as_stationary() -> None:

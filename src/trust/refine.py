@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -457,15 +456,6 @@ def refine(
 
 # ---------------------------------------------------------------------------------------------- audits
 
-_IT_IS = re.compile(r"\(it is (-?[\d,]*\.?\d+(?:e[-+]?\d+)?)\)")
-
-
-def _expected_value(critique: str) -> str | None:
-    """The correct value an arithmetic critique states ("12 * 3 = 37 (it is 36)"), when it states
-    exactly one: corrective feedback quotes it (section 2.3.3)."""
-    found = set(_IT_IS.findall(critique))
-    return found.pop() if len(found) == 1 else None
-
 
 class _OnlyNodes:
     """A node oracle restricted to `nodes`; elsewhere it has nothing to say (None)."""
@@ -525,6 +515,9 @@ class CigOracleAudit:
     Re-auditing a subgraph runs the oracles on its nodes and the edges into them only. Its parents
     outside the subgraph (the boundary) keep the status the loop knows: a Valid boundary parent
     counts as Valid, any other as failed, which is all Algorithm 1 reads of a parent.
+
+    A finding's `expected` is the structured value the node oracles computed
+    (`NodeVerdict.expected`, combined in `NodeAudit.expected`), never read back out of critique text.
     """
 
     node_oracles: tuple[NodeOracle, ...]
@@ -579,7 +572,7 @@ class CigOracleAudit:
                 error_type = ErrorType.NEGLIGENCE
                 invalid = ", ".join(cause.parents)
                 critique = f"approved invalid work from {invalid}" + (f"; {critique}" if critique else "")
-            findings[node] = AuditFinding(status, critique, error_type, _expected_value(critique))
+            findings[node] = AuditFinding(status, critique, error_type, audit.nodes[node].expected)
         return findings
 
 

@@ -86,11 +86,16 @@ class NodeVerdict:
 
     `rejects_input` is set on a reviewer turn whose output flags its input as wrong: such a reviewer
     did not approve an invalid parent, whatever its score.
+
+    `expected` is the value the checker computed, when it computed one (a deterministic checker
+    recomputing a wrong calculation does; a model's judgement does not): corrective feedback quotes
+    it as the correct result (section 2.3.3), so nobody has to read it back out of `critique`.
     """
 
     score: float
     critique: str = ""
     rejects_input: bool = False
+    expected: str | None = None
 
     def __post_init__(self) -> None:
         _unit(self.score, "node score")
@@ -147,11 +152,16 @@ class EdgeOracle(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class NodeAudit:
+    """The combined Layer-1 verdicts of one turn (see `audit_cig`). `expected` is the value the
+    oracles computed for it (`NodeVerdict.expected`) when exactly one distinct value was stated;
+    None when none was, or when two oracles disagree (feedback must not quote a guess)."""
+
     node_id: str
     score: float
     critique: tuple[str, ...] = ()
     rejects_input: bool = False
     oracles: tuple[str, ...] = ()
+    expected: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +212,7 @@ def audit_cig(cig: Cig, node_oracles: Iterable[NodeOracle], edge_oracles: Iterab
         score, rejects = 1.0, False
         critique: list[str] = []
         names: list[str] = []
+        expected: set[str] = set()
         for oracle in node_oracles:
             verdict = oracle.audit_node(turn, parents, seen)
             if verdict is None:
@@ -211,7 +222,10 @@ def audit_cig(cig: Cig, node_oracles: Iterable[NodeOracle], edge_oracles: Iterab
             rejects = rejects or verdict.rejects_input
             if verdict.critique:
                 critique.append(f"{oracle.name}: {verdict.critique}")
-        nodes[turn.id] = NodeAudit(turn.id, score, tuple(critique), rejects, tuple(names))
+            if verdict.expected is not None:
+                expected.add(verdict.expected)
+        agreed = next(iter(expected)) if len(expected) == 1 else None
+        nodes[turn.id] = NodeAudit(turn.id, score, tuple(critique), rejects, tuple(names), agreed)
     edges: dict[tuple[str, str], EdgeAudit] = {}
     for edge in cig.edges():
         source, target = cig.turn(edge.source), cig.turn(edge.target)
@@ -335,14 +349,10 @@ def _decimals(number: str) -> int:
     return len(number.split(".", 1)[1]) if "." in number else 0
 
 
-def wrong_equations(text: str) -> list[str]:
-    """The "a op b = c" statements of `text` whose c is wrong (c may be rounded to its decimals).
-
-    An equation is skipped when something glued to its ends makes it part of a larger expression
-    ("n + 2 * 3 = 11", "2 + 3 = 5 + 1", "2^3 = 8") or when it sits inside a code block.
-    """
+def _misstated(text: str) -> list[tuple[str, float]]:
+    """Each wrong "a op b = c" statement of `text`, as written, with the value a op b really has."""
     prose = _CODE_BLOCK.sub(" ", text)
-    wrong: list[str] = []
+    wrong: list[tuple[str, float]] = []
     for match in _EQUATION.finditer(prose):
         glued_before = prose[match.start() - 1 : match.start()]
         glued_after = prose[match.end() : match.end() + 1]
@@ -361,13 +371,34 @@ def wrong_equations(text: str) -> list[str]:
         stated = match.group("result")
         tolerance = 0.5 * 10 ** (-_decimals(stated)) + 1e-9 * max(1.0, abs(value))
         if abs(value - _to_float(stated)) > tolerance:
-            wrong.append(f"{match.group(0).strip()} (it is {value:,.10g})")
+            wrong.append((match.group(0).strip(), value))
     return wrong
+
+
+def wrong_equations(text: str) -> list[str]:
+    """The "a op b = c" statements of `text` whose c is wrong (c may be rounded to its decimals),
+    each followed by its correct value: "12 * 3 = 37 (it is 36)".
+
+    An equation is skipped when something glued to its ends makes it part of a larger expression
+    ("n + 2 * 3 = 11", "2 + 3 = 5 + 1", "2^3 = 8") or when it sits inside a code block.
+    """
+    return [f"{statement} (it is {value:,.10g})" for statement, value in _misstated(text)]
+
+
+def _plain(value: float) -> str:
+    if value.is_integer() and abs(value) <= 2**53:
+        return str(int(value))
+    return f"{value:.10g}"
 
 
 @dataclass(frozen=True, slots=True)
 class ArithmeticOracle:
-    """A turn that states a wrong calculation scores 0.0; turns without calculations are skipped."""
+    """A turn that states a wrong calculation scores 0.0; turns without calculations are skipped.
+
+    The verdict's `expected` is the correct value of the first wrong calculation in the text, with
+    no thousands separators: every digit of a whole number up to 2**53 ("36", "123456789012"), else
+    10 significant digits ("3.333333333"); the critique lists the correct value of each (up to five).
+    """
 
     name: str = "arithmetic"
 
@@ -376,9 +407,10 @@ class ArithmeticOracle:
     ) -> NodeVerdict | None:
         if node.role is Role.TOOL or "=" not in node.output:
             return None
-        wrong = wrong_equations(node.output)
+        wrong = _misstated(node.output)
         if wrong:
-            return NodeVerdict(0.0, "wrong calculation: " + "; ".join(wrong[:5]))
+            listed = "; ".join(f"{statement} (it is {value:,.10g})" for statement, value in wrong[:5])
+            return NodeVerdict(0.0, f"wrong calculation: {listed}", expected=_plain(wrong[0][1]))
         return None
 
 
