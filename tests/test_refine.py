@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -14,8 +16,10 @@ from hypothesis import strategies as st
 
 from tests.openai_stub import openai_stub
 from trust.errors import GraphError, LlmError
+from trust.evaluation.arithmetic import check_expression
+from trust.evaluation.processbench import load_processbench
 from trust.graphs.cig import AgentTurn, Cig, Role
-from trust.graphs.decompose import extract_operations
+from trust.graphs.decompose import extract_operations, from_steps
 from trust.graphs.hdag import EdgeType, Hdag, HdagNode, Level
 from trust.graphs.oracles import ArithmeticOracle, NodeVerdict, ReviewVerdictOracle
 from trust.graphs.refinement import AuditFinding, ErrorType, Feedback, FeedbackKind
@@ -377,6 +381,142 @@ def test_hdag_operations_are_repaired_and_their_expressions_follow() -> None:
 def test_hdag_audit_refuses_other_graphs() -> None:
     with pytest.raises(GraphError, match="HdagExpressionAudit audits HDAGs only"):
         HdagExpressionAudit()(pipeline().graph, frozenset({"t1"}), {})
+
+
+_WRITTEN_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\d.,])\d+(?:\.\d+)?")
+
+
+_ROUNDED = re.compile(r"abs\((.+) - [\d.]+\) <= [\d.]+$")
+
+
+def _exact(text: str) -> Fraction:
+    return Fraction(text.replace(",", ""))
+
+
+def _written(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
+
+
+@dataclass
+class ArithmeticReviser:
+    """A deterministic stand-in for a model redoing the steps of a decomposed trace.
+
+    A failed step (corrective feedback) replaces the result of its first wrong calculation with the
+    value the feedback states (`Feedback.expected`; it computes nothing itself). A step re-run on
+    corrected input replaces every number a corrected step changed, then recomputes each of its
+    calculations that no longer holds. An operation `s{i}.op{k}` is the k-th calculation extracted
+    again from its regenerated step (the decomposer's naming)."""
+
+    corrected: dict[Fraction, Fraction] = field(default_factory=dict)
+    calls: list[tuple[str, bool]] = field(default_factory=list)
+
+    def _substitute(self, text: str) -> str:
+        def swap(match: re.Match[str]) -> str:
+            new = self.corrected.get(_exact(match.group()))
+            return match.group() if new is None else _written(new)
+
+        return _WRITTEN_NUMBER.sub(swap, text)
+
+    def _recompute(self, text: str, told: str | None) -> str:
+        for _ in range(20):
+            for operation in extract_operations(text):
+                check = check_expression(operation.expression)
+                if check.holds is False and operation.result is not None:
+                    rounded = _ROUNDED.match(operation.expression)  # "abs(a - c) <= t": a is the value
+                    value = check_expression(f"{rounded.group(1)} == 0").left if rounded else check.left
+                    assert value is not None
+                    self.corrected[_exact(operation.result)] = Fraction(told) if told is not None else value
+                    told = None
+                    text = self._substitute(text)
+                    break
+            else:
+                return text
+        return text
+
+    def __call__(self, request: RepairRequest) -> Regenerated:
+        node: HdagNode = request.graph.nodes[request.node]["node"]
+        self.calls.append((request.node, request.feedback is not None))
+        if node.level is Level.OPERATION:
+            step, _, k = request.node.rpartition(".op")
+            operations = extract_operations(request.graph.nodes[step]["node"].content)
+            return Regenerated(operations[int(k) - 1].text if int(k) <= len(operations) else node.content)
+        if request.feedback is not None:
+            assert request.feedback.kind is FeedbackKind.CORRECTIVE and request.feedback.expected is not None
+            return Regenerated(self._recompute(node.content, request.feedback.expected))
+        return Regenerated(self._recompute(self._substitute(node.content), None))
+
+
+def test_a_wrong_operation_regenerates_the_step_that_states_it_and_the_steps_after() -> None:
+    hdag = from_steps(
+        "Ann has 12 apples and buys 3 bags of 4. How many apples?",
+        ["She buys 3 * 4 = 12 apples.", "Now she has 12 + 12 = 25 apples.", "Half of them is 25 / 2 = 12.5 apples."],
+    )
+    audit = HdagExpressionAudit()
+    before = audit(hdag.graph, frozenset(hdag.graph), {})
+    assert {n: f.status for n, f in before.items() if f.status is not NodeStatus.VALID} == {
+        "s2": NodeStatus.INVALID_ROOT,  # the step states the wrong sum: it is the repair unit
+        "s2.op1": NodeStatus.INVALID_CASCADE,
+        "s3": NodeStatus.INVALID_CASCADE,
+        "s3.op1": NodeStatus.INVALID_CASCADE,
+    }
+    assert before["s2"].expected == "24" and "operation s2.op1" in before["s2"].critique
+    model = ArithmeticReviser()
+    result = refine(hdag.graph, audit, model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID and len(result.rounds) == 1 and result.rounds[0].failed == ("s2",)
+    assert model.calls == [("s2", True), ("s2.op1", False), ("s3", False), ("s3.op1", False)]
+    contents = {n: result.graph.nodes[n]["node"].content for n in ("s2", "s2.op1", "s3", "s3.op1")}
+    assert contents == {
+        "s2": "Now she has 12 + 12 = 24 apples.",
+        "s2.op1": "12 + 12 = 24",
+        "s3": "Half of them is 24 / 2 = 12 apples.",
+        "s3.op1": "24 / 2 = 12",
+    }
+    assert result.graph.nodes["s1"]["node"] is hdag.graph.nodes["s1"]["node"]  # frozen
+    assert (result.nodes_reexecuted, result.global_nodes) == (4, 7)
+
+
+def test_an_operation_stays_its_own_repair_unit_when_its_step_is_not_audited_or_does_not_state_it() -> None:
+    hdag = from_steps("q", ["So 2 + 2 = 5.", "Then 5 + 1 = 6."])
+    known = {n: NodeStatus.VALID for n in hdag.graph if n != "s1.op1"}
+    alone = HdagExpressionAudit()(hdag.graph, frozenset({"s1.op1"}), known)
+    assert alone["s1.op1"].status is NodeStatus.INVALID_ROOT and alone["s1.op1"].expected == "4"
+    only_data = HdagExpressionAudit(through=frozenset({EdgeType.DEPENDS_ON}))(hdag.graph, frozenset(hdag.graph), {})
+    assert only_data["s1"].status is NodeStatus.INVALID_ROOT
+    assert only_data["s1.op1"].status is NodeStatus.INVALID_CASCADE  # failed, but repaired through s1
+    assert only_data["s2"].status is NodeStatus.INVALID_CASCADE
+    rounded = from_steps("q", ["Each costs 6 * 0.75 = 4.60 dollars."])
+    (finding,) = (f for f in HdagExpressionAudit()(rounded.graph, frozenset(rounded.graph), {}).values() if f.expected)
+    assert finding.status is NodeStatus.INVALID_ROOT and finding.expected == "4.5"  # a rounded check states it too
+
+
+PROCESSBENCH = Path("/work/shared/data/processbench/gsm8k.json")
+
+
+@pytest.mark.skipif(not PROCESSBENCH.is_file(), reason="the ProcessBench development file is not on this machine")
+@pytest.mark.parametrize(
+    ("item_id", "answer"),
+    [("gsm8k-7", "2325"), ("gsm8k-2", "5600"), ("gsm8k-21", "9")],
+)
+def test_processbench_items_are_repaired_step_and_dependents(item_id: str, answer: str) -> None:
+    """A real wrong step that the arithmetic check flags (the labelled earliest error): refinement
+    regenerates that step and every step after it, and the HDAG then audits valid."""
+    (item,) = (i for i in load_processbench(PROCESSBENCH) if i.id == item_id)
+    hdag = from_steps(item.problem, list(item.steps))
+    audit = HdagExpressionAudit()
+    labelled = f"s{item.label + 1}"
+    before = audit(hdag.graph, frozenset(hdag.graph), {})
+    assert [n for n, f in before.items() if f.status is NodeStatus.INVALID_ROOT] == [labelled]
+    tainted = {labelled} | nx.descendants(hdag.graph, labelled)
+    model = ArithmeticReviser()
+    result = refine(hdag.graph, audit, model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    assert result.stop is StopReason.ALL_VALID and len(result.rounds) == 1
+    assert audit(result.graph, frozenset(result.graph), {}) == {n: AuditFinding(NodeStatus.VALID) for n in hdag.graph}
+    assert {node for node, _ in model.calls} == tainted and model.calls[0] == (labelled, True)
+    assert result.nodes_reexecuted == len(tainted) < result.global_nodes == hdag.graph.number_of_nodes()
+    for node in set(hdag.graph) - tainted:
+        assert result.graph.nodes[node]["node"] is hdag.graph.nodes[node]["node"]
+    final = result.graph.nodes[f"s{len(item.steps)}"]["node"].content
+    assert re.search(rf"boxed{{\$?{answer}}}", final), final
 
 
 @st.composite

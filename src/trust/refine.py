@@ -26,6 +26,7 @@ the regeneration reported, or, for a node never regenerated (or a callback that 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import math
@@ -38,7 +39,7 @@ from typing import Protocol
 import networkx as nx
 
 from trust.errors import GraphError, LlmError
-from trust.evaluation.arithmetic import check_expression
+from trust.evaluation.arithmetic import ExpressionCheck, check_expression
 from trust.graphs.analysis import CASCADE_EDGES
 from trust.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin
 from trust.graphs.decompose import extract_operations
@@ -580,6 +581,37 @@ def _show(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
 
 
+def _correct_value(expression: str, check: ExpressionCheck) -> Fraction | None:
+    """The exact value a failed calculation should have stated: the left side of "a op b == c", or
+    the a of "abs(a - c) <= t" (a result the trace rounded, as `trust.graphs.decompose` writes it);
+    None for any other shape."""
+    if "abs(" not in expression:
+        return check.left if "==" in expression else None
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.ops[0], ast.LtE)):
+        return None
+    call = tree.left
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "abs"):
+        return None
+    if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.BinOp):
+        return None
+    difference = call.args[0]
+    if not isinstance(difference.op, ast.Sub):
+        return None
+    return check_expression(f"{ast.unparse(difference.left)} == {ast.unparse(difference.right)}").left
+
+
+def _states(value: object, expression: str) -> bool:
+    """Whether an HDAG node's own content states the calculation `expression` (the decomposer
+    extracted it from that text, or would)."""
+    if not isinstance(value, HdagNode):
+        return False
+    return any(operation.expression == expression for operation in extract_operations(value.content))
+
+
 @dataclass(frozen=True, slots=True)
 class HdagExpressionAudit:
     """A tier-1 `Audit` of HDAG graphs (`Hdag.graph`): every node with a checkable `expression`
@@ -591,16 +623,54 @@ class HdagExpressionAudit:
     Invalid_Root, the rest are Valid. Nodes without an expression (or whose expression cannot be
     evaluated) are not judged: this audit checks calculations only, the tier-2 and tier-3 levels
     need other auditors. Outside the audited nodes, `known` statuses other than Valid count as
-    failed. The critique quotes the exact left side of a failed "a op b == c" as the correct value.
+    failed. A finding's `expected` is the exact value the calculation should have stated (the left
+    side of "a op b == c", the a of a rounded "abs(a - c) <= t"); the critique quotes it too.
+
+    The repair unit (decision where the paper is vague). The decomposer extracts an operation from
+    the text of the step it hangs under (decomposes_to), and the steps after it depend on that step,
+    not on the operation. Pruning only the failed operation would leave the step stating the wrong
+    number and its dependents built on it. So a failed operation whose calculation its
+    decomposes_to parent states in its own content (`extract_operations(parent.content)` yields the
+    same expression) makes that parent the failed node, climbing while the next parent states it
+    too: the step is Invalid_Root, with the operation's critique and `expected` (the first failed
+    calculation of the step, in graph order), and the operation is Invalid_Cascade. `plan_repair`
+    then prunes the step, its operations and every depends_on descendant; they are regenerated and
+    re-audited. A parent that does not state the calculation (a hand-built HDAG whose step only
+    describes its operations) leaves the operation as its own repair unit, as does a stating parent
+    outside the audited nodes. This lives in the audit, not in the decomposer: an operation -> later
+    steps data-flow edge would cascade to the dependents but still leave the step that states the
+    wrong number frozen, and the graph keeps the paper's shape (operations are leaves).
     """
 
     through: frozenset[EdgeType] = CASCADE_EDGES
 
+    def _repair_unit(self, graph: nx.DiGraph, node_id: str, expression: str, nodes: frozenset[str]) -> str:
+        unit = node_id
+        seen = {unit}
+        while True:
+            above = next(
+                (
+                    parent
+                    for parent, data in graph.pred[unit].items()
+                    if data.get("type") is EdgeType.DECOMPOSES_TO
+                    and parent in nodes
+                    and parent not in seen
+                    and _states(graph.nodes[parent].get("node"), expression)
+                ),
+                None,
+            )
+            if above is None:
+                return unit
+            unit = above
+            seen.add(unit)
+
     def __call__(
         self, graph: nx.DiGraph, nodes: frozenset[str], known: Mapping[str, NodeStatus]
     ) -> Mapping[str, AuditFinding]:
-        own: dict[str, AuditFinding] = {}
-        for node_id in nodes:
+        failures: dict[str, list[tuple[str, str, str | None]]] = {}  # repair unit -> (node, critique, expected)
+        for node_id in graph.nodes:  # graph order, so that "the first failed calculation" is stable
+            if node_id not in nodes:
+                continue
             value = graph.nodes[node_id].get("node")
             if not isinstance(value, HdagNode):
                 raise GraphError(f"node {node_id!r} holds no HDAG node: HdagExpressionAudit audits HDAGs only")
@@ -609,12 +679,23 @@ class HdagExpressionAudit:
             check = check_expression(value.expression)
             if check.holds is not False:
                 continue
-            expected = None
+            correct = _correct_value(value.expression, check)
+            expected = None if correct is None else _show(correct)
             critique = f"{value.content.strip()!r}: the calculation {value.expression} does not hold"
-            if check.left is not None and "==" in value.expression and "abs(" not in value.expression:
-                expected = _show(check.left)
+            if expected is not None:
                 critique += f" (the left side is {expected})"
-            own[node_id] = AuditFinding(NodeStatus.INVALID_ROOT, critique, ErrorType.FACTUAL, expected)
+            unit = self._repair_unit(graph, node_id, value.expression, nodes)
+            failures.setdefault(unit, []).append((node_id, critique, expected))
+        own: dict[str, AuditFinding] = {}
+        stated: dict[str, str] = {}  # a failed operation -> the node that states it and is repaired instead
+        for unit, found in failures.items():
+            for node_id, _, _ in found:
+                if node_id != unit:
+                    stated[node_id] = unit
+            critique = "; ".join(
+                text if node_id == unit else f"operation {node_id} {text}" for node_id, text, _ in found
+            )
+            own[unit] = AuditFinding(NodeStatus.INVALID_ROOT, critique, ErrorType.FACTUAL, found[0][2])
         failed = set(own) | {node for node, status in known.items() if status is not NodeStatus.VALID}
         downstream: set[str] = set()
         stack = list(failed)
@@ -626,7 +707,12 @@ class HdagExpressionAudit:
                     stack.append(child)
         findings: dict[str, AuditFinding] = {}
         for node_id in nodes:
-            if node_id in downstream:
+            if node_id in stated:
+                findings[node_id] = AuditFinding(
+                    NodeStatus.INVALID_CASCADE,
+                    f"its calculation does not hold; {stated[node_id]} states it and is repaired as a whole",
+                )
+            elif node_id in downstream:
                 findings[node_id] = AuditFinding(NodeStatus.INVALID_CASCADE, "depends on a failed node")
             else:
                 findings[node_id] = own.get(node_id, AuditFinding(NodeStatus.VALID))
