@@ -26,8 +26,9 @@ The deterministic oracles below check what is mechanical, and score 0.0 (a defin
   rounding to fewer decimals is not corruption.
 
 `LlmNodeOracle` is the Layer-1 oracle of a language model, through the `ChatModel` protocol of
-`trust.graphs.llm_decompose` (the network lives in the adapter `trust.llm.LlmClient`); nothing here
-opens a socket.
+`trust.graphs.llm_decompose` (the network lives in the adapter `trust.llm.LlmClient`), and
+`LlmEdgeOracle` its Layer-2 counterpart (protocol compliance and information fidelity of each
+message, with the failure modes it saw); nothing here opens a socket.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ __all__ = [
     "EdgeScore",
     "EdgeVerdict",
     "ExecutionOracle",
+    "FIDELITY_FAILURES",
+    "LlmEdgeOracle",
     "LlmNodeOracle",
     "NodeAudit",
     "NodeOracle",
     "NodeVerdict",
+    "PROTOCOL_FAILURES",
     "ReviewVerdictOracle",
     "ValueFidelityOracle",
     "audit_cig",
@@ -714,3 +718,154 @@ class LlmNodeOracle:
         self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
     ) -> NodeVerdict | None:
         return self._verdicts.get(node.id)
+
+
+# ---------------------------------------------------------------------------------------------- LLM edges
+
+PROTOCOL_FAILURES = ("format_mismatch", "schema_violation", "ignored_constraint")
+"""The protocol-compliance failure modes of section 2.2.4, as `LlmEdgeOracle` findings name them."""
+FIDELITY_FAILURES = ("value_corruption", "semantic_drift", "information_injection", "information_loss")
+"""The information-fidelity failure modes of section 2.2.4, as `LlmEdgeOracle` findings name them."""
+
+_LLM_EDGE_SYSTEM = """You are an auditor of a multi-agent system running "the telephone test" on ONE \
+message passed from a sender agent to a receiver agent. You see the message, the receiver's other \
+inputs, and the output the receiver produced. Judge the transmission only, not whether the sender \
+was right: a receiver that faithfully passes on a wrong value is faithful.
+- protocol: does the receiver's output conform to the interface the message asked for? Failure modes: \
+format_mismatch (e.g. JSON requested, prose returned), schema_violation (a required field missing, \
+or of the wrong type), ignored_constraint (an explicit instruction of the message disregarded). When \
+the receiver does not reply to this message but only reuses content from it, protocol is 1.0.
+- fidelity: did the information the receiver took from the message arrive intact? Failure modes: \
+value_corruption (a number, name or identifier altered), semantic_drift (the meaning changed or \
+distorted), information_injection (the receiver states data found neither in this message nor in its \
+other inputs), information_loss (critical content of the message dropped).
+Reply with one JSON object and nothing else:
+{"protocol": <number from 0.0 (broken) to 1.0 (fully compliant)>, \
+"fidelity": <number from 0.0 (corrupted) to 1.0 (intact)>, \
+"failures": [{"mode": "<one of the seven failure modes above>", "detail": "<what was sent, what arrived>"}]}
+Leave "failures" empty when you see none."""
+
+_FAILURE_MODES = frozenset(PROTOCOL_FAILURES + FIDELITY_FAILURES)
+
+
+class LlmEdgeOracle:
+    """Layer 2 by a language model ("the telephone test", section 2.2.4), through any `ChatModel`.
+
+    The same two steps as `LlmNodeOracle`: `await prepare(cig)` asks the model about every edge
+    whose receiver is not a tool turn (a tool executes what it is sent; a failure there shows in its
+    output, which the node oracles read), at most `concurrency` requests at once, and keeps the
+    verdicts; `audit_edge` returns the kept verdict of an edge. The model scores protocol compliance
+    and information fidelity in [0, 1] and names the failure modes it saw (`PROTOCOL_FAILURES`,
+    `FIDELITY_FAILURES`); each finding reads "<mode>: <detail>".
+
+    The prompt holds the edge as an auditor of the network would see it: the sender and receiver
+    (agent, role, step), how the link was found (`EdgeOrigin`), the interface the sender declared
+    for replies (`AgentTurn.contract`) when it did, the transmitted message, the receiver's other
+    inputs (outside input and the other parents' outputs, so that data from them is not mistaken
+    for injection) and the receiver's output, each text clipped to `max_chars`.
+
+    Decision (the paper does not say which edges a contract binds): a receiver linked by an overlap
+    edge only reuses content from the message, it does not reply to it, so on such an edge the
+    protocol score is 1.0 whatever the model says and protocol findings are dropped; fidelity is
+    judged on every edge. This is the rule of the deterministic `ContractOracle` as well.
+
+    A reply that is not a JSON object with `protocol` and `fidelity` in [0, 1], or whose `failures`
+    is not a list of known modes, raises `LlmError` naming the edge: an edge the model could not
+    judge must not pass silently.
+    """
+
+    name = "llm-edge"
+
+    def __init__(
+        self, model: ChatModel, *, temperature: float = 0.0, max_chars: int = 4000, concurrency: int = 4
+    ) -> None:
+        if concurrency < 1 or max_chars < 1:
+            raise GraphError(f"LLM edge oracle: concurrency ({concurrency}) and max_chars ({max_chars}) must be >= 1")
+        self._model = model
+        self._temperature = temperature
+        self._max_chars = max_chars
+        self._concurrency = concurrency
+        self._verdicts: dict[tuple[str, str], EdgeVerdict] = {}
+
+    def messages(
+        self, edge: CigEdge, source: AgentTurn, target: AgentTurn, others: Sequence[AgentTurn] = ()
+    ) -> list[ChatMessage]:
+        """The prompt about one edge; `others` are the receiver's other parents."""
+        limit = self._max_chars
+        if edge.origin is EdgeOrigin.OVERLAP:
+            link = "the receiver does not reply to this message; it reuses content from it"
+        else:
+            link = "the receiver replies to this message"
+        parts = [
+            f"Edge {edge.source} -> {edge.target} ({edge.origin.value}: {link})",
+            f"Sender: {source.agent} (role {source.role.value}, step {source.step})",
+            f"Receiver: {target.agent} (role {target.role.value}, step {target.step})",
+        ]
+        if source.contract is not None:
+            interface = "a JSON object" if source.contract.format == "json" else "text"
+            if source.contract.required:
+                interface += " with the fields " + ", ".join(source.contract.required)
+            parts.append(f"Interface the sender declared for replies: {interface}")
+        parts.append(f"Message transmitted by {source.agent} (step {source.step}):\n{_clip(edge.message, limit)}")
+        if target.input:
+            parts.append(f"Other input of the receiver, from outside the swarm:\n{_clip(target.input, limit)}")
+        for other in others:
+            parts.append(
+                f"Other input of the receiver, from {other.agent} (step {other.step}):\n{_clip(other.output, limit)}"
+            )
+        parts.append(f"Output of the receiver {target.agent} (step {target.step}):\n{_clip(target.output, limit)}")
+        return [ChatMessage("system", _LLM_EDGE_SYSTEM), ChatMessage("user", "\n\n".join(parts))]
+
+    def parse(self, edge: CigEdge, reply: str) -> EdgeVerdict:
+        where = f"LLM audit of edge {edge.source!r} -> {edge.target!r}"
+        found = json_object(reply)
+        if found is None:
+            raise LlmError(f"{where}: the reply holds no JSON object: {reply[:200]!r}")
+        scores: dict[str, float] = {}
+        for check in ("protocol", "fidelity"):
+            value = found.get(check)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise LlmError(f"{where}: {check} {value!r} is not a number in [0, 1]")
+            scores[check] = float(value)
+        failures = found.get("failures", [])
+        if not isinstance(failures, list):
+            raise LlmError(f"{where}: failures {failures!r} is not a list")
+        findings: list[str] = []
+        for failure in failures:
+            raw = failure.get("mode") if isinstance(failure, dict) else failure
+            mode = "_".join(raw.lower().replace("-", " ").split()) if isinstance(raw, str) else None
+            if mode not in _FAILURE_MODES:
+                known = ", ".join(PROTOCOL_FAILURES + FIDELITY_FAILURES)
+                raise LlmError(f"{where}: failure mode {raw!r} is not one of {known}")
+            if edge.origin is EdgeOrigin.OVERLAP and mode in PROTOCOL_FAILURES:
+                continue
+            detail = failure.get("detail", "") if isinstance(failure, dict) else ""
+            detail = detail if isinstance(detail, str) else json.dumps(detail)
+            findings.append(f"{mode}: {detail}" if detail.strip() else mode)
+        protocol = 1.0 if edge.origin is EdgeOrigin.OVERLAP else scores["protocol"]
+        return EdgeVerdict(EdgeScore(protocol, scores["fidelity"]), tuple(findings))
+
+    async def prepare(self, cig: Cig) -> None:
+        gate = asyncio.Semaphore(self._concurrency)
+
+        async def ask(edge: CigEdge) -> tuple[tuple[str, str], EdgeVerdict]:
+            source, target = cig.turn(edge.source), cig.turn(edge.target)
+            others = [cig.turn(p) for p in cig.parents(edge.target) if p != edge.source]
+            prompt = self.messages(edge, source, target, others)
+            async with gate:
+                reply = await self._model.complete(prompt, temperature=self._temperature, json_mode=True)
+            return (edge.source, edge.target), self.parse(edge, reply)
+
+        roles = {turn.id: turn.role for turn in cig.turns()}
+        tasks = [asyncio.ensure_future(ask(edge)) for edge in cig.edges() if roles[edge.target] is not Role.TOOL]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:  # one edge failed: stop asking about the others, and wait until they stop
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        self._verdicts = dict(results)
+
+    def audit_edge(self, edge: CigEdge, source: AgentTurn, target: AgentTurn) -> EdgeVerdict | None:
+        return self._verdicts.get((edge.source, edge.target))
