@@ -22,7 +22,7 @@ from trust.settings import AuditSettings, LlmSettings
 
 
 def _trust(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200")
+    env = dict(os.environ, COLUMNS="200", TRUST_AUDIT__SIMILARITY="lexical")  # no model to load
     for key in list(env):
         if key.startswith("TRUST_LLM"):
             del env[key]  # the deterministic oracles only
@@ -185,9 +185,16 @@ def test_cli_adds_the_llm_oracle_when_an_endpoint_is_configured(tmp_path: Path) 
     path = tmp_path / "apples.json"
     path.write_text(json.dumps(APPLES_LOG))
     with openai_stub() as stub:
-        for _ in range(5):
+        for _ in range(5):  # every turn is asked about first, then every edge
             stub.reply('{"score": 0.1, "critique": "the model disagrees", "rejects_input": false}')
-        env = dict(os.environ, TRUST_LLM__BASE_URL=stub.base_url, TRUST_LLM__MAX_RETRIES="0")
+        for _ in range(4):
+            stub.reply('{"protocol": 1.0, "fidelity": 1.0, "failures": []}')
+        env = dict(
+            os.environ,
+            TRUST_LLM__BASE_URL=stub.base_url,
+            TRUST_LLM__MAX_RETRIES="0",
+            TRUST_AUDIT__SIMILARITY="lexical",
+        )
         run = subprocess.run(
             [sys.executable, "-m", "trust", "graph", "localize", str(path), "--json"],
             env=env,
@@ -198,7 +205,7 @@ def test_cli_adds_the_llm_oracle_when_an_endpoint_is_configured(tmp_path: Path) 
         )
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    assert len(stub.requests) == 5 and "llm" in data["oracles"]
+    assert len(stub.requests) == 5 + 4 and {"llm", "llm-edge"} <= set(data["oracles"])
     # The model fails every turn: t0 is the root, the rest cascade, except t4 whose edge failed.
     assert [n["status"] for n in data["nodes"]] == [
         "Invalid_Root",

@@ -2,25 +2,34 @@
 
 Orchestration for `trust graph localize`: reads the file (bounded in size, clear errors for
 missing files and bad JSON), detects its format (`trust.agent-log` or Who&When), builds the CIG,
-runs the deterministic oracles, plus the LLM node oracle when an OpenAI-compatible endpoint is
-configured (`Settings().llm.configured`), localizes faults with the thresholds of
-`Settings().audit`, and flags stationary agents with the lexical similarity (or the one passed in).
-The result renders to the JSON the CLI prints, or to a table.
+runs the deterministic oracles, plus the LLM node and edge oracles (Layers 1 and 2) when an
+OpenAI-compatible endpoint is configured (`Settings().llm.configured`), localizes faults with the
+thresholds of `Settings().audit`, and flags stationary agents with the similarity that
+`Settings().audit.similarity` names (`build_similarity`). The result renders to the JSON the CLI
+prints, or to a table.
+
+Similarity: "minilm" (the default) is the all-MiniLM-L6-v2 sentence-embedding adapter of
+`trust.embeddings`, loaded once per command (a few seconds, mostly importing torch) and passed to
+every audit; when its optional extra is not installed the audit falls back to the core's lexical
+similarity and says so on stderr, rather than failing a command whose main output (the fault
+localization) does not depend on it. "lexical" uses the core fallback and loads nothing. The JSON
+says which one ran (`similarity`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from trust.errors import GraphError
+from trust.errors import ConfigError, GraphError
 from trust.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
 from trust.graphs.cig import Cig
 from trust.graphs.llm_decompose import ChatModel
@@ -28,6 +37,7 @@ from trust.graphs.localize import Localization, localize_audit
 from trust.graphs.oracles import (
     CigAudit,
     EdgeOracle,
+    LlmEdgeOracle,
     LlmNodeOracle,
     NodeOracle,
     audit_cig,
@@ -43,9 +53,11 @@ __all__ = [
     "audit_agent_log",
     "audit_agent_log_with_model",
     "audit_log_file",
+    "build_similarity",
     "localize_log_file",
     "read_agent_log",
     "render",
+    "similarity_name",
 ]
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
@@ -90,6 +102,7 @@ class LogAudit:
     stationary: tuple[StationaryPair, ...]
     settings: AuditSettings
     oracles: tuple[str, ...] = ()
+    similarity: str = "lexical"
 
     def to_json(self) -> dict[str, Any]:
         """`nodes` and `root_causes` hold exactly the keys `trust graph localize --json` promises
@@ -132,6 +145,7 @@ class LogAudit:
             "turns": turns,
             "format": self.log.source,
             "oracles": list(self.oracles),
+            "similarity": self.similarity,
             "thresholds": {"tau_node": self.settings.tau_node, "tau_edge": self.settings.tau_edge},
             "failed_edges": failed_edges,
             "stationary": [
@@ -155,25 +169,32 @@ def audit_agent_log(
     cig: Cig | None = None,
 ) -> LogAudit:
     """Builds the CIG (unless given), audits it with the deterministic oracles plus the given ones,
-    localizes faults and looks for stationary agents."""
+    localizes faults and looks for stationary agents (lexical similarity unless one is given)."""
     cig = cig if cig is not None else build_cig(log, rule)
+    similarity = similarity or LexicalSimilarity()
     nodes = [*deterministic_node_oracles(), *node_oracles]
     edges = [*deterministic_edge_oracles(), *edge_oracles]
     audit = audit_cig(cig, nodes, edges)
     localization = localize_audit(cig, audit, tau_node=settings.tau_node, tau_edge=settings.tau_edge)
-    stationary = detect_stationarity(cig, similarity or LexicalSimilarity(), tau_stat=settings.tau_stat)
+    stationary = detect_stationarity(cig, similarity, tau_stat=settings.tau_stat)
     names = tuple(oracle.name for oracle in nodes) + tuple(oracle.name for oracle in edges)
-    return LogAudit(log, cig, audit, localization, stationary, settings, names)
+    return LogAudit(log, cig, audit, localization, stationary, settings, names, similarity_name(similarity))
 
 
 async def audit_agent_log_with_model(
     log: AgentLog, settings: AuditSettings, model: ChatModel, *, rule: OverlapRule | None = None, **kwargs: Any
 ) -> LogAudit:
-    """`audit_agent_log` with the LLM node oracle of `model` added to the deterministic ones."""
+    """`audit_agent_log` with the LLM node and edge oracles of `model` added to the deterministic ones.
+
+    The model is asked about every turn first, then about every edge, each phase at most
+    `LlmNodeOracle`'s concurrency at once: the endpoint never sees more requests in flight than
+    that, and a failing phase stops before the next one spends requests."""
     cig = build_cig(log, rule)
-    oracle = LlmNodeOracle(model)
-    await oracle.prepare(cig)
-    return audit_agent_log(log, settings, node_oracles=[oracle], cig=cig, **kwargs)
+    node_oracle = LlmNodeOracle(model)
+    await node_oracle.prepare(cig)
+    edge_oracle = LlmEdgeOracle(model)
+    await edge_oracle.prepare(cig)
+    return audit_agent_log(log, settings, node_oracles=[node_oracle], edge_oracles=[edge_oracle], cig=cig, **kwargs)
 
 
 def audit_log_file(path: Path, settings: AuditSettings, **kwargs: Any) -> LogAudit:
@@ -181,18 +202,56 @@ def audit_log_file(path: Path, settings: AuditSettings, **kwargs: Any) -> LogAud
     return audit_agent_log(read_agent_log(path), settings, **kwargs)
 
 
-def localize_log_file(path: Path, settings: Settings) -> LogAudit:
-    """What `trust graph localize` runs: the deterministic oracles, plus the LLM node oracle when
-    `settings.llm` names an endpoint."""
+def similarity_name(similarity: Similarity) -> str:
+    """What the JSON calls a similarity: "lexical", "minilm", or the class name of another one."""
+    if isinstance(similarity, LexicalSimilarity):
+        return "lexical"
+    from trust.embeddings import MiniLmSimilarity  # cheap: torch loads only when one is built
+
+    if isinstance(similarity, MiniLmSimilarity):
+        return "minilm"
+    return type(similarity).__name__
+
+
+def _warn_on_stderr(message: str) -> None:
+    Console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)
+
+
+def build_similarity(settings: AuditSettings, *, warn: Callable[[str], None] = _warn_on_stderr) -> Similarity:
+    """The stationarity similarity `settings.similarity` names; build it once per command.
+
+    "minilm" loads all-MiniLM-L6-v2 (`trust.embeddings.MiniLmSimilarity`); when that fails (the
+    optional extra is not installed, or the model cannot be read) `warn` is told why and the
+    lexical similarity is returned instead. "lexical" returns `LexicalSimilarity()`.
+    """
+    if settings.similarity == "lexical":
+        return LexicalSimilarity()
+    from trust.embeddings import MiniLmSimilarity
+
+    try:
+        return MiniLmSimilarity()
+    except ConfigError as exc:
+        warn(
+            f"TRUST_AUDIT__SIMILARITY=minilm, but the sentence-embedding model cannot be loaded: {exc}. "
+            "Stationarity uses the lexical similarity instead (set TRUST_AUDIT__SIMILARITY=lexical to choose it)."
+        )
+        return LexicalSimilarity()
+
+
+def localize_log_file(path: Path, settings: Settings, *, warn: Callable[[str], None] = _warn_on_stderr) -> LogAudit:
+    """What `trust graph localize` runs: the deterministic oracles, plus the LLM node and edge
+    oracles when `settings.llm` names an endpoint, and the similarity of `settings.audit` (loaded
+    after the log is read, so that a bad file fails before the model loads)."""
     log = read_agent_log(path)
+    similarity = build_similarity(settings.audit, warn=warn)
     if not settings.llm.configured:
-        return audit_agent_log(log, settings.audit)
+        return audit_agent_log(log, settings.audit, similarity=similarity)
 
     async def with_model() -> LogAudit:
         from trust.llm import LlmClient
 
         async with LlmClient(settings.llm) as client:
-            return await audit_agent_log_with_model(log, settings.audit, client)
+            return await audit_agent_log_with_model(log, settings.audit, client, similarity=similarity)
 
     return asyncio.run(with_model())
 
@@ -231,6 +290,7 @@ def render(report: LogAudit, console: Console) -> None:
             "; ".join(turn["critique"]),
         )
     console.print(table)
+    console.print(f"oracles: {', '.join(data['oracles'])}; stationarity similarity: {data['similarity']}")
     for edge in data["failed_edges"]:
         console.print(f"edge {edge['source']} -> {edge['target']} failed: {'; '.join(edge['findings'])}")
     if not data["root_causes"]:

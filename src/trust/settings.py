@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -185,6 +185,11 @@ class AuditSettings(BaseModel):
     tau_node: float = Field(0.8, gt=0, le=1, description="node validity threshold (Layer 1)")
     tau_edge: float = Field(0.8, gt=0, le=1, description="edge protocol and fidelity threshold (Layer 2)")
     tau_stat: float = Field(0.95, gt=0, le=1, description="similarity above which an agent is stuck in a loop")
+    similarity: Literal["minilm", "lexical"] = Field(
+        "minilm",
+        description="how stationarity compares two outputs: 'minilm' (all-MiniLM-L6-v2 sentence embeddings, the "
+        "embeddings extra; lexical with a warning when it is missing) or 'lexical' (character n-grams, no model)",
+    )
 
 
 class RefinementSettings(BaseModel):

@@ -80,10 +80,12 @@ async def test_whowhen_with_a_model(tmp_path: Path) -> None:
     with openai_stub() as stub:
         stub.reply('{"score": 0.2, "critique": "population is wrong"}')
         stub.reply('{"score": 0.2, "critique": "approved a wrong claim"}')
+        stub.reply('{"protocol": 1.0, "fidelity": 1.0, "failures": []}')  # then the one edge
         async with LlmClient(_settings(stub.base_url)) as client:
             report = await evaluate_whowhen_with_model(log_files(tmp_path / "logs"), AuditSettings(), client)
     assert report.score.metrics() == {"agent_accuracy": 1.0, "step_accuracy": 1.0, "n": 1}
-    assert len(stub.requests) == 2
+    assert len(stub.requests) == 3
+    assert "telephone test" in stub.requests[2].body["messages"][0]["content"]
 
 
 def test_cli_uses_the_model_when_an_endpoint_is_configured(tmp_path: Path) -> None:

@@ -14,6 +14,10 @@ Invalid_Root is also the earliest root cause of any kind.) When Algorithm 1 find
 there is no prediction and the item counts as wrong for both agent and step (`predicted` in the
 score says how many items had one). No fallback guess is made: the figures are what the oracles find.
 
+Stationarity (decision): the audits keep the lexical similarity whatever `AuditSettings.similarity`
+says, unless a caller passes another: the score reads only the localization, so loading the
+embedding model would cost seconds and change no figure.
+
 Scoring follows the published convention: the agent matches when the names are equal ignoring case
 (and surrounding blanks), the step when the indices are equal as integers. A step is never matched
 as a substring ("1" does not match "10").
@@ -202,9 +206,11 @@ async def evaluate_whowhen_with_model(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> WhoWhenReport:
-    """`evaluate_whowhen` with the LLM node oracle of `model` (`trust.graphs.oracles.LlmNodeOracle`)
-    added to the deterministic ones: what `trust eval whowhen` runs when `Settings().llm` names an
-    endpoint. Logs are audited one after the other; the oracle asks about a log's turns concurrently."""
+    """`evaluate_whowhen` with the LLM node and edge oracles of `model` (`trust.graphs.oracles.
+    LlmNodeOracle`, `LlmEdgeOracle`, through `trust.audit_log.audit_agent_log_with_model`) added to
+    the deterministic ones: what `trust eval whowhen` runs when `Settings().llm` names an endpoint.
+    Logs are audited one after the other; the oracles ask about a log's turns, then its edges,
+    concurrently."""
     items: list[WhoWhenItem] = []
     for path in files:
         log, label = _labelled(path)
