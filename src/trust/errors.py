@@ -12,6 +12,9 @@
      +-- GraphError             a reasoning graph (HDAG or CIG) or its input is malformed
      |    +-- GraphValidationError  an HDAG breaks one or more structural rules; lists them all
      +-- LlmError               an OpenAI-compatible endpoint failed or answered unusably
+     +-- IpfsError              the IPFS node could not be reached or refused a request
+     |    +-- ContentNotFound   no node could provide the CID
+     +-- VerificationError      content failed a check (CID, digest, GCM tag, associated data, proof)
 
 Every message says what failed, the values involved and what to do next.
 """
@@ -24,14 +27,17 @@ __all__ = [
     "ChainError",
     "CompileError",
     "ConfigError",
+    "ContentNotFound",
     "ContractReverted",
     "DeploymentNotFound",
     "DevnetError",
     "GraphError",
     "GraphValidationError",
+    "IpfsError",
     "LlmError",
     "ToolchainError",
     "TrustError",
+    "VerificationError",
     "WalletError",
 ]
 
@@ -96,3 +102,18 @@ class GraphValidationError(GraphError):
 
 class LlmError(TrustError):
     """An OpenAI-compatible chat endpoint could not be reached or answered unusably."""
+
+
+class IpfsError(TrustError):
+    """The IPFS node (Kubo RPC API) could not be reached, timed out or refused a request."""
+
+
+class ContentNotFound(IpfsError):
+    """The node has no block for the CID and could not find one."""
+
+
+class VerificationError(TrustError):
+    """Content failed a check: CID, ciphertext digest, AES-GCM tag, associated data or Merkle proof.
+
+    Nothing that raised this was decrypted or used.
+    """
