@@ -1,0 +1,191 @@
+"""Need-to-know key distribution (paper 3.4.2): who receives which segment keys.
+
+A seat on node v receives K_v and the keys of v's immediate parents, nothing else: the parents are
+the context an auditor needs to judge v (the premises of an HDAG step, the messages a CIG turn
+received), and nothing downstream or further up is given. So a seat on v can read exactly
+`need_to_know(v) = {v} + parents(v)`, and a coalition of seats can read the union of theirs
+(`readable_nodes`), which is what the privacy measurement (`trust.bench.privacy`) counts.
+
+The provider side (`plan_envelopes`): given the committee as read from chain (one `Seat` per seated
+auditor and segment, with the encryption key the auditor registered), one `EnvelopePlan` per seat
+and nothing else. The function has no other source of recipients, so a key can only go to an
+auditor the chain seated; an auditor seated on several segments gets one envelope per seat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import networkx as nx
+
+from trust.errors import GraphError, VerificationError
+from trust.graphs.cig import Cig
+from trust.graphs.hdag import Hdag
+from trust.privacy.envelopes import KeyGrant, address_bytes, seal_envelope
+
+__all__ = [
+    "EnvelopePlan",
+    "Seat",
+    "SealedEnvelope",
+    "grant_for",
+    "need_to_know",
+    "parent_lists",
+    "plan_envelopes",
+    "readable_nodes",
+    "seal_envelopes",
+]
+
+Graph: TypeAlias = Hdag | Cig | nx.DiGraph
+"""What the access functions accept: an HDAG, a CIG, or their networkx view."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """One seat as read from chain: `auditor` (0x address) seated on segment `segment_index`, with
+    the X25519 public key it registered (`AuditorRegistry.encryptionKeyOf`, bytes32)."""
+
+    segment_index: int
+    auditor: str
+    encryption_key: bytes
+
+    def __post_init__(self) -> None:
+        if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
+            raise GraphError(f"seat: segment index {self.segment_index!r} is not a non-negative integer")
+        address_bytes(self.auditor)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopePlan:
+    """What the provider wraps for one seat."""
+
+    seat: Seat
+    grant: KeyGrant
+
+
+@dataclass(frozen=True, slots=True)
+class SealedEnvelope:
+    """A seat's sealed envelope, ready to store (its CID is then announced on chain per seat)."""
+
+    seat: Seat
+    node_id: str
+    envelope: bytes = field(repr=False)
+
+
+def _parents(graph: Graph, node_id: str) -> list[str]:
+    if isinstance(graph, Hdag | Cig):
+        return graph.parents(node_id)
+    if isinstance(graph, nx.DiGraph):
+        if node_id not in graph:
+            raise GraphError(f"unknown node {node_id!r}")
+        return list(graph.predecessors(node_id))
+    raise GraphError(f"expected an Hdag, a Cig or a networkx DiGraph, got {type(graph).__name__}")
+
+
+def _node_ids(graph: Graph) -> list[str]:
+    if isinstance(graph, Hdag):
+        return [node.id for node in graph.nodes()]
+    if isinstance(graph, Cig):
+        return graph.topological_order()
+    if isinstance(graph, nx.DiGraph):
+        return list(graph.nodes)
+    raise GraphError(f"expected an Hdag, a Cig or a networkx DiGraph, got {type(graph).__name__}")
+
+
+def need_to_know(graph: Graph, node_id: str) -> tuple[str, ...]:
+    """The nodes a seat on `node_id` may read: the node itself, then its immediate parents."""
+    return (node_id, *_parents(graph, node_id))
+
+
+def parent_lists(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """`need_to_know` of every node at once, in the graph's order (one pass; for measurements)."""
+    return {node_id: need_to_know(graph, node_id) for node_id in _node_ids(graph)}
+
+
+def readable_nodes(graph: Graph | Mapping[str, Sequence[str]], seated_nodes: Iterable[str]) -> set[str]:
+    """The nodes whose keys a coalition holding seats on `seated_nodes` receives, all together.
+
+    `graph` may be a precomputed `parent_lists` mapping, to count many coalitions cheaply.
+    """
+    if isinstance(graph, Mapping):
+        readable: set[str] = set()
+        for node_id in seated_nodes:
+            try:
+                readable.update(graph[node_id])
+            except KeyError:
+                raise GraphError(f"unknown node {node_id!r}") from None
+        return readable
+    return {member for node_id in seated_nodes for member in need_to_know(graph, node_id)}
+
+
+def grant_for(graph: Graph, node_id: str, segment_index: int, keys: Mapping[str, bytes]) -> KeyGrant:
+    """The `KeyGrant` of a seat on `node_id`: K_v and the parents' keys, taken from `keys`."""
+    wanted = need_to_know(graph, node_id)
+    missing = [member for member in wanted if member not in keys]
+    if missing:
+        raise GraphError(f"segment {segment_index} ({node_id!r}): no key for {missing}; seal every node first")
+    return KeyGrant(segment_index, node_id, {member: keys[member] for member in wanted})
+
+
+def plan_envelopes(
+    graph: Graph,
+    segment_nodes: Sequence[str],
+    keys: Mapping[str, bytes],
+    committee: Iterable[Seat],
+) -> list[EnvelopePlan]:
+    """One envelope plan per seat of `committee`, and only for those seats.
+
+    `segment_nodes[i]` is the node of segment i (the manifest's order; every node of the graph
+    exactly once). `committee` is what the chain seated; the same seat read twice (for example
+    from two event queries) yields one plan. Raises `VerificationError` when the committee does
+    not fit the trace: a seat on a segment the trace does not have, or one auditor read with two
+    different encryption keys.
+    """
+    nodes = _node_ids(graph)
+    if len(segment_nodes) != len(nodes) or set(segment_nodes) != set(nodes):
+        extra = sorted(set(segment_nodes) - set(nodes))[:5]
+        absent = sorted(set(nodes) - set(segment_nodes))[:5]
+        raise GraphError(
+            f"segment_nodes must list every node of the graph exactly once ({len(segment_nodes)} given, "
+            f"{len(nodes)} nodes; unknown {extra}, missing {absent})"
+        )
+    plans: list[EnvelopePlan] = []
+    seen: set[tuple[int, str]] = set()
+    key_of: dict[str, bytes] = {}
+    for seat in committee:
+        if seat.segment_index >= len(segment_nodes):
+            raise VerificationError(
+                f"auditor {seat.auditor} is seated on segment {seat.segment_index}, but the trace has segments "
+                f"0..{len(segment_nodes) - 1}: the committee was read for another session"
+            )
+        auditor = seat.auditor.lower()
+        known = key_of.setdefault(auditor, seat.encryption_key)
+        if known != seat.encryption_key:
+            raise VerificationError(
+                f"auditor {seat.auditor} was read with two encryption keys (0x{known.hex()} and "
+                f"0x{seat.encryption_key.hex()}); read the committee and the registry again at one block"
+            )
+        if (seat.segment_index, auditor) in seen:
+            continue
+        seen.add((seat.segment_index, auditor))
+        node_id = segment_nodes[seat.segment_index]
+        plans.append(EnvelopePlan(seat, grant_for(graph, node_id, seat.segment_index, keys)))
+    return plans
+
+
+def seal_envelopes(plans: Iterable[EnvelopePlan], trace_id: bytes) -> list[SealedEnvelope]:
+    """Seals every plan to its seat's registered key."""
+    return [
+        SealedEnvelope(
+            plan.seat,
+            plan.grant.node_id,
+            seal_envelope(
+                plan.grant,
+                trace_id=trace_id,
+                auditor=plan.seat.auditor,
+                recipient_key=plan.seat.encryption_key,
+            ),
+        )
+        for plan in plans
+    ]

@@ -1,0 +1,239 @@
+"""Key envelopes: the segment keys of one seat, wrapped to its auditor's registered X25519 key.
+
+One envelope per seat (an auditor seated on the segment of node v): it holds K_v and the keys of
+v's immediate parents (paper 3.4.2; `trust.privacy.access` decides which). It is RFC 9180 HPKE in
+base mode, single shot, through `cryptography`'s own HPKE API: DHKEM(X25519, HKDF-SHA256),
+HKDF-SHA256, AES-256-GCM. The recipient key is the 32-byte raw X25519 public key the auditor
+registered on chain (`AuditorRegistry.encryptionKeyOf`), the key `trust.devnet` creates and stores
+as encrypted PKCS#8 PEM for each devnet auditor.
+
+Envelope format, version 1:
+
+    offset  size  field
+    0       4     magic b"TREV"
+    4       1     format version (1)
+    5       32    enc: the sender's ephemeral X25519 public key (HPKE)
+    37      n+16  AES-256-GCM ciphertext of the n-byte key payload, then the tag (HPKE)
+
+HPKE `info` (binds the envelope to its seat; the recipient recomputes it from what it expects):
+
+    b"trust.envelope" || version || trace_id (32) || segment index (uint256, big-endian)
+    || auditor address (20) || recipient public key (32) || len(node_id) uint16 || node_id (UTF-8)
+
+HPKE already binds the ephemeral and the recipient public keys into the key schedule (DHKEM's
+kem_context is enc || pkR); the recipient key is in `info` too so the binding does not rest on that
+detail. An envelope copied to another seat, segment, trace or auditor therefore fails to open.
+
+Payload (canonical JSON, ASCII): `{"format":"trust.keys","version":1,"segment":i,"node":v,
+"keys":{"<node id>":"<64 hex>",...}}`, K_v first, then the parents in graph order.
+
+HPKE draws its ephemeral key from the operating system inside `cryptography`: envelopes are not
+reproducible byte for byte (segments are, given the rng); tests check round trips and rejections.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hpke
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from trust.errors import GraphError, VerificationError
+from trust.privacy.segments import KEY_BYTES, TRACE_ID_BYTES, encode_node_id
+
+__all__ = [
+    "ENVELOPE_HEADER_BYTES",
+    "ENVELOPE_MAGIC",
+    "ENVELOPE_VERSION",
+    "MAX_ENVELOPE_BYTES",
+    "PAYLOAD_FORMAT",
+    "PUBLIC_KEY_BYTES",
+    "KeyGrant",
+    "address_bytes",
+    "envelope_info",
+    "open_envelope",
+    "public_key_bytes",
+    "seal_envelope",
+]
+
+ENVELOPE_MAGIC = b"TREV"
+ENVELOPE_VERSION = 1
+PUBLIC_KEY_BYTES = 32
+ENVELOPE_HEADER_BYTES = len(ENVELOPE_MAGIC) + 1 + PUBLIC_KEY_BYTES
+PAYLOAD_FORMAT = "trust.keys"
+MAX_ENVELOPE_BYTES = 256 * 1024
+"""Largest envelope accepted: about 2,500 keys, far above any node's parent count."""
+
+_TAG_BYTES = 16
+_INFO_LABEL = b"trust.envelope"
+_SUITE = hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGrant:
+    """The keys one seat receives: `keys[node_id]` for the seat's node and its immediate parents."""
+
+    segment_index: int
+    node_id: str
+    keys: Mapping[str, bytes] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
+            raise GraphError(f"key grant: segment index {self.segment_index!r} is not a non-negative integer")
+        if self.node_id not in self.keys:
+            raise GraphError(
+                f"key grant for segment {self.segment_index}: holds no key for its own node {self.node_id!r}"
+            )
+        for node_id, key in self.keys.items():
+            encode_node_id(node_id)
+            if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+                raise GraphError(f"key grant for segment {self.segment_index}: the key of {node_id!r} is not 32 bytes")
+
+    def payload(self) -> bytes:
+        ordered = [self.node_id, *(node_id for node_id in self.keys if node_id != self.node_id)]
+        document = {
+            "format": PAYLOAD_FORMAT,
+            "version": ENVELOPE_VERSION,
+            "segment": self.segment_index,
+            "node": self.node_id,
+            "keys": {node_id: self.keys[node_id].hex() for node_id in ordered},
+        }
+        return json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def address_bytes(address: str) -> bytes:
+    """The 20 bytes of an `0x`-prefixed hex Ethereum address (any letter case)."""
+    if not isinstance(address, str) or not _ADDRESS.match(address):
+        raise GraphError(f"auditor address {address!r}: expected 0x and 40 hex digits")
+    return bytes.fromhex(address[2:])
+
+
+def public_key_bytes(private_key: X25519PrivateKey) -> bytes:
+    """The raw 32-byte public key of an X25519 private key (what an auditor registers on chain)."""
+    return private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _recipient(public_key: bytes, auditor: str) -> X25519PublicKey:
+    if not isinstance(public_key, bytes) or len(public_key) != PUBLIC_KEY_BYTES:
+        got = f"{len(public_key)} bytes" if isinstance(public_key, bytes) else type(public_key).__name__
+        raise VerificationError(f"auditor {auditor}: encryption key must be 32 bytes (raw X25519), got {got}")
+    if public_key == bytes(PUBLIC_KEY_BYTES):
+        raise VerificationError(
+            f"auditor {auditor} has no encryption key registered (encryptionKeyOf is zero); it cannot receive "
+            "segment keys until it calls updateProfile with its X25519 public key"
+        )
+    return X25519PublicKey.from_public_bytes(public_key)
+
+
+def envelope_info(trace_id: bytes, segment_index: int, node_id: str, auditor: str, recipient_key: bytes) -> bytes:
+    """The HPKE `info` string of a seat's envelope (see the module docstring)."""
+    if not isinstance(trace_id, bytes) or len(trace_id) != TRACE_ID_BYTES:
+        raise GraphError(f"trace id: expected {TRACE_ID_BYTES} bytes")
+    if isinstance(segment_index, bool) or not isinstance(segment_index, int) or not 0 <= segment_index < 2**256:
+        raise GraphError(f"segment index {segment_index!r}: expected a uint256")
+    encoded = encode_node_id(node_id)
+    return (
+        _INFO_LABEL
+        + bytes([ENVELOPE_VERSION])
+        + trace_id
+        + segment_index.to_bytes(32, "big")
+        + address_bytes(auditor)
+        + recipient_key
+        + len(encoded).to_bytes(2, "big")
+        + encoded
+    )
+
+
+def seal_envelope(grant: KeyGrant, *, trace_id: bytes, auditor: str, recipient_key: bytes) -> bytes:
+    """Wraps `grant` to the X25519 key `recipient_key` that `auditor` registered on chain."""
+    public = _recipient(recipient_key, auditor)
+    info = envelope_info(trace_id, grant.segment_index, grant.node_id, auditor, recipient_key)
+    try:
+        sealed = _SUITE.encrypt(grant.payload(), public, info=info)
+    except ValueError as exc:
+        # A low-order point gives an all-zero shared secret, which X25519 refuses.
+        raise VerificationError(
+            f"auditor {auditor}: encryption key 0x{recipient_key.hex()} is not a usable X25519 key ({exc})"
+        ) from None
+    return ENVELOPE_MAGIC + bytes([ENVELOPE_VERSION]) + sealed
+
+
+def open_envelope(
+    private_key: X25519PrivateKey | bytes,
+    envelope: bytes,
+    *,
+    trace_id: bytes,
+    segment_index: int,
+    node_id: str,
+    auditor: str,
+) -> KeyGrant:
+    """The keys in an envelope sealed for this auditor's seat on (`trace_id`, `segment_index`, `node_id`).
+
+    `private_key` is the auditor's X25519 key (an object, or its 32 raw bytes). Raises
+    `VerificationError` naming what failed: size, magic or version; authentication (the envelope
+    is for another key, seat, segment or trace, or was tampered with); a payload that does not
+    name this seat's node or carries malformed keys.
+    """
+    if isinstance(private_key, bytes):
+        if len(private_key) != PUBLIC_KEY_BYTES:
+            raise VerificationError(f"X25519 private key: expected 32 raw bytes, got {len(private_key)}")
+        private_key = X25519PrivateKey.from_private_bytes(private_key)
+    where = f"envelope for segment {segment_index} ({node_id!r}), auditor {auditor}"
+    if not isinstance(envelope, bytes):
+        raise VerificationError(f"{where}: expected bytes, got {type(envelope).__name__}")
+    if len(envelope) < ENVELOPE_HEADER_BYTES + _TAG_BYTES:
+        raise VerificationError(f"{where}: {len(envelope)} bytes is truncated; nothing was decrypted")
+    if len(envelope) > MAX_ENVELOPE_BYTES:
+        raise VerificationError(
+            f"{where}: {len(envelope):,} bytes, above {MAX_ENVELOPE_BYTES:,}; nothing was decrypted"
+        )
+    if envelope[: len(ENVELOPE_MAGIC)] != ENVELOPE_MAGIC:
+        raise VerificationError(
+            f"{where}: starts with {envelope[:4]!r}, not {ENVELOPE_MAGIC!r}: not a TRUST key envelope"
+        )
+    if envelope[len(ENVELOPE_MAGIC)] != ENVELOPE_VERSION:
+        raise VerificationError(f"{where}: format version {envelope[4]}, this reader knows only {ENVELOPE_VERSION}")
+    info = envelope_info(trace_id, segment_index, node_id, auditor, public_key_bytes(private_key))
+    try:
+        payload = _SUITE.decrypt(envelope[len(ENVELOPE_MAGIC) + 1 :], private_key, info=info)
+    except (InvalidTag, ValueError):
+        raise VerificationError(
+            f"{where}: authentication failed: sealed to another key, for another seat, segment or trace, or "
+            "tampered with. No key was released"
+        ) from None
+    return _parse_payload(payload, where, segment_index, node_id)
+
+
+def _parse_payload(payload: bytes, where: str, segment_index: int, node_id: str) -> KeyGrant:
+    try:
+        data: Any = json.loads(payload)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise VerificationError(f"{where}: the payload is not JSON") from None
+    if not isinstance(data, dict) or set(data) != {"format", "version", "segment", "node", "keys"}:
+        raise VerificationError(f"{where}: the payload is not a {PAYLOAD_FORMAT} document")
+    if data["format"] != PAYLOAD_FORMAT or data["version"] != ENVELOPE_VERSION:
+        raise VerificationError(f"{where}: payload format {data['format']!r} version {data['version']!r}")
+    if data["segment"] != segment_index or data["node"] != node_id:
+        raise VerificationError(
+            f"{where}: the payload is for segment {data['segment']!r} ({data['node']!r}), not this seat"
+        )
+    raw_keys = data["keys"]
+    if not isinstance(raw_keys, dict) or node_id not in raw_keys:
+        raise VerificationError(f"{where}: the payload holds no key for node {node_id!r}")
+    keys: dict[str, bytes] = {}
+    for name, value in raw_keys.items():
+        if not isinstance(value, str) or not _HEX_KEY.match(value):
+            raise VerificationError(f"{where}: the key of node {name!r} is not 64 lowercase hex digits")
+        keys[name] = bytes.fromhex(value)
+    try:
+        return KeyGrant(segment_index, node_id, keys)
+    except GraphError as exc:
+        raise VerificationError(f"{where}: {exc}") from None
