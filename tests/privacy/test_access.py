@@ -1,0 +1,133 @@
+"""Need-to-know distribution: a seat gets its node and the node's parents, only seated auditors get keys."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.graphs.hdag_strategies import valid_hdags
+from trust.errors import GraphError, VerificationError
+from trust.graphs.decompose import from_steps
+from trust.graphs.hdag import Hdag
+from trust.privacy import (
+    Seat,
+    need_to_know,
+    new_trace_id,
+    open_envelope,
+    open_segment,
+    parent_lists,
+    plan_envelopes,
+    public_key_bytes,
+    readable_nodes,
+    seal_envelopes,
+    seal_graph,
+)
+
+
+def _auditor(i: int) -> str:
+    return "0x" + f"{i + 1:040x}"
+
+
+@pytest.fixture
+def hdag() -> Hdag:
+    return from_steps(
+        "A shop sells 4 packs of 6 eggs and 2 single eggs. How many eggs?",
+        ["4 * 6 = 24 eggs in packs.", "24 + 2 = 26", "So the shop sells 26 eggs."],
+    )
+
+
+def test_a_seat_reads_its_node_and_its_immediate_parents_only(hdag: Hdag) -> None:
+    for node in hdag.nodes():
+        wanted = need_to_know(hdag, node.id)
+        assert wanted[0] == node.id
+        assert set(wanted[1:]) == set(hdag.parents(node.id))
+    # s2 depends on s1 and hangs under the goal: nothing of s3, nor s1's operation.
+    assert set(need_to_know(hdag, "s2")) == {"s2", "s1", "g0"}
+
+
+def test_end_to_end_each_seated_auditor_decrypts_exactly_its_need_to_know(hdag: Hdag) -> None:
+    rng = random.Random(3).randbytes
+    trace_id = new_trace_id(rng)
+    sealed = seal_graph(hdag, trace_id, rng)
+    order = [segment.node_id for segment in sealed]
+    keys = {segment.node_id: segment.key for segment in sealed}
+    blobs = {segment.node_id: segment for segment in sealed}
+    privates = [X25519PrivateKey.generate() for _ in range(4)]
+    seated = {0: [0, 1], 2: [1, 2], 3: [3]}  # segment index -> auditors
+    committee = [
+        Seat(index, _auditor(a), public_key_bytes(privates[a])) for index, members in seated.items() for a in members
+    ]
+    envelopes = seal_envelopes(plan_envelopes(hdag, order, keys, committee), trace_id)
+    assert sorted((e.seat.segment_index, e.seat.auditor) for e in envelopes) == sorted(
+        (s.segment_index, s.auditor) for s in committee
+    )
+    for sealed_envelope in envelopes:
+        seat = sealed_envelope.seat
+        a = int(seat.auditor, 16) - 1
+        node_id = order[seat.segment_index]
+        grant = open_envelope(
+            privates[a],
+            sealed_envelope.envelope,
+            trace_id=trace_id,
+            segment_index=seat.segment_index,
+            node_id=node_id,
+            auditor=seat.auditor,
+        )
+        assert set(grant.keys) == set(need_to_know(hdag, node_id))
+        for member, key in grant.keys.items():
+            segment = blobs[member]
+            assert open_segment(segment.blob, key, trace_id, member, ciphertext_digest=segment.ciphertext_digest)
+        for other in set(order) - set(grant.keys):
+            with pytest.raises(VerificationError, match="authentication failed"):
+                open_segment(blobs[other].blob, grant.keys[node_id], trace_id, other)
+
+
+def test_the_plan_covers_only_the_committee_and_each_seat_once(hdag: Hdag) -> None:
+    order = [node.id for node in hdag.nodes()]
+    keys = {node_id: bytes([i]) * 32 for i, node_id in enumerate(order)}
+    key = b"\x09" * 32
+    seat = Seat(1, _auditor(0), key)
+    duplicate = Seat(1, _auditor(0).lower(), key)
+    plans = plan_envelopes(hdag, order, keys, [seat, duplicate, Seat(2, _auditor(0), key)])
+    assert [(p.seat.segment_index, p.grant.node_id) for p in plans] == [(1, order[1]), (2, order[2])]
+    assert plan_envelopes(hdag, order, keys, []) == []
+
+
+def test_a_committee_that_does_not_fit_the_trace_is_refused(hdag: Hdag) -> None:
+    order = [node.id for node in hdag.nodes()]
+    keys = {node_id: b"\x01" * 32 for node_id in order}
+    with pytest.raises(VerificationError, match=f"segment {len(order)}, but the trace has segments"):
+        plan_envelopes(hdag, order, keys, [Seat(len(order), _auditor(0), b"\x02" * 32)])
+    with pytest.raises(VerificationError, match="two encryption keys"):
+        plan_envelopes(hdag, order, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
+    with pytest.raises(GraphError, match="exactly once"):
+        plan_envelopes(hdag, order[:-1], keys, [])
+    with pytest.raises(GraphError, match="no key for"):
+        plan_envelopes(hdag, order, {order[0]: b"\x01" * 32}, [Seat(1, _auditor(0), b"\x02" * 32)])
+    with pytest.raises(GraphError, match="auditor address"):
+        Seat(0, "alice", b"\x02" * 32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(valid_hdags(max_nodes=12), st.data())
+def test_a_coalition_reads_the_union_of_its_seats_need_to_know(hdag: Hdag, data: st.DataObject) -> None:
+    order = [node.id for node in hdag.nodes()]
+    seated = data.draw(st.lists(st.sampled_from(order), max_size=len(order)))
+    lists = parent_lists(hdag)
+    expected = {member for node_id in seated for member in need_to_know(hdag, node_id)}
+    assert readable_nodes(hdag, seated) == expected == readable_nodes(lists, seated)
+    assert readable_nodes(hdag.graph, seated) == expected
+    # A coalition never reads a node unless it sits on it or on one of its children.
+    graph: nx.DiGraph = hdag.graph
+    for node_id in expected:
+        assert node_id in seated or any(child in seated for child in graph.successors(node_id))
+
+
+def test_readable_nodes_names_an_unknown_node(hdag: Hdag) -> None:
+    with pytest.raises(GraphError, match="unknown node 'zz'"):
+        readable_nodes(parent_lists(hdag), ["zz"])
