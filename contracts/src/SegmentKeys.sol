@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
+import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
+
+import {ISegmentKeys} from "./interfaces/ISegmentKeys.sol";
+import {ITRUSTAudit} from "./interfaces/ITRUSTAudit.sol";
+
+/// @title SegmentKeys
+/// @notice Key envelopes for seated auditors and segment inclusion proofs (paper sections 3.4.2
+///         and 3.4.3), kept out of `TRUSTAudit`, which is close to the EIP-170 code size limit.
+/// @dev Deployed behind an ERC-1967 proxy (UUPS); governance (a TimelockController) owns it, as it
+///      owns the other protocol contracts, so a fix keeps the one address that workers watch.
+///      Every check reads `TRUSTAudit`'s views; the only state is the audit contract's address.
+///      Envelopes live in events, not storage: a seated auditor finds its own by filtering
+///      `KeyEnvelopePublished` on its address, and nothing on chain ever needs to read them back.
+contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpgradeable {
+    /// @notice The longest envelope CID accepted, in bytes. A CIDv1 of a SHA-256 multihash is 36
+    ///         bytes in binary and 59 characters in base32; 128 leaves room for longer hashes and
+    ///         refuses a provider that passes an envelope itself instead of its address.
+    uint256 public constant MAX_ENVELOPE_CID_BYTES = 128;
+
+    ITRUSTAudit private _audit;
+
+    /// @custom:oz-upgrades-unsafe-allow constructor
+    constructor() {
+        _disableInitializers();
+    }
+
+    /// @notice Sets the owner (governance) and the audit contract whose sessions this one serves.
+    function initialize(address owner_, ITRUSTAudit audit_) external initializer {
+        if (address(audit_) == address(0)) revert SegmentKeysZeroAddress();
+        __Ownable_init(owner_);
+        _audit = audit_;
+    }
+
+    // ------------------------------------------------------------------ delivery
+
+    /// @inheritdoc ISegmentKeys
+    function publishEnvelopes(uint256 sessionId, uint256 segmentId, uint8 round, bytes[] calldata envelopeCids)
+        external
+    {
+        ITRUSTAudit audit_ = _audit;
+        ITRUSTAudit.SessionView memory s = audit_.session(sessionId);
+        if (s.status == ITRUSTAudit.SessionStatus.None) revert SegmentKeysUnknownSession(sessionId);
+        if (msg.sender != s.provider) revert SegmentKeysNotProvider(sessionId, msg.sender, s.provider);
+        ITRUSTAudit.SegmentView memory g = audit_.segment(sessionId, segmentId);
+        if (g.status == ITRUSTAudit.SegmentStatus.None) revert SegmentKeysUnknownSegment(sessionId, segmentId);
+        if (round != g.round) revert SegmentKeysWrongRound(sessionId, segmentId, round, g.round);
+        if (g.status != ITRUSTAudit.SegmentStatus.Voting) revert SegmentKeysNotVoting(sessionId, segmentId, g.status);
+        // Voting implies the round's committee is seated: `committee` returns all of its members.
+        address[] memory members = audit_.committee(sessionId, segmentId);
+        if (envelopeCids.length != members.length) {
+            revert SegmentKeysWrongEnvelopeCount(sessionId, segmentId, envelopeCids.length, members.length);
+        }
+        for (uint256 i; i < members.length; ++i) {
+            uint256 length = envelopeCids[i].length;
+            if (length == 0) revert SegmentKeysEmptyEnvelope(sessionId, segmentId, i);
+            if (length > MAX_ENVELOPE_CID_BYTES) {
+                revert SegmentKeysEnvelopeTooLong(sessionId, segmentId, i, length, MAX_ENVELOPE_CID_BYTES);
+            }
+            emit KeyEnvelopePublished(sessionId, segmentId, round, i, members[i], envelopeCids[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------ inclusion proofs
+
+    /// @inheritdoc ISegmentKeys
+    function verifySegment(uint256 sessionId, SegmentLeaf calldata leaf, bytes32[] calldata proof)
+        external
+        view
+        returns (bool)
+    {
+        ITRUSTAudit.SessionView memory s = _audit.session(sessionId);
+        if (s.status == ITRUSTAudit.SessionStatus.None) revert SegmentKeysUnknownSession(sessionId);
+        return MerkleProof.verifyCalldata(proof, s.traceRoot, _leafHash(leaf));
+    }
+
+    /// @inheritdoc ISegmentKeys
+    function leafHash(SegmentLeaf calldata leaf) external pure returns (bytes32) {
+        return _leafHash(leaf);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc ISegmentKeys
+    function audit() external view returns (ITRUSTAudit) {
+        return _audit;
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    function _leafHash(SegmentLeaf calldata leaf) private pure returns (bytes32) {
+        return keccak256(
+            bytes.concat(
+                keccak256(
+                    abi.encode(leaf.index, leaf.cid, leaf.ciphertextDigest, leaf.tier, leaf.weight, leaf.critical)
+                )
+            )
+        );
+    }
+
+    function _authorizeUpgrade(address) internal override onlyOwner {}
+}

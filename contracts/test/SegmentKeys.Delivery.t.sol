@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Vm} from "forge-std/Vm.sol";
+
+import {SegmentKeysBase} from "./SegmentKeysBase.sol";
+import {ISegmentKeys} from "../src/interfaces/ISegmentKeys.sol";
+import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+
+/// @notice Key envelope delivery (paper section 3.4.2): only the provider, only for a seated round,
+///         one envelope per seat, addressed to the auditor the committee on chain names.
+contract SegmentKeysDeliveryTest is SegmentKeysBase {
+    bytes32 internal constant PUBLISHED_TOPIC =
+        keccak256("KeyEnvelopePublished(uint256,uint256,uint8,uint256,address,bytes)");
+
+    function setUp() public override {
+        super.setUp();
+        addAuditors("t1-", 1, 4, 1_000e18);
+        addAuditors("t2-", 2, 8, 2_000e18);
+    }
+
+    /// @notice A drawn tier-1 segment (3 seats) in a fresh session.
+    function drawnTier1() internal returns (uint256 id, address[] memory members) {
+        id = openSingle(1);
+        members = drawSegment(id, 0);
+    }
+
+    function publish(uint256 id, uint256 segmentId, uint8 round, bytes[] memory cids) internal {
+        vm.prank(provider);
+        keys.publishEnvelopes(id, segmentId, round, cids);
+    }
+
+    /// @notice Every `KeyEnvelopePublished` of the last call, checked against the committee and CIDs.
+    function assertPublished(
+        Vm.Log[] memory logs,
+        uint256 id,
+        uint256 segmentId,
+        uint8 round,
+        address[] memory members,
+        bytes[] memory cids
+    ) internal view {
+        assertEq(logs.length, members.length, "one event per seat");
+        for (uint256 i; i < logs.length; ++i) {
+            assertEq(logs[i].emitter, address(keys));
+            assertEq(logs[i].topics.length, 4);
+            assertEq(logs[i].topics[0], PUBLISHED_TOPIC);
+            assertEq(uint256(logs[i].topics[1]), id);
+            assertEq(uint256(logs[i].topics[2]), segmentId);
+            assertEq(address(uint160(uint256(logs[i].topics[3]))), members[i]);
+            (uint8 r, uint256 seatIndex, bytes memory cid) = abi.decode(logs[i].data, (uint8, uint256, bytes));
+            assertEq(r, round);
+            assertEq(seatIndex, i);
+            assertEq(cid, cids[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------ initialize
+
+    function test_initialize_setsOwnerAndAudit() public view {
+        assertEq(address(keys.audit()), address(audit));
+        assertEq(keys.owner(), address(this));
+        assertEq(keys.MAX_ENVELOPE_CID_BYTES(), 128);
+    }
+
+    function test_initialize_revertsOnSecondCall() public {
+        vm.expectRevert(abi.encodeWithSignature("InvalidInitialization()"));
+        keys.initialize(address(this), ITRUSTAudit(address(audit)));
+    }
+
+    // ------------------------------------------------------------------ publishEnvelopes
+
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
+    function test_publishEnvelopes_emitsOneEventPerSeatNamingTheSeatedAuditor() public {
+        (uint256 id, address[] memory members) = drawnTier1();
+        bytes[] memory cids = envelopes(3, "k3-");
+        for (uint256 i; i < 3; ++i) {
+            vm.expectEmit(address(keys));
+            emit ISegmentKeys.KeyEnvelopePublished(id, 0, 0, i, members[i], cids[i]);
+        }
+        publish(id, 0, 0, cids);
+        vm.snapshotGasLastCall("SegmentKeys", "publishEnvelopes_k3");
+    }
+
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
+    function test_publishEnvelopes_tier2CommitteeOfFive() public {
+        uint256 id = openSingle(2);
+        address[] memory members = drawSegment(id, 0);
+        assertEq(members.length, 5);
+        bytes[] memory cids = envelopes(5, "k5-");
+        vm.recordLogs();
+        publish(id, 0, 0, cids);
+        vm.snapshotGasLastCall("SegmentKeys", "publishEnvelopes_k5");
+        assertPublished(vm.getRecordedLogs(), id, 0, 0, members, cids);
+    }
+
+    function test_publishEnvelopes_mayBeRepublishedWhileVoting() public {
+        (uint256 id, address[] memory members) = drawnTier1();
+        publish(id, 0, 0, envelopes(3, "first-"));
+        // A corrected set in the commit window, then again in the reveal window and once every
+        // seat revealed (finalizable, not yet finalized): the latest event per seat wins.
+        bytes[] memory corrected = envelopes(3, "second-");
+        vm.recordLogs();
+        publish(id, 0, 0, corrected);
+        assertPublished(vm.getRecordedLogs(), id, 0, 0, members, corrected);
+
+        toCommitEnd(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        publish(id, 0, 0, envelopes(3, "third-"));
+
+        toRevealEnd(id, 0);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        publish(id, 0, 0, envelopes(3, "fourth-"));
+    }
+
+    function test_publishEnvelopes_followsEscalationToTheNextRound() public {
+        (uint256 id, address[] memory round0) = drawnTier1();
+        castVotes(id, 0, addrs(round0[0], round0[1]), bools(true, false));
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0); // undecided: escalates to 7 tier-2 seats
+
+        // Round 1 is not drawn yet.
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ISegmentKeys.SegmentKeysNotVoting.selector, id, 0, ITRUSTAudit.SegmentStatus.AwaitingDraw
+            )
+        );
+        publish(id, 0, 1, envelopes(7, "r1-"));
+
+        address[] memory round1 = drawSegment(id, 0);
+        assertEq(round1.length, 7);
+        // Round 0 is over.
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongRound.selector, id, 0, 0, 1));
+        publish(id, 0, 0, envelopes(3, "r0-"));
+
+        bytes[] memory cids = envelopes(7, "r1-");
+        vm.recordLogs();
+        publish(id, 0, 1, cids);
+        assertPublished(vm.getRecordedLogs(), id, 0, 1, round1, cids);
+    }
+
+    function test_publishEnvelopes_acceptsTheLongestCid() public {
+        (uint256 id,) = drawnTier1();
+        bytes[] memory cids = envelopes(3, "");
+        cids[2] = bytesOfLength(128);
+        cids[0] = bytesOfLength(1);
+        publish(id, 0, 0, cids);
+    }
+
+    function test_publishEnvelopes_revertsForUnknownSession() public {
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysUnknownSession.selector, 7));
+        publish(7, 0, 0, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsForAnyoneButTheProvider() public {
+        (uint256 id, address[] memory members) = drawnTier1();
+        bytes[] memory cids = envelopes(3, "");
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysNotProvider.selector, id, stranger, provider));
+        vm.prank(stranger);
+        keys.publishEnvelopes(id, 0, 0, cids);
+
+        // Not even a seated auditor, nor governance.
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysNotProvider.selector, id, members[0], provider));
+        vm.prank(members[0]);
+        keys.publishEnvelopes(id, 0, 0, cids);
+        vm.expectRevert(
+            abi.encodeWithSelector(ISegmentKeys.SegmentKeysNotProvider.selector, id, address(this), provider)
+        );
+        keys.publishEnvelopes(id, 0, 0, cids);
+    }
+
+    function test_publishEnvelopes_revertsForUnknownSegment() public {
+        (uint256 id,) = drawnTier1();
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysUnknownSegment.selector, id, 1));
+        publish(id, 1, 0, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsForAnUnregisteredSegment() public {
+        vm.prank(provider);
+        uint256 id = audit.createSession{value: 1 ether}(keccak256("trace"), 2);
+        vm.prank(provider);
+        audit.registerSegments(id, uniformSegments(1, 1));
+        // Segment 0 is registered and awaits its draw; segment 1 is not registered yet.
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ISegmentKeys.SegmentKeysNotVoting.selector, id, 0, ITRUSTAudit.SegmentStatus.AwaitingDraw
+            )
+        );
+        publish(id, 0, 0, envelopes(3, ""));
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysUnknownSegment.selector, id, 1));
+        publish(id, 1, 0, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsBeforeTheDraw() public {
+        uint256 id = openSingle(1);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ISegmentKeys.SegmentKeysNotVoting.selector, id, 0, ITRUSTAudit.SegmentStatus.AwaitingDraw
+            )
+        );
+        publish(id, 0, 0, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsForAFutureRound() public {
+        (uint256 id,) = drawnTier1();
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongRound.selector, id, 0, 1, 0));
+        publish(id, 0, 1, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsOnceTheSegmentIsFinal() public {
+        (uint256 id,) = drawnTier1();
+        voteAll(id, 0, true);
+        audit.finalizeSegment(id, 0);
+        vm.expectRevert(
+            abi.encodeWithSelector(ISegmentKeys.SegmentKeysNotVoting.selector, id, 0, ITRUSTAudit.SegmentStatus.Passed)
+        );
+        publish(id, 0, 0, envelopes(3, ""));
+    }
+
+    function test_publishEnvelopes_revertsOnWrongCount() public {
+        (uint256 id,) = drawnTier1();
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 2, 3));
+        publish(id, 0, 0, envelopes(2, ""));
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 4, 3));
+        publish(id, 0, 0, envelopes(4, ""));
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 0, 3));
+        publish(id, 0, 0, new bytes[](0));
+    }
+
+    function test_publishEnvelopes_revertsOnEmptyCid() public {
+        (uint256 id,) = drawnTier1();
+        bytes[] memory cids = envelopes(3, "");
+        cids[1] = "";
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysEmptyEnvelope.selector, id, 0, 1));
+        publish(id, 0, 0, cids);
+    }
+
+    function test_publishEnvelopes_revertsOnOverlongCid() public {
+        (uint256 id,) = drawnTier1();
+        bytes[] memory cids = envelopes(3, "");
+        cids[2] = bytesOfLength(129);
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysEnvelopeTooLong.selector, id, 0, 2, 129, 128));
+        publish(id, 0, 0, cids);
+    }
+}
