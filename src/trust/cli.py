@@ -405,6 +405,58 @@ def bench_graphs_cmd(
     render(bench, console)
 
 
+@bench_app.command("privacy")
+def bench_privacy_cmd(
+    processbench: Annotated[
+        Path | None, typer.Option("--processbench", help="ProcessBench JSON (e.g. processbench/gsm8k.json): HDAGs")
+    ] = None,
+    who_when: Annotated[
+        Path | None, typer.Option("--who-when", help="folder of Who&When logs (algorithm_generated): CIGs")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="at most this many traces from each source")] = None,
+    auditors: Annotated[
+        list[int] | None, typer.Option("--auditors", min=3, help="auditor pool size, repeatable (default 30 and 300)")
+    ] = None,
+    draws: Annotated[int, typer.Option(min=1, max=1000, help="committee draws per trace and pool")] = 10,
+    seed: Annotated[int, typer.Option(help="seed of the numpy generator")] = 0,
+    k1: Annotated[int | None, typer.Option(min=1, help="tier-1 committee size (default: protocol settings)")] = None,
+    k2: Annotated[int | None, typer.Option(min=1, help="tier-2 committee size (default: protocol settings)")] = None,
+    k3: Annotated[int | None, typer.Option(min=1, help="tier-3 committee size (default: protocol settings)")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Paper 3.4.4: the share of a graph colluding auditors can decrypt, by the share of seats they hold."""
+    import numpy as np
+
+    from trust.bench.privacy import DEFAULT_AUDITORS, load_traces, render, run_privacy_benchmark
+
+    if processbench is None and who_when is None:
+        raise typer.BadParameter(
+            "pass --processbench FILE (ProcessBench gsm8k.json) and/or --who-when DIR (Who&When "
+            "algorithm_generated): the measurement runs on real traces"
+        )
+    protocol = _settings(home).protocol
+    sizes = (
+        k1 or protocol.committee_size(1),
+        k2 or protocol.committee_size(2),
+        k3 or protocol.committee_size(3),
+    )
+    with err_console.status("decomposing traces") as status:
+        traces = load_traces(processbench, who_when, limit=limit, progress=status.update)
+    try:
+        with err_console.status("drawing committees") as status:
+            bench = run_privacy_benchmark(
+                traces,
+                np.random.default_rng(seed),
+                auditors=tuple(auditors) if auditors else DEFAULT_AUDITORS,
+                committee_sizes=sizes,
+                draws=draws,
+                progress=status.update,
+            )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    render(bench, console)
+
+
 def main() -> None:
     try:
         app()
