@@ -28,6 +28,7 @@ DEPLOYED_CONTRACTS: dict[str, str] = {
     "TRUSTAudit": "contracts/src/TRUSTAudit.sol",
     "AuditorRegistry": "contracts/src/AuditorRegistry.sol",
     "ProtocolParams": "contracts/src/ProtocolParams.sol",
+    "SegmentKeys": "contracts/src/SegmentKeys.sol",
     "BlockhashRandomness": "contracts/src/randomness/BlockhashRandomness.sol",
     "TrustToken": "contracts/src/token/TrustToken.sol",
     "ERC1967Proxy": "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol",

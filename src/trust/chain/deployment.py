@@ -1,13 +1,15 @@
 """Deploying the protocol and the per-chain address files.
 
 `deploy_protocol` deploys, in order: the staking token, the TimelockController, the randomness
-source, then ProtocolParams, AuditorRegistry and TRUSTAudit, each as an implementation behind an
-ERC-1967 proxy initialized in the same transaction (no window in which someone else could
-initialize it). The deployer owns the contracts until `hand_to_timelock`, which gives every one of
-them to the timelock: from then on parameters, credentials, slashing and upgrades go through
-governance only.
+source, then ProtocolParams, AuditorRegistry, TRUSTAudit and SegmentKeys (key envelopes and segment
+inclusion proofs, beside TRUSTAudit), each as an implementation behind an ERC-1967 proxy
+initialized in the same transaction (no window in which someone else could initialize it). The
+deployer owns the contracts until `hand_to_timelock`, which gives every one of them to the timelock:
+from then on parameters, credentials, slashing and upgrades go through governance only.
 
-The addresses are written to `<deployments dir>/<chain id>.json`, atomically.
+The addresses are written to `<deployments dir>/<chain id>.json`, atomically. A file that lacks one
+of `PROTOCOL_CONTRACTS` (written before SegmentKeys existed) does not load: it is reported as
+`DeploymentNotFound`, so `trust devnet up` redeploys and `trust deploy` is the fix elsewhere.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from trust.chain.client import ChainClient
 from trust.errors import ConfigError, DeploymentNotFound
 from trust.settings import TOKEN, GovernanceSettings, ProtocolSettings
 
-__all__ = ["Deployment", "deploy_protocol", "hand_to_timelock"]
+__all__ = ["PROTOCOL_CONTRACTS", "Deployment", "deploy_protocol", "hand_to_timelock"]
 
 FORMAT_VERSION = 1
+
+#: The upgradeable protocol contracts: each behind a proxy, each handed to the timelock.
+PROTOCOL_CONTRACTS = ("ProtocolParams", "AuditorRegistry", "TRUSTAudit", "SegmentKeys")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,12 @@ class Deployment:
             raise ConfigError(f"{path} is not valid JSON ({exc}); redeploy or restore it") from exc
         if data.get("format_version") != FORMAT_VERSION:
             raise ConfigError(f"{path} has format_version {data.get('format_version')}, expected {FORMAT_VERSION}")
+        missing = [name for name in PROTOCOL_CONTRACTS if name not in data.get("contracts", {})]
+        if missing:
+            raise DeploymentNotFound(
+                f"the deployment at {path} has no {', '.join(missing)} (it predates them); "
+                "redeploy with `trust deploy`, or run `trust devnet up`, which redeploys a devnet"
+            )
         return cls(**data)
 
     def replace(self, **changes: Any) -> Deployment:
@@ -120,19 +131,26 @@ async def deploy_protocol(
     audit_proxy, audit_impl = await _proxied(
         chain, deployer, "TRUSTAudit", [deployer.address, registry_proxy, params_proxy, randomness]
     )
+    keys_proxy, keys_impl = await _proxied(chain, deployer, "SegmentKeys", [deployer.address, audit_proxy])
     registry = chain.contract("AuditorRegistry", registry_proxy)
     await chain.transact(registry.functions.setAuditContract(audit_proxy), deployer)
     return Deployment(
         chain_id=chain.chain_id,
         contracts={
             "TRUSTAudit": audit_proxy,
+            "SegmentKeys": keys_proxy,
             "AuditorRegistry": registry_proxy,
             "ProtocolParams": params_proxy,
             "TrustToken": token,
             "TimelockController": timelock,
             "BlockhashRandomness": randomness,
         },
-        implementations={"TRUSTAudit": audit_impl, "AuditorRegistry": registry_impl, "ProtocolParams": params_impl},
+        implementations={
+            "TRUSTAudit": audit_impl,
+            "SegmentKeys": keys_impl,
+            "AuditorRegistry": registry_impl,
+            "ProtocolParams": params_impl,
+        },
         deployer=deployer.address,
         block_number=await chain.block_number(),
         deployed_at=time.time(),
@@ -142,7 +160,7 @@ async def deploy_protocol(
 async def hand_to_timelock(chain: ChainClient, deployer: LocalAccount, deployment: Deployment) -> Deployment:
     """Transfers ownership of every protocol contract to the timelock."""
     timelock = deployment.contracts["TimelockController"]
-    for name in ("ProtocolParams", "AuditorRegistry", "TRUSTAudit"):
+    for name in PROTOCOL_CONTRACTS:
         contract = chain.contract(name, deployment.contracts[name])
         await chain.transact(contract.functions.transferOwnership(timelock), deployer)
     return deployment.replace(governed_by_timelock=True)

@@ -1,5 +1,5 @@
-"""Typed access to a deployed TRUST protocol: the audit contract, the registry, the parameter store,
-the staking token and the governance timelock.
+"""Typed access to a deployed TRUST protocol: the audit contract, key delivery and inclusion proofs,
+the registry, the parameter store, the staking token and the governance timelock.
 
 Services call these methods, never web3's dynamic `contract.functions.x`. Each write takes the
 signing account explicitly: a worker signs with its own wallet, a provider with its own.
@@ -14,6 +14,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
+from multiformats import CID
 from web3.contract.async_contract import AsyncContract
 from web3.logs import DISCARD
 
@@ -30,9 +31,20 @@ from trust.chain.types import (
     SegmentSpec,
     SessionInfo,
 )
-from trust.errors import ChainError
+from trust.errors import ChainError, VerificationError
+from trust.privacy.merkle import SegmentLeaf
+from trust.storage.cid import parse_cid
 
-__all__ = ["AuditContract", "GovernanceTimelock", "ParamsContract", "Protocol", "RegistryContract", "TokenContract"]
+__all__ = [
+    "AuditContract",
+    "GovernanceTimelock",
+    "KeyEnvelope",
+    "ParamsContract",
+    "Protocol",
+    "RegistryContract",
+    "SegmentKeysContract",
+    "TokenContract",
+]
 
 
 def _event_args(contract: AsyncContract, event: str, sent: SentTransaction) -> list[Any]:
@@ -195,6 +207,145 @@ class AuditContract:
         return await self.chain.transact(self.contract.functions.withdraw(), account)
 
 
+@dataclass(frozen=True, slots=True)
+class KeyEnvelope:
+    """One `KeyEnvelopePublished` event: where the key envelope of a seat lies on IPFS.
+
+    `envelope_cid` is the CID's text form (base32 CIDv1, or `Qm...` for a CIDv0); the chain holds
+    the binary CID. `block_number` and `log_index` order publications: a later one for the same
+    seat (session, segment, round, seat index) supersedes an earlier one.
+    """
+
+    session_id: int
+    segment_id: int
+    round: int
+    seat_index: int
+    auditor: str
+    envelope_cid: str
+    block_number: int
+    log_index: int
+
+    @property
+    def seat(self) -> tuple[int, int, int, int]:
+        """(session, segment, round, seat index): what a republication replaces."""
+        return (self.session_id, self.segment_id, self.round, self.seat_index)
+
+
+def _cid_to_chain(cid: str | bytes) -> bytes:
+    """The binary CID the contract takes: a text CID is parsed, bytes are passed as they are."""
+    if isinstance(cid, bytes):
+        return cid
+    return parse_cid(cid).to_bytes()
+
+
+def _cid_from_chain(raw: bytes) -> str:
+    """The text form of a binary CID read from chain: base32 for CIDv1, base58 `Qm...` for CIDv0."""
+    try:
+        cid = CID.decode(bytes(raw))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:  # multiformats raises one class per layer
+        raise VerificationError(
+            f"the chain holds 0x{bytes(raw).hex()} where a binary CID was expected ({exc}); "
+            "the provider published something that is not a CID: ask it to republish"
+        ) from exc
+    return str(cid if cid.version == 0 else cid.set(base="base32"))
+
+
+def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
+    return KeyEnvelope(
+        session_id=int(args["sessionId"]),
+        segment_id=int(args["segmentId"]),
+        round=int(args["round"]),
+        seat_index=int(args["seatIndex"]),
+        auditor=to_checksum_address(args["auditor"]),
+        envelope_cid=_cid_from_chain(args["envelopeCid"]),
+        block_number=block_number,
+        log_index=log_index,
+    )
+
+
+def _leaf_tuple(leaf: SegmentLeaf) -> tuple[int, bytes, bytes, int, int, bool]:
+    return (leaf.index, leaf.cid, leaf.ciphertext_digest, leaf.tier, leaf.weight, leaf.critical)
+
+
+class SegmentKeysContract:
+    """`SegmentKeys`: key envelope delivery to seated auditors and segment inclusion proofs."""
+
+    def __init__(self, chain: ChainClient, address: str) -> None:
+        self.chain = chain
+        self.address = to_checksum_address(address)
+        self.contract = chain.contract("SegmentKeys", address)
+
+    async def publish_envelopes(
+        self,
+        provider: LocalAccount,
+        session_id: int,
+        segment_id: int,
+        round_id: int,
+        envelope_cids: Sequence[str | bytes],
+    ) -> SentTransaction:
+        """Publishes one envelope CID per seat of the segment's drawn round, in committee order.
+
+        Only the session's provider, only while the segment votes in `round_id`; calling again in the
+        same round republishes the whole set (per seat, the latest wins). A text CID is sent in its
+        binary form. Reverts (`ContractReverted`) name the failed check: SegmentKeysNotProvider,
+        SegmentKeysWrongRound, SegmentKeysNotVoting, SegmentKeysWrongEnvelopeCount, ...
+        """
+        cids = [_cid_to_chain(cid) for cid in envelope_cids]
+        fn = self.contract.functions.publishEnvelopes(session_id, segment_id, round_id, cids)
+        return await self.chain.transact(fn, provider)
+
+    def envelopes_in(self, sent: SentTransaction) -> list[KeyEnvelope]:
+        """The envelopes a publication transaction announced, in seat order."""
+        logs = self.contract.events.KeyEnvelopePublished().process_receipt(sent.receipt, errors=DISCARD)
+        return [_key_envelope(log["args"], sent.block_number, int(log["logIndex"])) for log in logs]
+
+    async def envelopes_for(
+        self,
+        auditor: str,
+        *,
+        from_block: int = 0,
+        session_id: int | None = None,
+        segment_id: int | None = None,
+    ) -> list[KeyEnvelope]:
+        """The current envelope of every seat `auditor` holds (optionally in one session or segment).
+
+        Reads `KeyEnvelopePublished` filtered on the auditor's address (an indexed topic), and keeps
+        the latest publication per seat, ordered by (block, log index). The seat's auditor comes from
+        the committee on chain, so an envelope listed here was addressed to `auditor` by the contract,
+        not by the provider.
+        """
+        filters: dict[str, Any] = {"auditor": to_checksum_address(auditor)}
+        if session_id is not None:
+            filters["sessionId"] = session_id
+        if segment_id is not None:
+            filters["segmentId"] = segment_id
+        event = self.contract.events.KeyEnvelopePublished()
+        try:
+            logs = await event.get_logs(from_block=from_block, argument_filters=filters)
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(
+                f"reading KeyEnvelopePublished for {auditor} from {self.chain.rpc_url} failed: {exc}"
+            ) from exc
+        latest: dict[tuple[int, int, int, int], KeyEnvelope] = {}
+        for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
+            envelope = _key_envelope(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+            latest[envelope.seat] = envelope
+        return sorted(latest.values(), key=lambda e: e.seat)
+
+    async def verify_segment(self, session_id: int, leaf: SegmentLeaf, proof: Sequence[bytes]) -> bool:
+        """Whether the chain accepts `proof` of `leaf` under the session's trace root
+        (`MerkleProof.verify`, sorted pairs; see docs/privacy.md for the leaf encoding)."""
+        fn = self.contract.functions.verifySegment(session_id, _leaf_tuple(leaf), [bytes(p) for p in proof])
+        return bool(await self.chain.call(fn))
+
+    async def leaf_hash(self, leaf: SegmentLeaf) -> bytes:
+        """The leaf hash as the contract computes it (to cross-check `trust.privacy.merkle.leaf_hash`)."""
+        return bytes(await self.chain.call(self.contract.functions.leafHash(_leaf_tuple(leaf))))
+
+    async def max_envelope_cid_bytes(self) -> int:
+        return int(await self.chain.call(self.contract.functions.MAX_ENVELOPE_CID_BYTES()))
+
+
 class RegistryContract:
     """`AuditorRegistry`: registration, stake, availability and reputation."""
 
@@ -307,6 +458,7 @@ class Protocol:
     chain: ChainClient
     deployment: Deployment
     audit: AuditContract
+    segment_keys: SegmentKeysContract
     registry: RegistryContract
     params: ParamsContract
     token: TokenContract
@@ -323,6 +475,7 @@ class Protocol:
             chain=chain,
             deployment=deployment,
             audit=AuditContract(chain, c["TRUSTAudit"]),
+            segment_keys=SegmentKeysContract(chain, c["SegmentKeys"]),
             registry=RegistryContract(chain, c["AuditorRegistry"]),
             params=ParamsContract(chain, c["ProtocolParams"]),
             token=TokenContract(chain, c["TrustToken"]),
