@@ -42,8 +42,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from trust.audit_log import read_agent_log
 from trust.errors import GraphError
+from trust.evaluation.processbench import load_processbench
+from trust.evaluation.whowhen import log_files
+from trust.graphs.agent_log import build_cig
 from trust.graphs.cig import Cig
+from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag, Tier
 from trust.privacy.access import parent_lists
 
@@ -111,12 +116,6 @@ def load_traces(
     `limit` caps each source (the first items / logs in order). Raises `ConfigError` or `GraphError`
     naming the file for missing or malformed data.
     """
-    from trust.audit_log import read_agent_log
-    from trust.evaluation.processbench import load_processbench
-    from trust.evaluation.whowhen import log_files
-    from trust.graphs.agent_log import build_cig
-    from trust.graphs.decompose import from_steps
-
     traces: list[PrivacyTrace] = []
     if processbench is not None:
         items = load_processbench(processbench)[:limit]
