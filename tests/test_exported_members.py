@@ -10,7 +10,7 @@ import pytest
 
 import trust
 
-PACKAGES = ["trust.graphs", "trust.chain", "trust.evaluation"]
+PACKAGES = ["trust.graphs", "trust.chain", "trust.evaluation", "trust.privacy", "trust.storage"]
 
 
 def _public_names(module: ModuleType) -> set[str]:
