@@ -15,13 +15,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "AuditSettings",
     "DevnetSettings",
     "GovernanceSettings",
+    "IpfsSettings",
     "LlmSettings",
     "ProtocolSettings",
     "RefinementSettings",
@@ -221,6 +222,56 @@ class LlmSettings(BaseModel):
         return self.base_url is not None
 
 
+class IpfsSettings(BaseModel):
+    """IPFS: the Kubo RPC endpoint the storage client talks to, and the local node `trust ipfs up` runs.
+
+    `api_url` defaults to the local node (`http://{host}:{port}`); point it at a Kubo daemon
+    (`http://127.0.0.1:5001`) or a pinning service's Kubo-compatible endpoint to use that instead,
+    with `api_token` sent as a bearer token. The local node listens on 5101, not Kubo's 5001, so the
+    two can run side by side. `max_blob_bytes` caps one blob both ways: the client refuses to send or
+    read more, and the local node refuses bigger uploads (HTTP 413).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    api_url: str = Field("", description="Kubo RPC API base URL (without /api/v0); the local node's when unset")
+    api_token: SecretStr | None = Field(None, description="bearer token for a pinning service's endpoint")
+    timeout_seconds: float = Field(60.0, gt=0, description="read, write and pool timeout of one request")
+    connect_timeout_seconds: float = Field(5.0, gt=0)
+    content_timeout_seconds: float = Field(
+        30.0, gt=0, description="how long a node may search for content before it answers not found"
+    )
+    max_retries: int = Field(3, ge=0, le=10, description="retries of a refused, dropped or 502/503/504 request")
+    backoff_seconds: float = Field(0.2, ge=0, description="first retry delay, doubled after each attempt")
+    max_backoff_seconds: float = Field(5.0, ge=0)
+    max_blob_bytes: int = Field(64 * 1024 * 1024, ge=1, description="largest blob sent, read or accepted")
+    # The local node (`trust ipfs up`).
+    host: str = Field("127.0.0.1", description="interface the local node listens on")
+    port: int = Field(5101, ge=1, le=65535, description="port of the local node")
+    repo: Path | None = Field(None, description="blocks and pins of the local node; <home>/ipfs when unset")
+    node_binary: str = Field("node", min_length=1, description="the Node.js (20 or newer) that runs the local node")
+    startup_timeout_seconds: float = Field(30.0, gt=0)
+    stop_timeout_seconds: float = Field(15.0, gt=0, description="wait for a clean stop before SIGKILL")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_node_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("api_url"):
+            host = data.get("host", "127.0.0.1")
+            port = data.get("port", 5101)
+            return {**data, "api_url": f"http://{host}:{port}"}
+        return data
+
+    @property
+    def local_url(self) -> str:
+        """Where the local node answers."""
+        return f"http://{self.host}:{self.port}"
+
+    def repo_path(self, home: Path) -> Path:
+        """The local node's repo: `repo`, or `<home>/ipfs`."""
+        return self.repo or home / "ipfs"
+
+
 class Settings(BaseSettings):
     """Everything the `trust` command and the library read from the outside world."""
 
@@ -236,6 +287,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = AuditSettings()
     refinement: RefinementSettings = RefinementSettings()
     llm: LlmSettings = LlmSettings()
+    ipfs: IpfsSettings = IpfsSettings()
 
     @property
     def effective_rpc_url(self) -> str:
