@@ -326,9 +326,9 @@ export function kuboRpc ({ helia, fs, maxUploadBytes, versionInfo }) {
         next = await chunks.next()
       }
     } catch (err) {
-      // Headers are gone: tell the client the stream broke (Kubo's trailer) and cut it short,
-      // so it can never take a truncated body for the whole file.
-      res.addTrailers({ 'X-Stream-Error': translate(err, first.cid).message })
+      // Headers are gone: cut the connection before the chunked body's end, so that a client can
+      // never take a truncated body for the whole file.
+      process.stderr.write(`trust-ipfs: cat ${first.cid} broke off: ${translate(err, first.cid).message}\n`)
       res.destroy(err)
       return
     } finally {

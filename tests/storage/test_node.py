@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trust.errors import IpfsError, ToolchainError
+from trust.errors import IpfsError, ToolchainError, VerificationError
 from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
 from trust.storage.node import IpfsNode, free_port, node_version
@@ -299,3 +299,35 @@ def test_an_aborted_upload_leaves_the_node_working(node: IpfsNode) -> None:
     data = _blob(300 * KB, b"after")
     cid = _add(node.api_url, data)["Hash"]
     assert _post(node.api_url, "cat", params={"arg": cid}).content == data
+
+
+def _block_file(repo: Path, data: bytes) -> Path:
+    """Where blockstore-fs keeps the raw block `data`: base32 (upper case) of its multihash, sharded
+    by the name's last two characters."""
+    name = "B" + base64.b32encode(bytes([0x12, 0x20]) + hashlib.sha256(data).digest()).decode().rstrip("=")
+    return repo / "blocks" / name[-2:] / f"{name}.data"
+
+
+async def test_a_damaged_repo_never_yields_unverified_bytes(tmp_path: Path) -> None:
+    data = _blob(600 * KB, b"damaged")
+    chunk = 262_144
+    with IpfsNode.start(tmp_path / "repo") as local:
+        cid = _add(local.api_url, data)["Hash"]
+        second, third = data[chunk : 2 * chunk], data[2 * chunk :]
+        # A block rewritten on disk: the node serves it as it is, the client's CID check refuses it.
+        _block_file(local.repo, third).write_bytes(third[:-1] + bytes([third[-1] ^ 1]))
+        async with KuboClient(local.api_url, max_retries=0) as client:
+            with pytest.raises(VerificationError, match="does not match its CID"):
+                await client.cat(cid)
+        # A block gone from disk: the stream breaks off after the first chunk instead of ending short.
+        _block_file(local.repo, second).unlink()
+        with httpx.stream("POST", f"{local.api_url}/api/v0/cat", params={"arg": cid}, trust_env=False) as response:
+            assert response.status_code == 200
+            received = bytearray()
+            with pytest.raises(httpx.RemoteProtocolError):
+                for piece in response.iter_bytes():
+                    received += piece
+        assert len(received) < len(data)
+        async with KuboClient(local.api_url, max_retries=0) as client:
+            with pytest.raises(IpfsError, match="failed after"):
+                await client.cat(cid)
