@@ -57,12 +57,17 @@ function options () {
   return { repo: resolvePath(values.repo), host: values.host, port, maxUploadBytes }
 }
 
-function alive (pid) {
+/** Whether `pid` is a running IPFS node (a pid left in a stale lock may since belong to anything). */
+function runsANode (pid) {
   try {
     process.kill(pid, 0)
-    return true
   } catch (err) {
-    return err.code === 'EPERM'
+    if (err.code !== 'EPERM') return false
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('server.mjs')
+  } catch {
+    return true // no /proc: a live pid is all we can know
   }
 }
 
@@ -78,7 +83,7 @@ function lockRepo (repo) {
     } catch (err) {
       if (err.code !== 'EEXIST') throw err
       const owner = Number.parseInt(readFileSync(path, 'utf8'), 10)
-      if (Number.isInteger(owner) && owner !== process.pid && alive(owner)) {
+      if (Number.isInteger(owner) && owner !== process.pid && runsANode(owner)) {
         fail(`repo ${repo} is in use by process ${owner}; stop that node first (trust ipfs down) or pick another --repo`)
       }
       rmSync(path, { force: true }) // left by a node that died without stopping
