@@ -24,6 +24,7 @@ import pytest
 from trust.errors import ContentNotFound, IpfsError, VerificationError
 from trust.storage.cid import CHUNK_SIZE_BYTES, DAG_PB_CODEC, RAW_CODEC, parse_cid, unixfs_cid
 from trust.storage.kubo import ADD_PARAMS, KuboClient
+from trust.storage.node import IpfsNode
 
 pytestmark = pytest.mark.slow
 
@@ -35,11 +36,15 @@ UNKNOWN_CID = "bafkreibpdlpfk3f7zzgafakbsfslatabxbbzivxuzbok6cfghmdqkyh3ta"  # a
 
 
 @pytest.fixture(scope="module")
-def api_url() -> Iterator[str]:
+def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The local node (`ipfs/`), started for this module; TRUST_TEST_IPFS_API_URL points the same
+    tests at another Kubo-compatible endpoint (a real Kubo daemon, a pinning service)."""
     url = os.environ.get("TRUST_TEST_IPFS_API_URL")
-    if url is None:
-        pytest.skip("set TRUST_TEST_IPFS_API_URL")  # replaced by the local node once trust.storage.node lands
-    yield url
+    if url is not None:
+        yield url
+        return
+    with IpfsNode.start(tmp_path_factory.mktemp("ipfs")) as node:
+        yield node.api_url
 
 
 @pytest.fixture
