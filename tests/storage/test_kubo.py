@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from trust.errors import ContentNotFound, IpfsError, VerificationError
+from trust.settings import IpfsSettings, Settings
 from trust.storage.cid import CHUNK_SIZE_BYTES, DAG_PB_CODEC, RAW_CODEC, parse_cid, unixfs_cid
 from trust.storage.kubo import ADD_PARAMS, KuboClient
 from trust.storage.node import IpfsNode
@@ -63,6 +64,7 @@ class Exchange:
     path: str
     query: dict[str, str]
     status: int
+    authorization: str | None = None
 
 
 Rewrite = Callable[[str, int, bytes], tuple[int, bytes]]
@@ -97,6 +99,7 @@ class WireProxy:
                 if proxy.canned:
                     status, answer = proxy.canned.pop(0)
                     return self._answer(parts.path, query, status, answer, "text/plain")
+                authorization = self.headers.get("Authorization")
                 if proxy.rewrite_query is not None:
                     query = proxy.rewrite_query(parts.path, query)
                 connection = HTTPConnection(upstream.hostname or "127.0.0.1", upstream.port, timeout=60)
@@ -110,7 +113,7 @@ class WireProxy:
                     connection.close()
                 if proxy.rewrite_response is not None:
                     status, answer = proxy.rewrite_response(parts.path, status, answer)
-                self._answer(parts.path, query, status, answer, content_type)
+                self._answer(parts.path, query, status, answer, content_type, authorization)
 
             def _body(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -124,8 +127,16 @@ class WireProxy:
                         self.rfile.readline()
                 return self.rfile.read(int(self.headers.get("Content-Length", 0)))
 
-            def _answer(self, path: str, query: dict[str, str], status: int, body: bytes, content_type: str) -> None:
-                proxy.exchanges.append(Exchange(path, query, status))
+            def _answer(
+                self,
+                path: str,
+                query: dict[str, str],
+                status: int,
+                body: bytes,
+                content_type: str,
+                authorization: str | None = None,
+            ) -> None:
+                proxy.exchanges.append(Exchange(path, query, status, authorization))
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -411,14 +422,19 @@ async def test_a_closed_client_refuses_every_call(api_url: str) -> None:
             pass
 
 
-async def test_from_settings_reads_the_ipfs_section(api_url: str) -> None:
-    settings = SimpleNamespace(ipfs=SimpleNamespace(api_url=api_url + "/api/v0/", timeout_seconds=7.0))
-    async with KuboClient.from_settings(settings, max_retries=0) as kubo:
+async def test_from_settings_reads_the_ipfs_section(api_url: str, proxy: WireProxy) -> None:
+    settings = Settings(ipfs=IpfsSettings(api_url=api_url + "/api/v0/", timeout_seconds=7.0, max_retries=1))
+    async with KuboClient.from_settings(settings) as kubo:
         assert kubo.api_url == api_url
-        assert kubo.max_retries == 0
+        assert kubo.max_retries == 1
         await kubo.version()
-    async with KuboClient.from_settings(SimpleNamespace()) as default:
-        assert default.api_url == "http://127.0.0.1:5001"
+    local = IpfsSettings(port=5199)
+    async with KuboClient.from_settings(local, max_retries=0) as default:
+        assert default.api_url == "http://127.0.0.1:5199" and default.max_retries == 0
+    with_token = IpfsSettings(api_url=proxy.url, api_token=SecretStr("s3cret"))
+    async with KuboClient.from_settings(with_token) as kubo:
+        await kubo.version()
+    assert proxy.exchanges[0].authorization == "Bearer s3cret"
 
 
 def test_bad_construction_is_refused() -> None:

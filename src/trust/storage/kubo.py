@@ -24,7 +24,8 @@ backoff (`backoff_seconds * 2**attempt`, capped). A Kubo error body is an answer
 never retried. A streamed upload is retried only if nothing of it was sent (its iterator is read once).
 
 Use it as an async context manager; once closed it refuses calls (httpx's client state rule). It
-reads no environment (`trust_env=False`); `from_settings` reads `settings.ipfs`.
+reads no environment (`trust_env=False`); `from_settings` takes `Settings.ipfs` (`IpfsSettings`:
+`TRUST_IPFS__API_URL`, `TRUST_IPFS__API_TOKEN` sent as a bearer token, timeouts, retries, limit).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trust.errors import ContentNotFound, IpfsError, VerificationError
+from trust.settings import IpfsSettings, Settings
 from trust.storage.cid import CHUNK_SIZE_BYTES, MAX_LINKS, Cid, UnixfsHasher, parse_cid
 
 __all__ = [
@@ -53,7 +55,8 @@ __all__ = [
     "NodeVersion",
 ]
 
-DEFAULT_API_URL = "http://127.0.0.1:5001"
+DEFAULT_API_URL = "http://127.0.0.1:5101"
+"""The local node (`trust ipfs up`); a Kubo daemon listens on 5001 by default."""
 DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024
 """The largest blob `add` sends and `cat` reads unless told otherwise (a segment is far smaller)."""
 
@@ -251,29 +254,21 @@ class KuboClient:
         self._closed = False
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> KuboClient:
-        """Build from `settings.ipfs` (its `api_url` and, when present, timeouts, retries and limits)."""
-        ipfs = getattr(settings, "ipfs", None)
-        options: dict[str, Any] = {}
-        if ipfs is not None:
-            for name in (
-                "timeout_seconds",
-                "connect_timeout_seconds",
-                "content_timeout_seconds",
-                "max_retries",
-                "backoff_seconds",
-                "max_backoff_seconds",
-                "max_blob_bytes",
-            ):
-                value = getattr(ipfs, name, None)
-                if value is not None:
-                    options[name] = value
-            token = getattr(ipfs, "api_token", None)
-            if token:
-                secret = token.get_secret_value() if hasattr(token, "get_secret_value") else str(token)
-                options["headers"] = {"Authorization": f"Bearer {secret}"}
-        api_url = getattr(ipfs, "api_url", None) or DEFAULT_API_URL
-        return cls(str(api_url), **(options | overrides))
+    def from_settings(cls, settings: Settings | IpfsSettings, **overrides: Any) -> KuboClient:
+        """Build from `settings.ipfs`: the endpoint, its bearer token, timeouts, retries and the blob limit."""
+        ipfs = settings.ipfs if isinstance(settings, Settings) else settings
+        options: dict[str, Any] = {
+            "timeout_seconds": ipfs.timeout_seconds,
+            "connect_timeout_seconds": ipfs.connect_timeout_seconds,
+            "content_timeout_seconds": ipfs.content_timeout_seconds,
+            "max_retries": ipfs.max_retries,
+            "backoff_seconds": ipfs.backoff_seconds,
+            "max_backoff_seconds": ipfs.max_backoff_seconds,
+            "max_blob_bytes": ipfs.max_blob_bytes,
+        }
+        if ipfs.api_token is not None:
+            options["headers"] = {"Authorization": f"Bearer {ipfs.api_token.get_secret_value()}"}
+        return cls(ipfs.api_url or ipfs.local_url, **(options | overrides))
 
     async def __aenter__(self) -> KuboClient:
         self._check_open("open")
