@@ -339,9 +339,12 @@ class KuboClient:
                     hasher.update(piece)
                     sha.update(piece)
             except httpx.HTTPError as exc:
+                # Kubo reports a block lost mid-stream in a trailer (X-Stream-Error) and the local node
+                # cuts the connection; either way the body is incomplete and is never returned.
                 raise IpfsError(
-                    f"reading {parsed.text} from the IPFS node at {self.api_url} failed after {len(data)} bytes: "
-                    f"{type(exc).__name__} {exc}"
+                    f"reading {parsed.text} from the IPFS node at {self.api_url} failed after {len(data)} bytes "
+                    f"({type(exc).__name__}: {exc or 'connection cut'}): a block is missing on the node or the node "
+                    "failed; nothing was returned"
                 ) from exc
         computed = hasher.finish()
         if not _same_cid(computed, parsed):
