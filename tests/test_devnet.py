@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trust.chain.anvil import free_port, rpc_ready
+from trust.chain.anvil import rpc_ready
+from trust.processes import free_port
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 

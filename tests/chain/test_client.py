@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from trust.chain.anvil import free_port
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact
 from trust.chain.deployment import Deployment, deploy_protocol
@@ -14,6 +13,7 @@ from trust.chain.protocol import Protocol
 from trust.chain.types import SegmentSpec
 from trust.devnet import dev_account
 from trust.errors import ChainError, ConfigError, ContractReverted, DeploymentNotFound
+from trust.processes import free_port
 from trust.settings import GovernanceSettings, ProtocolSettings
 
 pytestmark = [pytest.mark.chain]

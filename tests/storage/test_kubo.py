@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import pytest
 from pydantic import SecretStr
 
 from trust.errors import ContentNotFound, IpfsError, VerificationError
+from trust.processes import free_port
 from trust.settings import IpfsSettings, Settings
 from trust.storage.cid import CHUNK_SIZE_BYTES, DAG_PB_CODEC, RAW_CODEC, parse_cid, unixfs_cid
 from trust.storage.kubo import ADD_PARAMS, KuboClient
@@ -177,12 +177,6 @@ def _blob(size: int, seed: bytes = b"trust") -> bytes:
 async def _pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
     for start in range(0, len(data), size):
         yield data[start : start + size]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- round trips -----------------------------------------------------------------------------------
@@ -372,7 +366,7 @@ async def test_unknown_cid_is_content_not_found(client: KuboClient, proxy: WireP
 
 
 async def test_node_down_is_an_ipfs_error_naming_the_url_and_the_fix() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     async with KuboClient(url, max_retries=2, backoff_seconds=0.01) as down:
         for call in (down.version, lambda: down.add(b"x"), lambda: down.cat(UNKNOWN_CID)):
             with pytest.raises(IpfsError, match="trust ipfs up") as info:

@@ -20,9 +20,10 @@ import httpx
 import pytest
 
 from trust.errors import IpfsError, ToolchainError, VerificationError
+from trust.processes import free_port
 from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
-from trust.storage.node import IpfsNode, free_port, node_version
+from trust.storage.node import IpfsNode, node_version
 from trust.toolchain import project_root
 
 pytestmark = pytest.mark.slow

@@ -7,9 +7,6 @@ port, stopped on exit).
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -18,16 +15,10 @@ from pathlib import Path
 import httpx
 
 from trust.errors import DevnetError
+from trust.processes import alive, free_port, terminate
 from trust.toolchain import Toolchain
 
-__all__ = ["AnvilNode", "free_port", "rpc_ready"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+__all__ = ["AnvilNode", "rpc_ready"]
 
 
 def rpc_ready(url: str, timeout_seconds: float = 1.0) -> int | None:
@@ -39,16 +30,6 @@ def rpc_ready(url: str, timeout_seconds: float = 1.0) -> int | None:
         return int(response.json()["result"], 16)
     except (httpx.HTTPError, ValueError, KeyError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -130,26 +111,13 @@ class AnvilNode:
     @classmethod
     def attach(cls, pid: int, host: str, port: int, chain_id: int) -> AnvilNode | None:
         """The node with `pid`, if that process is alive and answers at host:port."""
-        if not _alive(pid) or rpc_ready(f"http://{host}:{port}") != chain_id:
+        if not alive(pid) or rpc_ready(f"http://{host}:{port}") != chain_id:
             return None
         return cls(host=host, port=port, chain_id=chain_id, pid=pid)
 
     def stop(self, timeout_seconds: float = 15.0) -> None:
         """SIGTERM (Anvil writes its state file on the way out), then SIGKILL after the timeout."""
-        if not _alive(self.pid):
-            return
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            if self._process is not None:
-                if self._process.poll() is not None:
-                    return
-            elif not _alive(self.pid):
-                return
-            time.sleep(0.05)
-        os.kill(self.pid, signal.SIGKILL)
-        if self._process is not None:
-            self._process.wait(timeout=5)
+        terminate(self.pid, self._process, timeout_seconds)
 
     def __enter__(self) -> AnvilNode:
         return self

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -29,13 +28,13 @@ from typing import Any
 import httpx
 
 from trust.errors import IpfsError, ToolchainError
+from trust.processes import alive, free_port, terminate
 from trust.settings import Settings
 from trust.toolchain import project_root
 
 __all__ = [
     "IpfsNode",
     "IpfsStatus",
-    "free_port",
     "ipfs_down",
     "ipfs_up",
     "node_version",
@@ -46,13 +45,6 @@ READY_PREFIX = "trust-ipfs ready "
 IMPLEMENTATION_PREFIX = "trust-ipfs/"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 _LOG_TAIL_LINES = 12
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _port_taken(host: str, port: int) -> bool:
@@ -75,16 +67,6 @@ def node_version(api_url: str, timeout_seconds: float = 1.0) -> dict[str, Any] |
 
 def _ours(answer: dict[str, Any] | None) -> bool:
     return answer is not None and str(answer.get("Implementation", "")).startswith(IMPLEMENTATION_PREFIX)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _runs_our_server(pid: int) -> bool:
@@ -235,28 +217,13 @@ class IpfsNode:
     @classmethod
     def attach(cls, pid: int, host: str, port: int, repo: Path, log_file: Path | None = None) -> IpfsNode | None:
         """The node with `pid`, if that process is alive and a local IPFS node answers at host:port."""
-        if not _alive(pid) or not _ours(node_version(f"http://{host}:{port}")):
+        if not alive(pid) or not _ours(node_version(f"http://{host}:{port}")):
             return None
         return cls(host=host, port=port, repo=repo, pid=pid, log_file=log_file)
 
     def stop(self, timeout_seconds: float = 15.0) -> None:
         """SIGTERM (the node finishes requests in flight and closes its stores), SIGKILL after the timeout."""
-        if self._process is not None and self._process.poll() is not None:
-            return
-        if not _alive(self.pid):
-            return
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            if self._process is not None:
-                if self._process.poll() is not None:
-                    return
-            elif not _alive(self.pid):
-                return
-            time.sleep(0.05)
-        os.kill(self.pid, signal.SIGKILL)
-        if self._process is not None:
-            self._process.wait(timeout=5)
+        terminate(self.pid, self._process, timeout_seconds)
 
     def __enter__(self) -> IpfsNode:
         return self
@@ -345,7 +312,7 @@ def ipfs_down(settings: Settings) -> bool:
     state_file = _state_file(settings)
     state, node = _running(settings)
     state_file.unlink(missing_ok=True)
-    if node is None and state is not None and _alive(int(state["pid"])) and _runs_our_server(int(state["pid"])):
+    if node is None and state is not None and alive(int(state["pid"])) and _runs_our_server(int(state["pid"])):
         # Alive but not answering (hung or still starting): stop it all the same.
         node = IpfsNode(str(state["host"]), int(state["port"]), Path(state["repo"]), int(state["pid"]))
     if node is None:
