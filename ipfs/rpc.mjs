@@ -350,20 +350,24 @@ export function kuboRpc ({ helia, fs, maxUploadBytes, versionInfo }) {
       throw new CommandError(`invalid type '${type}', must be one of {direct, indirect, recursive, all}`)
     }
     const args = cidArgs(params, 'ipfs-path', { required: false })
-    const pins = []
-    for await (const entry of helia.pins.ls()) pins.push(entry)
-    const recursivePins = pins.filter((p) => p.depth === Infinity)
     const keys = {}
     const entry = (kind) => ({ Type: kind, Name: '' })
+    const recursiveRoots = async () => {
+      const roots = []
+      for await (const p of helia.pins.ls()) if (p.depth === Infinity) roots.push(p.cid)
+      return roots
+    }
     if (args.length > 0) {
+      // Each named CID is looked up directly (one datastore read), not by listing every pin:
+      // checking one blob stays constant-time however many the node holds.
       for (const { text, cid } of args) {
-        const own = pins.find((p) => p.cid.equals(cid) || p.cid.equals(cid.toV1()))
+        const own = await existingPin(cid) // Helia keys pins by the CIDv1, so a v0 name finds its pin
         let kind = own == null ? null : (own.depth === Infinity ? 'recursive' : 'direct')
         if (kind == null && (type === 'all' || type === 'indirect') && await helia.pins.isPinned(cid)) {
           kind = 'indirect'
-          for (const root of recursivePins) {
-            if (await dagContains(root.cid, cid)) {
-              kind = `indirect through ${root.cid}`
+          for (const root of await recursiveRoots()) {
+            if (await dagContains(root, cid)) {
+              kind = `indirect through ${root}`
               break
             }
           }
@@ -374,8 +378,10 @@ export function kuboRpc ({ helia, fs, maxUploadBytes, versionInfo }) {
         keys[cid.toString()] = entry(kind)
       }
     } else {
+      const pins = []
+      for await (const p of helia.pins.ls()) pins.push(p)
       if (type === 'all' || type === 'indirect') {
-        for (const root of recursivePins) {
+        for (const root of pins.filter((p) => p.depth === Infinity)) {
           for await (const cid of walkDag(helia, root.cid)) {
             if (!cid.equals(root.cid)) keys[cid.toString()] = entry('indirect')
           }
