@@ -459,6 +459,51 @@ def bench_privacy_cmd(
     render(bench, console)
 
 
+@bench_app.command("storage")
+def bench_storage_cmd(
+    size: Annotated[
+        list[int] | None, typer.Option("--size", min=69, help="nodes per trace, repeatable (default 100 and 1000)")
+    ] = None,
+    node_bytes: Annotated[int, typer.Option("--node-bytes", min=1, help="text bytes per node")] = 2_048,
+    concurrency: Annotated[int, typer.Option(min=1, max=256, help="IPFS requests at a time")] = 8,
+    api_url: Annotated[
+        str | None,
+        typer.Option("--api-url", help="a running Kubo RPC endpoint (default: a fresh local node in a temporary repo)"),
+    ] = None,
+    home: HomeOption = None,
+) -> None:
+    """Seal + upload + pin, and fetch + verify + open, of 100- and 1000-node traces: seconds and MB/s."""
+    import tempfile
+
+    from trust.bench.storage import DEFAULT_SIZES, StorageBench, render, run_storage_benchmark
+    from trust.storage.kubo import KuboClient
+    from trust.storage.node import IpfsNode
+
+    settings = _settings(home)
+
+    async def measure(url: str) -> StorageBench:
+        ipfs = settings.ipfs.model_copy(update={"api_url": url})
+        async with KuboClient.from_settings(ipfs) as client:
+            with err_console.status("timing segments through IPFS") as status:
+                return await run_storage_benchmark(
+                    client,
+                    tuple(size) if size else DEFAULT_SIZES,
+                    node_bytes=node_bytes,
+                    concurrency=concurrency,
+                    progress=status.update,
+                )
+
+    if api_url:
+        bench = asyncio.run(measure(api_url))
+    else:
+        with tempfile.TemporaryDirectory(prefix="trust-bench-ipfs-") as repo:
+            with err_console.status("starting a local IPFS node"):
+                node = IpfsNode.start(Path(repo), node_binary=settings.ipfs.node_binary)
+            with node:
+                bench = asyncio.run(measure(node.api_url))
+    render(bench, console)
+
+
 @ipfs_app.command("up")
 def ipfs_up_cmd(
     repo: Annotated[Path | None, typer.Option("--repo", help="blocks and pins (default HOME/ipfs)")] = None,
