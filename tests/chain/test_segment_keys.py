@@ -32,7 +32,7 @@ from trust.devnet import dev_account, provision_auditors
 from trust.errors import ContractReverted, DeploymentNotFound, VerificationError
 from trust.privacy import merkle
 from trust.privacy.access import Seat, plan_envelopes, seal_envelopes
-from trust.privacy.envelopes import open_envelope
+from trust.privacy.envelopes import SegmentKey, open_envelope
 from trust.privacy.segments import new_key, new_trace_id, seal
 from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.cid import digest32, parse_cid, unixfs_cid
@@ -213,7 +213,11 @@ async def test_envelopes_reach_exactly_the_seated_auditors(committee: Committee)
     drawn = audit.committees_in(await audit.assign_auditors(provider, session_id, [0, 1, 2, 3]))
     seats = [Seat(c.segment_id, member, await _registered_key(protocol, member)) for c in drawn for member in c.members]
     assert all(seat.encryption_key == committee.public_keys[seat.auditor] for seat in seats)
-    sealed = seal_envelopes(plan_envelopes(graph, order, node_keys, seats), trace_id)
+    stored = [
+        SegmentKey(node, i, unixfs_cid(node.encode()), bytes([i + 1]) * 32, node_keys[node])
+        for i, node in enumerate(order)
+    ]
+    sealed = seal_envelopes(plan_envelopes(graph, stored, seats), trace_id)
     store = {unixfs_cid(s.envelope): s.envelope for s in sealed}  # what IPFS would hold
     cid_of = {(s.seat.segment_index, s.seat.auditor): unixfs_cid(s.envelope) for s in sealed}
 

@@ -16,6 +16,7 @@ from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy import (
     Seat,
+    grant_for,
     need_to_know,
     new_trace_id,
     open_envelope,
@@ -26,7 +27,10 @@ from trust.privacy import (
     readable_nodes,
     seal_envelopes,
     seal_graph,
+    segment_keys,
 )
+from trust.privacy.envelopes import SegmentKey
+from trust.storage.cid import unixfs_cid
 
 
 def _auditor(i: int) -> str:
@@ -55,14 +59,14 @@ def test_end_to_end_each_seated_auditor_decrypts_exactly_its_need_to_know(hdag: 
     trace_id = new_trace_id(rng)
     sealed = seal_graph(hdag, trace_id, rng)
     order = [segment.node_id for segment in sealed]
-    keys = {segment.node_id: segment.key for segment in sealed}
+    stored = segment_keys(sealed, [unixfs_cid(segment.blob) for segment in sealed])
     blobs = {segment.node_id: segment for segment in sealed}
     privates = [X25519PrivateKey.generate() for _ in range(4)]
     seated = {0: [0, 1], 2: [1, 2], 3: [3]}  # segment index -> auditors
     committee = [
         Seat(index, _auditor(a), public_key_bytes(privates[a])) for index, members in seated.items() for a in members
     ]
-    envelopes = seal_envelopes(plan_envelopes(hdag, order, keys, committee), trace_id)
+    envelopes = seal_envelopes(plan_envelopes(hdag, stored, committee), trace_id)
     assert sorted((e.seat.segment_index, e.seat.auditor) for e in envelopes) == sorted(
         (s.segment_index, s.auditor) for s in committee
     )
@@ -78,37 +82,52 @@ def test_end_to_end_each_seated_auditor_decrypts_exactly_its_need_to_know(hdag: 
             node_id=node_id,
             auditor=seat.auditor,
         )
-        assert set(grant.keys) == set(need_to_know(hdag, node_id))
-        for member, key in grant.keys.items():
-            segment = blobs[member]
-            assert open_segment(segment.blob, key, trace_id, member, ciphertext_digest=segment.ciphertext_digest)
+        assert list(grant.keys) == list(need_to_know(hdag, node_id))
+        for member in grant.segments:
+            segment = blobs[member.node_id]
+            # The grant says where each readable segment lies: its index, CID and digest.
+            assert member == stored[order.index(member.node_id)]
+            assert member.cid == unixfs_cid(segment.blob) and member.ciphertext_digest == segment.ciphertext_digest
+            assert open_segment(
+                segment.blob, member.key, trace_id, member.node_id, ciphertext_digest=member.ciphertext_digest
+            )
         for other in set(order) - set(grant.keys):
             with pytest.raises(VerificationError, match="authentication failed"):
                 open_segment(blobs[other].blob, grant.keys[node_id], trace_id, other)
 
 
+def _stored(hdag: Hdag) -> list[SegmentKey]:
+    """Segment keys for every node, in order (placeholder CIDs and digests: planning reads neither)."""
+    cid = unixfs_cid(b"segment")
+    return [SegmentKey(node.id, i, cid, bytes([i + 1]) * 32, bytes([i]) * 32) for i, node in enumerate(hdag.nodes())]
+
+
 def test_the_plan_covers_only_the_committee_and_each_seat_once(hdag: Hdag) -> None:
     order = [node.id for node in hdag.nodes()]
-    keys = {node_id: bytes([i]) * 32 for i, node_id in enumerate(order)}
+    keys = _stored(hdag)
     key = b"\x09" * 32
     seat = Seat(1, _auditor(0), key)
     duplicate = Seat(1, _auditor(0).lower(), key)
-    plans = plan_envelopes(hdag, order, keys, [seat, duplicate, Seat(2, _auditor(0), key)])
+    plans = plan_envelopes(hdag, keys, [seat, duplicate, Seat(2, _auditor(0), key)])
     assert [(p.seat.segment_index, p.grant.node_id) for p in plans] == [(1, order[1]), (2, order[2])]
-    assert plan_envelopes(hdag, order, keys, []) == []
+    assert plan_envelopes(hdag, keys, []) == []
 
 
 def test_a_committee_that_does_not_fit_the_trace_is_refused(hdag: Hdag) -> None:
-    order = [node.id for node in hdag.nodes()]
-    keys = {node_id: b"\x01" * 32 for node_id in order}
-    with pytest.raises(VerificationError, match=f"segment {len(order)}, but the trace has segments"):
-        plan_envelopes(hdag, order, keys, [Seat(len(order), _auditor(0), b"\x02" * 32)])
+    keys = _stored(hdag)
+    n = len(keys)
+    with pytest.raises(VerificationError, match=f"segment {n}, but the trace has segments"):
+        plan_envelopes(hdag, keys, [Seat(n, _auditor(0), b"\x02" * 32)])
     with pytest.raises(VerificationError, match="two encryption keys"):
-        plan_envelopes(hdag, order, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
+        plan_envelopes(hdag, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
     with pytest.raises(GraphError, match="exactly once"):
-        plan_envelopes(hdag, order[:-1], keys, [])
-    with pytest.raises(GraphError, match="no key for"):
-        plan_envelopes(hdag, order, {order[0]: b"\x01" * 32}, [Seat(1, _auditor(0), b"\x02" * 32)])
+        plan_envelopes(hdag, keys[:-1], [])
+    with pytest.raises(GraphError, match=r"segments\[0\] names segment 1: list them in order"):
+        plan_envelopes(hdag, [keys[1], keys[0], *keys[2:]], [])
+    with pytest.raises(GraphError, match=r"no segment key for \['g0', 's1'\]"):
+        grant_for(hdag, "s2", {"s2": keys[[node.id for node in hdag.nodes()].index("s2")]})
+    with pytest.raises(GraphError, match="3 sealed segments but 2 CIDs"):
+        segment_keys(seal_graph(hdag, bytes(32), random.Random(0).randbytes)[:3], ["x", "y"])
     with pytest.raises(GraphError, match="auditor address"):
         Seat(0, "alice", b"\x02" * 32)
 

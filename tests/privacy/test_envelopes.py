@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -10,6 +13,7 @@ from trust.errors import GraphError, VerificationError
 from trust.privacy.envelopes import (
     ENVELOPE_HEADER_BYTES,
     KeyGrant,
+    SegmentKey,
     open_envelope,
     public_key_bytes,
     seal_envelope,
@@ -18,7 +22,14 @@ from trust.privacy.envelopes import (
 TRACE = bytes(32 * [7])
 AUDITOR = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 OTHER_AUDITOR = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
-GRANT = KeyGrant(4, "s3", {"s3": b"\x03" * 32, "s2": b"\x02" * 32, "g0": b"\x00" * 32})
+CID = "bafkreibpdlpfk3f7zzgafakbsfslatabxbbzivxuzbok6cfghmdqkyh3ta"
+
+
+def segment_key(node_id: str, index: int, fill: int) -> SegmentKey:
+    return SegmentKey(node_id, index, CID, bytes([fill + 100]) * 32, bytes([fill]) * 32)
+
+
+GRANT = KeyGrant(4, "s3", (segment_key("s3", 4, 3), segment_key("s2", 3, 2), segment_key("g0", 0, 0)))
 
 
 def devnet_style_key(password: bytes = b"pw") -> tuple[X25519PrivateKey, bytes]:
@@ -44,6 +55,9 @@ def test_the_seated_auditor_opens_its_envelope() -> None:
     grant = _open(private, envelope)
     assert grant == GRANT
     assert list(grant.keys) == ["s3", "s2", "g0"]
+    assert grant.segment("s2") == segment_key("s2", 3, 2) and grant.segment("g0").cid == CID
+    with pytest.raises(GraphError, match="holds no key for node 's1'"):
+        grant.segment("s1")
     raw = private.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )
@@ -113,8 +127,52 @@ def test_an_unregistered_or_unusable_recipient_key_is_refused() -> None:
         seal_envelope(GRANT, trace_id=TRACE, auditor="0x1234", recipient_key=devnet_style_key()[1])
 
 
-def test_a_grant_must_hold_its_own_nodes_key() -> None:
-    with pytest.raises(GraphError, match="holds no key for its own node 's3'"):
-        KeyGrant(0, "s3", {"s2": b"\x00" * 32})
-    with pytest.raises(GraphError, match="is not 32 bytes"):
-        KeyGrant(0, "s3", {"s3": b"\x00" * 16})
+def test_a_grant_must_hold_its_own_nodes_key_first_and_each_node_once() -> None:
+    with pytest.raises(GraphError, match="the first segment key must be its own node's"):
+        KeyGrant(0, "s3", (segment_key("s2", 1, 0),))
+    with pytest.raises(GraphError, match="the first segment key must be its own node's"):
+        KeyGrant(0, "s3", ())
+    with pytest.raises(GraphError, match="names segment 2, not 0"):
+        KeyGrant(0, "s3", (segment_key("s3", 2, 0),))
+    with pytest.raises(GraphError, match="a node appears twice"):
+        KeyGrant(0, "s3", (segment_key("s3", 0, 0), segment_key("s3", 1, 0)))
+    with pytest.raises(GraphError, match="a segment appears twice"):
+        KeyGrant(0, "s3", (segment_key("s3", 0, 0), segment_key("s2", 0, 0)))
+
+
+def test_a_segment_key_checks_its_fields() -> None:
+    with pytest.raises(GraphError, match="the key is not 32 bytes"):
+        SegmentKey("s3", 0, CID, b"\x01" * 32, b"\x00" * 16)
+    with pytest.raises(GraphError, match="ciphertext digest is not 32 bytes"):
+        SegmentKey("s3", 0, CID, b"\x01" * 31, b"\x00" * 32)
+    with pytest.raises(GraphError, match="not-a-cid"):
+        SegmentKey("s3", 0, "not-a-cid", b"\x01" * 32, b"\x00" * 32)
+    with pytest.raises(GraphError, match="is not a non-negative integer"):
+        SegmentKey("s3", -1, CID, b"\x01" * 32, b"\x00" * 32)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"node": "s3", "segment": 4, "cid": CID, "digest": "00" * 32}, "is not {node, segment, cid, digest, key}"),
+        ({"node": "s3", "segment": "4", "cid": CID, "digest": "00" * 32, "key": "01" * 32}, "wrong type"),
+        ({"node": "s3", "segment": 4, "cid": CID, "digest": "00" * 31, "key": "01" * 32}, "digest of node 's3'"),
+        ({"node": "s3", "segment": 4, "cid": CID, "digest": "00" * 32, "key": "0A" * 32}, "key of node 's3'"),
+        ({"node": "s3", "segment": 4, "cid": "Qm1", "digest": "00" * 32, "key": "01" * 32}, "Qm1"),
+        ({"node": "s2", "segment": 4, "cid": CID, "digest": "00" * 32, "key": "01" * 32}, "its own node's"),
+    ],
+)
+def test_a_malformed_payload_is_refused_after_authentication(entry: dict[str, object], message: str) -> None:
+    """The sender is authenticated, but the payload is still checked field by field before use."""
+    private, public = devnet_style_key()
+    document = {"format": "trust.keys", "version": 1, "segment": 4, "node": "s3", "keys": [entry]}
+    forged = KeyGrant.__new__(KeyGrant)
+    object.__setattr__(forged, "segment_index", 4)
+    object.__setattr__(forged, "node_id", "s3")
+    object.__setattr__(forged, "segments", ())
+    payload = json.dumps(document).encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KeyGrant, "payload", lambda self: payload)
+        envelope = seal_envelope(forged, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+    with pytest.raises(VerificationError, match=re.escape(message)):
+        _open(private, envelope)

@@ -19,8 +19,9 @@ from trust.privacy.access import (
     plan_envelopes,
     readable_nodes,
     seal_envelopes,
+    segment_keys,
 )
-from trust.privacy.envelopes import KeyGrant, open_envelope, public_key_bytes, seal_envelope
+from trust.privacy.envelopes import KeyGrant, SegmentKey, open_envelope, public_key_bytes, seal_envelope
 from trust.privacy.merkle import (
     MerkleTree,
     SegmentLeaf,
@@ -49,6 +50,7 @@ __all__ = [
     "SealedEnvelope",
     "SealedSegment",
     "Seat",
+    "SegmentKey",
     "SegmentLeaf",
     "build",
     "check_inclusion",
@@ -70,6 +72,7 @@ __all__ = [
     "seal_envelope",
     "seal_envelopes",
     "seal_graph",
+    "segment_keys",
     "segment_plaintexts",
     "verify",
 ]

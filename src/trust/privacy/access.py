@@ -6,7 +6,8 @@ received), and nothing downstream or further up is given. So a seat on v can rea
 `need_to_know(v) = {v} + parents(v)`, and a coalition of seats can read the union of theirs
 (`readable_nodes`), which is what the privacy measurement (`trust.bench.privacy`) counts.
 
-The provider side (`plan_envelopes`): given the committee as read from chain (one `Seat` per seated
+The provider side: `segment_keys` records, per segment, its node, key, CID and digest once the
+blobs are stored; `plan_envelopes`, given the committee as read from chain (one `Seat` per seated
 auditor and segment, with the encryption key the auditor registered), one `EnvelopePlan` per seat
 and nothing else. The function has no other source of recipients, so a key can only go to an
 auditor the chain seated; an auditor seated on several segments gets one envelope per seat.
@@ -23,7 +24,8 @@ import networkx as nx
 from trust.errors import GraphError, VerificationError
 from trust.graphs.cig import Cig
 from trust.graphs.hdag import Hdag
-from trust.privacy.envelopes import KeyGrant, address_bytes, seal_envelope
+from trust.privacy.envelopes import KeyGrant, SegmentKey, address_bytes, seal_envelope
+from trust.privacy.segments import SealedSegment
 
 __all__ = [
     "EnvelopePlan",
@@ -35,6 +37,7 @@ __all__ = [
     "plan_envelopes",
     "readable_nodes",
     "seal_envelopes",
+    "segment_keys",
 ]
 
 Graph: TypeAlias = Hdag | Cig | nx.DiGraph
@@ -119,45 +122,56 @@ def readable_nodes(graph: Graph | Mapping[str, Sequence[str]], seated_nodes: Ite
     return {member for node_id in seated_nodes for member in need_to_know(graph, node_id)}
 
 
-def grant_for(graph: Graph, node_id: str, segment_index: int, keys: Mapping[str, bytes]) -> KeyGrant:
-    """The `KeyGrant` of a seat on `node_id`: K_v and the parents' keys, taken from `keys`."""
+def segment_keys(sealed: Sequence[SealedSegment], cids: Sequence[str]) -> list[SegmentKey]:
+    """The provider's record of a stored trace: segment i is `sealed[i]`, stored under `cids[i]`."""
+    if len(sealed) != len(cids):
+        raise GraphError(f"{len(sealed)} sealed segments but {len(cids)} CIDs: store every segment once")
+    return [
+        SegmentKey(segment.node_id, index, cid, segment.ciphertext_digest, segment.key)
+        for index, (segment, cid) in enumerate(zip(sealed, cids, strict=True))
+    ]
+
+
+def grant_for(graph: Graph, node_id: str, segments: Mapping[str, SegmentKey]) -> KeyGrant:
+    """The `KeyGrant` of a seat on `node_id`: its own and its parents' `SegmentKey`, from `segments`."""
     wanted = need_to_know(graph, node_id)
-    missing = [member for member in wanted if member not in keys]
+    missing = [member for member in wanted if member not in segments]
     if missing:
-        raise GraphError(f"segment {segment_index} ({node_id!r}): no key for {missing}; seal every node first")
-    return KeyGrant(segment_index, node_id, {member: keys[member] for member in wanted})
+        raise GraphError(f"node {node_id!r}: no segment key for {missing}; seal and store every node first")
+    return KeyGrant(segments[node_id].segment_index, node_id, tuple(segments[member] for member in wanted))
 
 
-def plan_envelopes(
-    graph: Graph,
-    segment_nodes: Sequence[str],
-    keys: Mapping[str, bytes],
-    committee: Iterable[Seat],
-) -> list[EnvelopePlan]:
+def plan_envelopes(graph: Graph, segments: Sequence[SegmentKey], committee: Iterable[Seat]) -> list[EnvelopePlan]:
     """One envelope plan per seat of `committee`, and only for those seats.
 
-    `segment_nodes[i]` is the node of segment i (the manifest's order; every node of the graph
-    exactly once). `committee` is what the chain seated; the same seat read twice (for example
-    from two event queries) yields one plan. Raises `VerificationError` when the committee does
-    not fit the trace: a seat on a segment the trace does not have, or one auditor read with two
-    different encryption keys.
+    `segments[i]` is segment i (`segment_keys`: the trace's order, every node of the graph exactly
+    once). `committee` is what the chain seated; the same seat read twice (for example from two
+    event queries) yields one plan. Raises `VerificationError` when the committee does not fit the
+    trace: a seat on a segment the trace does not have, or one auditor read with two different
+    encryption keys.
     """
     nodes = _node_ids(graph)
-    if len(segment_nodes) != len(nodes) or set(segment_nodes) != set(nodes):
-        extra = sorted(set(segment_nodes) - set(nodes))[:5]
-        absent = sorted(set(nodes) - set(segment_nodes))[:5]
+    by_node = {segment.node_id: segment for segment in segments}
+    if len(segments) != len(nodes) or set(by_node) != set(nodes):
+        extra = sorted(set(by_node) - set(nodes))[:5]
+        absent = sorted(set(nodes) - set(by_node))[:5]
         raise GraphError(
-            f"segment_nodes must list every node of the graph exactly once ({len(segment_nodes)} given, "
+            f"segments must hold every node of the graph exactly once ({len(segments)} given, "
             f"{len(nodes)} nodes; unknown {extra}, missing {absent})"
+        )
+    misplaced = [i for i, segment in enumerate(segments) if segment.segment_index != i]
+    if misplaced:
+        raise GraphError(
+            f"segments[{misplaced[0]}] names segment {segments[misplaced[0]].segment_index}: list them in order"
         )
     plans: list[EnvelopePlan] = []
     seen: set[tuple[int, str]] = set()
     key_of: dict[str, bytes] = {}
     for seat in committee:
-        if seat.segment_index >= len(segment_nodes):
+        if seat.segment_index >= len(segments):
             raise VerificationError(
                 f"auditor {seat.auditor} is seated on segment {seat.segment_index}, but the trace has segments "
-                f"0..{len(segment_nodes) - 1}: the committee was read for another session"
+                f"0..{len(segments) - 1}: the committee was read for another session"
             )
         auditor = seat.auditor.lower()
         known = key_of.setdefault(auditor, seat.encryption_key)
@@ -169,8 +183,7 @@ def plan_envelopes(
         if (seat.segment_index, auditor) in seen:
             continue
         seen.add((seat.segment_index, auditor))
-        node_id = segment_nodes[seat.segment_index]
-        plans.append(EnvelopePlan(seat, grant_for(graph, node_id, seat.segment_index, keys)))
+        plans.append(EnvelopePlan(seat, grant_for(graph, segments[seat.segment_index].node_id, by_node)))
     return plans
 
 

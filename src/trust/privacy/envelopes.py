@@ -25,7 +25,11 @@ kem_context is enc || pkR); the recipient key is in `info` too so the binding do
 detail. An envelope copied to another seat, segment, trace or auditor therefore fails to open.
 
 Payload (canonical JSON, ASCII): `{"format":"trust.keys","version":1,"segment":i,"node":v,
-"keys":{"<node id>":"<64 hex>",...}}`, K_v first, then the parents in graph order.
+"keys":[{"node":"<id>","segment":j,"cid":"<CID>","digest":"<64 hex>","key":"<64 hex>"},...]}`, the
+seat's own node first, then its parents in graph order. Each entry says where that node's segment
+lies (its index in the trace, its CID and the sha256 of its blob), so an auditor can fetch and check
+every segment it may read from the envelope alone: the chain holds each segment's CID digest, the
+IPFS fetch checks the blob against CID and digest, and no public manifest maps node ids to segments.
 
 HPKE draws its ephemeral key from the operating system inside `cryptography`: envelopes are not
 reproducible byte for byte (segments are, given the rng); tests check round trips and rejections.
@@ -35,7 +39,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from trust.errors import GraphError, VerificationError
+from trust.privacy.merkle import cid_bytes
 from trust.privacy.segments import KEY_BYTES, TRACE_ID_BYTES, encode_node_id
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "PAYLOAD_FORMAT",
     "PUBLIC_KEY_BYTES",
     "KeyGrant",
+    "SegmentKey",
     "address_bytes",
     "envelope_info",
     "open_envelope",
@@ -74,37 +79,85 @@ _TAG_BYTES = 16
 _INFO_LABEL = b"trust.envelope"
 _SUITE = hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-_HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
+_HEX_32 = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST_BYTES = 32
+_ENTRY_FIELDS = frozenset({"node", "segment", "cid", "digest", "key"})
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentKey:
+    """One node's segment key and where its segment lies: index in the trace, CID (text, base32
+    CIDv1 or CIDv0) and `ciphertext_digest = sha256(blob)`."""
+
+    node_id: str
+    segment_index: int
+    cid: str
+    ciphertext_digest: bytes
+    key: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        encode_node_id(self.node_id)
+        where = f"segment key of {self.node_id!r}"
+        if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
+            raise GraphError(f"{where}: segment index {self.segment_index!r} is not a non-negative integer")
+        cid_bytes(self.cid)
+        if not isinstance(self.ciphertext_digest, bytes) or len(self.ciphertext_digest) != _DIGEST_BYTES:
+            raise GraphError(f"{where}: the ciphertext digest is not 32 bytes (sha256 of the blob)")
+        if not isinstance(self.key, bytes) or len(self.key) != KEY_BYTES:
+            raise GraphError(f"{where}: the key is not 32 bytes")
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "node": self.node_id,
+            "segment": self.segment_index,
+            "cid": self.cid,
+            "digest": self.ciphertext_digest.hex(),
+            "key": self.key.hex(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class KeyGrant:
-    """The keys one seat receives: `keys[node_id]` for the seat's node and its immediate parents."""
+    """What one seat receives: the `SegmentKey` of the seat's node (first) and of its immediate parents."""
 
     segment_index: int
     node_id: str
-    keys: Mapping[str, bytes] = field(repr=False)
+    segments: tuple[SegmentKey, ...] = field(repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
             raise GraphError(f"key grant: segment index {self.segment_index!r} is not a non-negative integer")
-        if self.node_id not in self.keys:
+        where = f"key grant for segment {self.segment_index} ({self.node_id!r})"
+        if not self.segments or self.segments[0].node_id != self.node_id:
+            raise GraphError(f"{where}: the first segment key must be its own node's")
+        if self.segments[0].segment_index != self.segment_index:
             raise GraphError(
-                f"key grant for segment {self.segment_index}: holds no key for its own node {self.node_id!r}"
+                f"{where}: its own node's key names segment {self.segments[0].segment_index}, not {self.segment_index}"
             )
-        for node_id, key in self.keys.items():
-            encode_node_id(node_id)
-            if not isinstance(key, bytes) or len(key) != KEY_BYTES:
-                raise GraphError(f"key grant for segment {self.segment_index}: the key of {node_id!r} is not 32 bytes")
+        for attribute, what in (("node_id", "node"), ("segment_index", "segment")):
+            values = [getattr(segment, attribute) for segment in self.segments]
+            if len(set(values)) != len(values):
+                raise GraphError(f"{where}: a {what} appears twice among its keys")
+
+    @property
+    def keys(self) -> dict[str, bytes]:
+        """`{node_id: key}`, the seat's own node first."""
+        return {segment.node_id: segment.key for segment in self.segments}
+
+    def segment(self, node_id: str) -> SegmentKey:
+        """The segment key of `node_id` (`GraphError` when the grant holds none)."""
+        for segment in self.segments:
+            if segment.node_id == node_id:
+                return segment
+        raise GraphError(f"key grant for segment {self.segment_index} holds no key for node {node_id!r}")
 
     def payload(self) -> bytes:
-        ordered = [self.node_id, *(node_id for node_id in self.keys if node_id != self.node_id)]
         document = {
             "format": PAYLOAD_FORMAT,
             "version": ENVELOPE_VERSION,
             "segment": self.segment_index,
             "node": self.node_id,
-            "keys": {node_id: self.keys[node_id].hex() for node_id in ordered},
+            "keys": [segment.entry() for segment in self.segments],
         }
         return json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
@@ -225,15 +278,28 @@ def _parse_payload(payload: bytes, where: str, segment_index: int, node_id: str)
         raise VerificationError(
             f"{where}: the payload is for segment {data['segment']!r} ({data['node']!r}), not this seat"
         )
-    raw_keys = data["keys"]
-    if not isinstance(raw_keys, dict) or node_id not in raw_keys:
-        raise VerificationError(f"{where}: the payload holds no key for node {node_id!r}")
-    keys: dict[str, bytes] = {}
-    for name, value in raw_keys.items():
-        if not isinstance(value, str) or not _HEX_KEY.match(value):
-            raise VerificationError(f"{where}: the key of node {name!r} is not 64 lowercase hex digits")
-        keys[name] = bytes.fromhex(value)
+    entries = data["keys"]
+    if not isinstance(entries, list) or not entries:
+        raise VerificationError(f"{where}: the payload holds no keys")
+    segments: list[SegmentKey] = []
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != _ENTRY_FIELDS:
+            raise VerificationError(f"{where}: a key entry is not {{node, segment, cid, digest, key}}")
+        name = entry["node"]
+        for field_name in ("digest", "key"):
+            if not isinstance(entry[field_name], str) or not _HEX_32.match(entry[field_name]):
+                raise VerificationError(f"{where}: the {field_name} of node {name!r} is not 64 lowercase hex digits")
+        if not isinstance(name, str) or not isinstance(entry["cid"], str) or type(entry["segment"]) is not int:
+            raise VerificationError(f"{where}: a key entry has a field of the wrong type")
+        try:
+            segments.append(
+                SegmentKey(
+                    name, entry["segment"], entry["cid"], bytes.fromhex(entry["digest"]), bytes.fromhex(entry["key"])
+                )
+            )
+        except GraphError as exc:
+            raise VerificationError(f"{where}: {exc}") from None
     try:
-        return KeyGrant(segment_index, node_id, keys)
+        return KeyGrant(segment_index, node_id, tuple(segments))
     except GraphError as exc:
         raise VerificationError(f"{where}: {exc}") from None
