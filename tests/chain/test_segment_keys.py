@@ -217,7 +217,8 @@ async def test_envelopes_reach_exactly_the_seated_auditors(committee: Committee)
         SegmentKey(node, i, unixfs_cid(node.encode()), bytes([i + 1]) * 32, node_keys[node])
         for i, node in enumerate(order)
     ]
-    sealed = seal_envelopes(plan_envelopes(graph, stored, seats), trace_id)
+    root = (await audit.session(session_id)).trace_root
+    sealed = seal_envelopes(plan_envelopes(graph, trace_id, stored, seats), root)
     store = {unixfs_cid(s.envelope): s.envelope for s in sealed}  # what IPFS would hold
     cid_of = {(s.seat.segment_index, s.seat.auditor): unixfs_cid(s.envelope) for s in sealed}
 
@@ -241,11 +242,11 @@ async def test_envelopes_reach_exactly_the_seated_auditors(committee: Committee)
             grant = open_envelope(
                 committee.private_keys[auditor],
                 store[envelope.envelope_cid],
-                trace_id=trace_id,
+                trace_root=root,
                 segment_index=envelope.segment_id,
-                node_id=node,
                 auditor=auditor,
             )
+            assert grant.trace_id == trace_id and grant.node_id == node
             assert grant.keys == {n: node_keys[n] for n in (node, *graph.predecessors(node))}
         # An envelope addressed to someone else does not open with this auditor's key.
         foreign = next(e for e in published if e.auditor != auditor)
@@ -253,9 +254,8 @@ async def test_envelopes_reach_exactly_the_seated_auditors(committee: Committee)
             open_envelope(
                 committee.private_keys[auditor],
                 store[foreign.envelope_cid],
-                trace_id=trace_id,
+                trace_root=root,
                 segment_index=foreign.segment_id,
-                node_id=order[foreign.segment_id],
                 auditor=auditor,
             )
     assert await keys.envelopes_for(committee.stranger.address) == []

@@ -32,6 +32,8 @@ from trust.privacy import (
 from trust.privacy.envelopes import SegmentKey
 from trust.storage.cid import unixfs_cid
 
+TRACE_ID = b"\x07" * 32
+
 
 def _auditor(i: int) -> str:
     return "0x" + f"{i + 1:040x}"
@@ -66,7 +68,8 @@ def test_end_to_end_each_seated_auditor_decrypts_exactly_its_need_to_know(hdag: 
     committee = [
         Seat(index, _auditor(a), public_key_bytes(privates[a])) for index, members in seated.items() for a in members
     ]
-    envelopes = seal_envelopes(plan_envelopes(hdag, stored, committee), trace_id)
+    root = bytes(range(32))  # the session's trace root, as the chain shows it
+    envelopes = seal_envelopes(plan_envelopes(hdag, trace_id, stored, committee), root)
     assert sorted((e.seat.segment_index, e.seat.auditor) for e in envelopes) == sorted(
         (s.segment_index, s.auditor) for s in committee
     )
@@ -77,11 +80,11 @@ def test_end_to_end_each_seated_auditor_decrypts_exactly_its_need_to_know(hdag: 
         grant = open_envelope(
             privates[a],
             sealed_envelope.envelope,
-            trace_id=trace_id,
+            trace_root=root,
             segment_index=seat.segment_index,
-            node_id=node_id,
             auditor=seat.auditor,
         )
+        assert grant.trace_id == trace_id and grant.node_id == node_id
         assert list(grant.keys) == list(need_to_know(hdag, node_id))
         for member in grant.segments:
             segment = blobs[member.node_id]
@@ -108,24 +111,24 @@ def test_the_plan_covers_only_the_committee_and_each_seat_once(hdag: Hdag) -> No
     key = b"\x09" * 32
     seat = Seat(1, _auditor(0), key)
     duplicate = Seat(1, _auditor(0).lower(), key)
-    plans = plan_envelopes(hdag, keys, [seat, duplicate, Seat(2, _auditor(0), key)])
+    plans = plan_envelopes(hdag, TRACE_ID, keys, [seat, duplicate, Seat(2, _auditor(0), key)])
     assert [(p.seat.segment_index, p.grant.node_id) for p in plans] == [(1, order[1]), (2, order[2])]
-    assert plan_envelopes(hdag, keys, []) == []
+    assert plan_envelopes(hdag, TRACE_ID, keys, []) == []
 
 
 def test_a_committee_that_does_not_fit_the_trace_is_refused(hdag: Hdag) -> None:
     keys = _stored(hdag)
     n = len(keys)
     with pytest.raises(VerificationError, match=f"segment {n}, but the trace has segments"):
-        plan_envelopes(hdag, keys, [Seat(n, _auditor(0), b"\x02" * 32)])
+        plan_envelopes(hdag, TRACE_ID, keys, [Seat(n, _auditor(0), b"\x02" * 32)])
     with pytest.raises(VerificationError, match="two encryption keys"):
-        plan_envelopes(hdag, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
+        plan_envelopes(hdag, TRACE_ID, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
     with pytest.raises(GraphError, match="exactly once"):
-        plan_envelopes(hdag, keys[:-1], [])
+        plan_envelopes(hdag, TRACE_ID, keys[:-1], [])
     with pytest.raises(GraphError, match=r"segments\[0\] names segment 1: list them in order"):
-        plan_envelopes(hdag, [keys[1], keys[0], *keys[2:]], [])
+        plan_envelopes(hdag, TRACE_ID, [keys[1], keys[0], *keys[2:]], [])
     with pytest.raises(GraphError, match=r"no segment key for \['g0', 's1'\]"):
-        grant_for(hdag, "s2", {"s2": keys[[node.id for node in hdag.nodes()].index("s2")]})
+        grant_for(hdag, "s2", TRACE_ID, {"s2": keys[[node.id for node in hdag.nodes()].index("s2")]})
     with pytest.raises(GraphError, match="3 sealed segments but 2 CIDs"):
         segment_keys(seal_graph(hdag, bytes(32), random.Random(0).randbytes)[:3], ["x", "y"])
     with pytest.raises(GraphError, match="auditor address"):

@@ -19,7 +19,8 @@ from trust.privacy.envelopes import (
     seal_envelope,
 )
 
-TRACE = bytes(32 * [7])
+TRACE_ID = bytes(32 * [7])
+ROOT = bytes(32 * [9])
 AUDITOR = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 OTHER_AUDITOR = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
 CID = "bafkreibpdlpfk3f7zzgafakbsfslatabxbbzivxuzbok6cfghmdqkyh3ta"
@@ -29,7 +30,7 @@ def segment_key(node_id: str, index: int, fill: int) -> SegmentKey:
     return SegmentKey(node_id, index, CID, bytes([fill + 100]) * 32, bytes([fill]) * 32)
 
 
-GRANT = KeyGrant(4, "s3", (segment_key("s3", 4, 3), segment_key("s2", 3, 2), segment_key("g0", 0, 0)))
+GRANT = KeyGrant(TRACE_ID, 4, "s3", (segment_key("s3", 4, 3), segment_key("s2", 3, 2), segment_key("g0", 0, 0)))
 
 
 def devnet_style_key(password: bytes = b"pw") -> tuple[X25519PrivateKey, bytes]:
@@ -43,17 +44,19 @@ def devnet_style_key(password: bytes = b"pw") -> tuple[X25519PrivateKey, bytes]:
 
 
 def _open(private: X25519PrivateKey | bytes, envelope: bytes, **overrides: object) -> KeyGrant:
-    context: dict[str, object] = {"trace_id": TRACE, "segment_index": 4, "node_id": "s3", "auditor": AUDITOR}
+    context: dict[str, object] = {"trace_root": ROOT, "segment_index": 4, "auditor": AUDITOR}
     context.update(overrides)
     return open_envelope(private, envelope, **context)  # type: ignore[arg-type]
 
 
 def test_the_seated_auditor_opens_its_envelope() -> None:
     private, public = devnet_style_key()
-    envelope = seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+    envelope = seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     assert envelope[:5] == b"TREV\x01"
     grant = _open(private, envelope)
     assert grant == GRANT
+    # The trace id and the node come inside: the auditor needs only what the chain shows.
+    assert grant.trace_id == TRACE_ID and grant.node_id == "s3"
     assert list(grant.keys) == ["s3", "s2", "g0"]
     assert grant.segment("s2") == segment_key("s2", 3, 2) and grant.segment("g0").cid == CID
     with pytest.raises(GraphError, match="holds no key for node 's1'"):
@@ -73,15 +76,14 @@ AUTH = "authentication failed: sealed to another key, for another seat, segment 
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"trace_id": bytes(32)},
+        {"trace_root": bytes(32)},
         {"segment_index": 5},
-        {"node_id": "s2"},
         {"auditor": OTHER_AUDITOR},
     ],
 )
 def test_an_envelope_opens_only_for_its_own_seat(overrides: dict[str, object]) -> None:
     private, public = devnet_style_key()
-    envelope = seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+    envelope = seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     with pytest.raises(VerificationError, match=AUTH):
         _open(private, envelope, **overrides)
 
@@ -89,14 +91,14 @@ def test_an_envelope_opens_only_for_its_own_seat(overrides: dict[str, object]) -
 def test_another_auditors_private_key_cannot_open_it() -> None:
     _, public = devnet_style_key()
     other, _ = devnet_style_key()
-    envelope = seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+    envelope = seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     with pytest.raises(VerificationError, match=AUTH):
         _open(other, envelope)
 
 
 def test_tampered_truncated_and_foreign_envelopes_are_refused() -> None:
     private, public = devnet_style_key()
-    envelope = seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+    envelope = seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     for position in (5, ENVELOPE_HEADER_BYTES, len(envelope) - 1):
         tampered = bytearray(envelope)
         tampered[position] ^= 0x01
@@ -116,28 +118,30 @@ def test_tampered_truncated_and_foreign_envelopes_are_refused() -> None:
 
 def test_an_unregistered_or_unusable_recipient_key_is_refused() -> None:
     with pytest.raises(VerificationError, match="has no encryption key registered"):
-        seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=bytes(32))
+        seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=bytes(32))
     with pytest.raises(VerificationError, match="must be 32 bytes"):
-        seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=b"\x01" * 31)
+        seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=b"\x01" * 31)
     # u = 1 is a point of small order: the shared secret would be all zeros.
     low_order = (1).to_bytes(32, "little")
     with pytest.raises(VerificationError, match="not a usable X25519 key"):
-        seal_envelope(GRANT, trace_id=TRACE, auditor=AUDITOR, recipient_key=low_order)
+        seal_envelope(GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=low_order)
     with pytest.raises(GraphError, match="auditor address"):
-        seal_envelope(GRANT, trace_id=TRACE, auditor="0x1234", recipient_key=devnet_style_key()[1])
+        seal_envelope(GRANT, trace_root=ROOT, auditor="0x1234", recipient_key=devnet_style_key()[1])
 
 
 def test_a_grant_must_hold_its_own_nodes_key_first_and_each_node_once() -> None:
+    with pytest.raises(GraphError, match="the trace id must be 32 bytes"):
+        KeyGrant(b"\x07" * 16, 0, "s3", (segment_key("s3", 0, 0),))
     with pytest.raises(GraphError, match="the first segment key must be its own node's"):
-        KeyGrant(0, "s3", (segment_key("s2", 1, 0),))
+        KeyGrant(TRACE_ID, 0, "s3", (segment_key("s2", 1, 0),))
     with pytest.raises(GraphError, match="the first segment key must be its own node's"):
-        KeyGrant(0, "s3", ())
+        KeyGrant(TRACE_ID, 0, "s3", ())
     with pytest.raises(GraphError, match="names segment 2, not 0"):
-        KeyGrant(0, "s3", (segment_key("s3", 2, 0),))
+        KeyGrant(TRACE_ID, 0, "s3", (segment_key("s3", 2, 0),))
     with pytest.raises(GraphError, match="a node appears twice"):
-        KeyGrant(0, "s3", (segment_key("s3", 0, 0), segment_key("s3", 1, 0)))
+        KeyGrant(TRACE_ID, 0, "s3", (segment_key("s3", 0, 0), segment_key("s3", 1, 0)))
     with pytest.raises(GraphError, match="a segment appears twice"):
-        KeyGrant(0, "s3", (segment_key("s3", 0, 0), segment_key("s2", 0, 0)))
+        KeyGrant(TRACE_ID, 0, "s3", (segment_key("s3", 0, 0), segment_key("s2", 0, 0)))
 
 
 def test_a_segment_key_checks_its_fields() -> None:
@@ -165,14 +169,15 @@ def test_a_segment_key_checks_its_fields() -> None:
 def test_a_malformed_payload_is_refused_after_authentication(entry: dict[str, object], message: str) -> None:
     """The sender is authenticated, but the payload is still checked field by field before use."""
     private, public = devnet_style_key()
-    document = {"format": "trust.keys", "version": 1, "segment": 4, "node": "s3", "keys": [entry]}
+    document = {"format": "trust.keys", "version": 1, "trace": "07" * 32, "segment": 4, "node": "s3", "keys": [entry]}
     forged = KeyGrant.__new__(KeyGrant)
+    object.__setattr__(forged, "trace_id", TRACE_ID)
     object.__setattr__(forged, "segment_index", 4)
     object.__setattr__(forged, "node_id", "s3")
     object.__setattr__(forged, "segments", ())
     payload = json.dumps(document).encode()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(KeyGrant, "payload", lambda self: payload)
-        envelope = seal_envelope(forged, trace_id=TRACE, auditor=AUDITOR, recipient_key=public)
+        envelope = seal_envelope(forged, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     with pytest.raises(VerificationError, match=re.escape(message)):
         _open(private, envelope)

@@ -132,23 +132,25 @@ def segment_keys(sealed: Sequence[SealedSegment], cids: Sequence[str]) -> list[S
     ]
 
 
-def grant_for(graph: Graph, node_id: str, segments: Mapping[str, SegmentKey]) -> KeyGrant:
+def grant_for(graph: Graph, node_id: str, trace_id: bytes, segments: Mapping[str, SegmentKey]) -> KeyGrant:
     """The `KeyGrant` of a seat on `node_id`: its own and its parents' `SegmentKey`, from `segments`."""
     wanted = need_to_know(graph, node_id)
     missing = [member for member in wanted if member not in segments]
     if missing:
         raise GraphError(f"node {node_id!r}: no segment key for {missing}; seal and store every node first")
-    return KeyGrant(segments[node_id].segment_index, node_id, tuple(segments[member] for member in wanted))
+    return KeyGrant(trace_id, segments[node_id].segment_index, node_id, tuple(segments[member] for member in wanted))
 
 
-def plan_envelopes(graph: Graph, segments: Sequence[SegmentKey], committee: Iterable[Seat]) -> list[EnvelopePlan]:
+def plan_envelopes(
+    graph: Graph, trace_id: bytes, segments: Sequence[SegmentKey], committee: Iterable[Seat]
+) -> list[EnvelopePlan]:
     """One envelope plan per seat of `committee`, and only for those seats.
 
-    `segments[i]` is segment i (`segment_keys`: the trace's order, every node of the graph exactly
-    once). `committee` is what the chain seated; the same seat read twice (for example from two
-    event queries) yields one plan. Raises `VerificationError` when the committee does not fit the
-    trace: a seat on a segment the trace does not have, or one auditor read with two different
-    encryption keys.
+    `trace_id` is the one the segments were sealed under; `segments[i]` is segment i (`segment_keys`:
+    the trace's order, every node of the graph exactly once). `committee` is what the chain seated;
+    the same seat read twice (for example from two event queries) yields one plan. Raises
+    `VerificationError` when the committee does not fit the trace: a seat on a segment the trace
+    does not have, or one auditor read with two different encryption keys.
     """
     nodes = _node_ids(graph)
     by_node = {segment.node_id: segment for segment in segments}
@@ -183,19 +185,20 @@ def plan_envelopes(graph: Graph, segments: Sequence[SegmentKey], committee: Iter
         if (seat.segment_index, auditor) in seen:
             continue
         seen.add((seat.segment_index, auditor))
-        plans.append(EnvelopePlan(seat, grant_for(graph, segments[seat.segment_index].node_id, by_node)))
+        node_id = segments[seat.segment_index].node_id
+        plans.append(EnvelopePlan(seat, grant_for(graph, node_id, trace_id, by_node)))
     return plans
 
 
-def seal_envelopes(plans: Iterable[EnvelopePlan], trace_id: bytes) -> list[SealedEnvelope]:
-    """Seals every plan to its seat's registered key."""
+def seal_envelopes(plans: Iterable[EnvelopePlan], trace_root: bytes) -> list[SealedEnvelope]:
+    """Seals every plan to its seat's registered key, for the session whose trace root is `trace_root`."""
     return [
         SealedEnvelope(
             plan.seat,
             plan.grant.node_id,
             seal_envelope(
                 plan.grant,
-                trace_id=trace_id,
+                trace_root=trace_root,
                 auditor=plan.seat.auditor,
                 recipient_key=plan.seat.encryption_key,
             ),

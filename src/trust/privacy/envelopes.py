@@ -15,17 +15,22 @@ Envelope format, version 1:
     5       32    enc: the sender's ephemeral X25519 public key (HPKE)
     37      n+16  AES-256-GCM ciphertext of the n-byte key payload, then the tag (HPKE)
 
-HPKE `info` (binds the envelope to its seat; the recipient recomputes it from what it expects):
+HPKE `info` (binds the envelope to its seat; the recipient recomputes it from what it reads on chain):
 
-    b"trust.envelope" || version || trace_id (32) || segment index (uint256, big-endian)
-    || auditor address (20) || recipient public key (32) || len(node_id) uint16 || node_id (UTF-8)
+    b"trust.envelope" || version || trace root (32) || segment index (uint256, big-endian)
+    || auditor address (20) || recipient public key (32)
+
+The trace root is the session's Merkle root (`TRUSTAudit.session(id).traceRoot`), which commits to
+every blob and so, through each blob's associated data, to the trace id. Everything in `info` is
+public on chain where the auditor finds its seat, so it can open the envelope knowing nothing else;
+the trace id and the node id it needs to open segments come inside, authenticated.
 
 HPKE already binds the ephemeral and the recipient public keys into the key schedule (DHKEM's
 kem_context is enc || pkR); the recipient key is in `info` too so the binding does not rest on that
 detail. An envelope copied to another seat, segment, trace or auditor therefore fails to open.
 
-Payload (canonical JSON, ASCII): `{"format":"trust.keys","version":1,"segment":i,"node":v,
-"keys":[{"node":"<id>","segment":j,"cid":"<CID>","digest":"<64 hex>","key":"<64 hex>"},...]}`, the
+Payload (canonical JSON, ASCII): `{"format":"trust.keys","version":1,"trace":"<trace id, 64 hex>",
+"segment":i,"node":v,"keys":[{"node":"<id>","segment":j,"cid":"<CID>","digest":"<64 hex>","key":"<64 hex>"},...]}`, the
 seat's own node first, then its parents in graph order. Each entry says where that node's segment
 lies (its index in the trace, its CID and the sha256 of its blob), so an auditor can fetch and check
 every segment it may read from the envelope alone: the chain holds each segment's CID digest, the
@@ -58,6 +63,7 @@ __all__ = [
     "MAX_ENVELOPE_BYTES",
     "PAYLOAD_FORMAT",
     "PUBLIC_KEY_BYTES",
+    "TRACE_ROOT_BYTES",
     "KeyGrant",
     "SegmentKey",
     "address_bytes",
@@ -81,6 +87,7 @@ _SUITE = hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _HEX_32 = re.compile(r"^[0-9a-f]{64}$")
 _DIGEST_BYTES = 32
+TRACE_ROOT_BYTES = 32
 _ENTRY_FIELDS = frozenset({"node", "segment", "cid", "digest", "key"})
 
 
@@ -118,13 +125,17 @@ class SegmentKey:
 
 @dataclass(frozen=True, slots=True)
 class KeyGrant:
-    """What one seat receives: the `SegmentKey` of the seat's node (first) and of its immediate parents."""
+    """What one seat receives: the trace id, and the `SegmentKey` of the seat's node (first) and of its
+    immediate parents."""
 
+    trace_id: bytes
     segment_index: int
     node_id: str
     segments: tuple[SegmentKey, ...] = field(repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.trace_id, bytes) or len(self.trace_id) != TRACE_ID_BYTES:
+            raise GraphError(f"key grant: the trace id must be {TRACE_ID_BYTES} bytes")
         if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
             raise GraphError(f"key grant: segment index {self.segment_index!r} is not a non-negative integer")
         where = f"key grant for segment {self.segment_index} ({self.node_id!r})"
@@ -155,6 +166,7 @@ class KeyGrant:
         document = {
             "format": PAYLOAD_FORMAT,
             "version": ENVELOPE_VERSION,
+            "trace": self.trace_id.hex(),
             "segment": self.segment_index,
             "node": self.node_id,
             "keys": [segment.entry() for segment in self.segments],
@@ -186,29 +198,27 @@ def _recipient(public_key: bytes, auditor: str) -> X25519PublicKey:
     return X25519PublicKey.from_public_bytes(public_key)
 
 
-def envelope_info(trace_id: bytes, segment_index: int, node_id: str, auditor: str, recipient_key: bytes) -> bytes:
+def envelope_info(trace_root: bytes, segment_index: int, auditor: str, recipient_key: bytes) -> bytes:
     """The HPKE `info` string of a seat's envelope (see the module docstring)."""
-    if not isinstance(trace_id, bytes) or len(trace_id) != TRACE_ID_BYTES:
-        raise GraphError(f"trace id: expected {TRACE_ID_BYTES} bytes")
+    if not isinstance(trace_root, bytes) or len(trace_root) != TRACE_ROOT_BYTES:
+        raise GraphError(f"trace root: expected {TRACE_ROOT_BYTES} bytes (the session's Merkle root)")
     if isinstance(segment_index, bool) or not isinstance(segment_index, int) or not 0 <= segment_index < 2**256:
         raise GraphError(f"segment index {segment_index!r}: expected a uint256")
-    encoded = encode_node_id(node_id)
     return (
         _INFO_LABEL
         + bytes([ENVELOPE_VERSION])
-        + trace_id
+        + trace_root
         + segment_index.to_bytes(32, "big")
         + address_bytes(auditor)
         + recipient_key
-        + len(encoded).to_bytes(2, "big")
-        + encoded
     )
 
 
-def seal_envelope(grant: KeyGrant, *, trace_id: bytes, auditor: str, recipient_key: bytes) -> bytes:
-    """Wraps `grant` to the X25519 key `recipient_key` that `auditor` registered on chain."""
+def seal_envelope(grant: KeyGrant, *, trace_root: bytes, auditor: str, recipient_key: bytes) -> bytes:
+    """Wraps `grant` to the X25519 key `recipient_key` that `auditor` registered on chain, for its
+    seat in the session whose trace root is `trace_root`."""
     public = _recipient(recipient_key, auditor)
-    info = envelope_info(trace_id, grant.segment_index, grant.node_id, auditor, recipient_key)
+    info = envelope_info(trace_root, grant.segment_index, auditor, recipient_key)
     try:
         sealed = _SUITE.encrypt(grant.payload(), public, info=info)
     except ValueError as exc:
@@ -223,12 +233,12 @@ def open_envelope(
     private_key: X25519PrivateKey | bytes,
     envelope: bytes,
     *,
-    trace_id: bytes,
+    trace_root: bytes,
     segment_index: int,
-    node_id: str,
     auditor: str,
 ) -> KeyGrant:
-    """The keys in an envelope sealed for this auditor's seat on (`trace_id`, `segment_index`, `node_id`).
+    """The keys in an envelope sealed for this auditor's seat on segment `segment_index` of the
+    session whose trace root is `trace_root` (all three read from chain).
 
     `private_key` is the auditor's X25519 key (an object, or its 32 raw bytes). Raises
     `VerificationError` naming what failed: size, magic or version; authentication (the envelope
@@ -239,7 +249,7 @@ def open_envelope(
         if len(private_key) != PUBLIC_KEY_BYTES:
             raise VerificationError(f"X25519 private key: expected 32 raw bytes, got {len(private_key)}")
         private_key = X25519PrivateKey.from_private_bytes(private_key)
-    where = f"envelope for segment {segment_index} ({node_id!r}), auditor {auditor}"
+    where = f"envelope for segment {segment_index}, auditor {auditor}"
     if not isinstance(envelope, bytes):
         raise VerificationError(f"{where}: expected bytes, got {type(envelope).__name__}")
     if len(envelope) < ENVELOPE_HEADER_BYTES + _TAG_BYTES:
@@ -254,7 +264,7 @@ def open_envelope(
         )
     if envelope[len(ENVELOPE_MAGIC)] != ENVELOPE_VERSION:
         raise VerificationError(f"{where}: format version {envelope[4]}, this reader knows only {ENVELOPE_VERSION}")
-    info = envelope_info(trace_id, segment_index, node_id, auditor, public_key_bytes(private_key))
+    info = envelope_info(trace_root, segment_index, auditor, public_key_bytes(private_key))
     try:
         payload = _SUITE.decrypt(envelope[len(ENVELOPE_MAGIC) + 1 :], private_key, info=info)
     except (InvalidTag, ValueError):
@@ -262,22 +272,23 @@ def open_envelope(
             f"{where}: authentication failed: sealed to another key, for another seat, segment or trace, or "
             "tampered with. No key was released"
         ) from None
-    return _parse_payload(payload, where, segment_index, node_id)
+    return _parse_payload(payload, where, segment_index)
 
 
-def _parse_payload(payload: bytes, where: str, segment_index: int, node_id: str) -> KeyGrant:
+def _parse_payload(payload: bytes, where: str, segment_index: int) -> KeyGrant:
     try:
         data: Any = json.loads(payload)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise VerificationError(f"{where}: the payload is not JSON") from None
-    if not isinstance(data, dict) or set(data) != {"format", "version", "segment", "node", "keys"}:
+    if not isinstance(data, dict) or set(data) != {"format", "version", "trace", "segment", "node", "keys"}:
         raise VerificationError(f"{where}: the payload is not a {PAYLOAD_FORMAT} document")
     if data["format"] != PAYLOAD_FORMAT or data["version"] != ENVELOPE_VERSION:
         raise VerificationError(f"{where}: payload format {data['format']!r} version {data['version']!r}")
-    if data["segment"] != segment_index or data["node"] != node_id:
-        raise VerificationError(
-            f"{where}: the payload is for segment {data['segment']!r} ({data['node']!r}), not this seat"
-        )
+    if data["segment"] != segment_index:
+        raise VerificationError(f"{where}: the payload is for segment {data['segment']!r}, not this seat")
+    node_id, trace = data["node"], data["trace"]
+    if not isinstance(node_id, str) or not isinstance(trace, str) or not _HEX_32.match(trace):
+        raise VerificationError(f"{where}: the payload's node id or trace id is malformed")
     entries = data["keys"]
     if not isinstance(entries, list) or not entries:
         raise VerificationError(f"{where}: the payload holds no keys")
@@ -300,6 +311,6 @@ def _parse_payload(payload: bytes, where: str, segment_index: int, node_id: str)
         except GraphError as exc:
             raise VerificationError(f"{where}: {exc}") from None
     try:
-        return KeyGrant(segment_index, node_id, tuple(segments))
+        return KeyGrant(bytes.fromhex(trace), segment_index, node_id, tuple(segments))
     except GraphError as exc:
         raise VerificationError(f"{where}: {exc}") from None
