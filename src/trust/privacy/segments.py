@@ -16,8 +16,8 @@ so a blob only opens under the trace and node it was sealed for: moving it to an
 another trace, or relabelling its version, fails the tag exactly as a wrong key or a flipped bit
 does. GCM cannot tell these apart, and the error says so.
 
-`trace_id` is 32 random bytes the provider draws once per trace, before sealing, and records in the
-trace manifest. It cannot be the on-chain trace root (that root commits to the blobs' digests, so
+`trace_id` is 32 random bytes the provider draws once per trace, before sealing, and sends to every
+seat inside its key envelope (`trust.privacy.envelopes`). It cannot be the on-chain trace root (that root commits to the blobs' digests, so
 it exists only after sealing) nor the session id (assigned after `createSession`). Reusing one
 trace id for two traces is harmless for confidentiality (every node has its own key) but gives up
 the cross-trace binding, so draw a fresh one.
