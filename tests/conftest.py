@@ -1,7 +1,8 @@
-"""Shared fixtures: the compiled contracts, a fresh Anvil per test module, a deployed protocol."""
+"""Shared fixtures: the compiled contracts, a fresh Anvil per test module, a local IPFS node per module."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.settings import DevnetSettings
+from trust.storage.node import IpfsNode
 from trust.toolchain import Toolchain
 
 
@@ -46,3 +48,16 @@ async def chain(anvil: AnvilNode, artifacts: dict[str, Artifact]) -> AsyncIterat
 @pytest.fixture
 def keystore_dir(tmp_path: Path) -> Path:
     return tmp_path / "keystores"
+
+
+@pytest.fixture(scope="module")
+def ipfs_api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The local IPFS node (`ipfs/`), started for the test module in a fresh repo and stopped after;
+    TRUST_TEST_IPFS_API_URL points the same tests at another Kubo-compatible endpoint (a real Kubo
+    daemon, a pinning service)."""
+    url = os.environ.get("TRUST_TEST_IPFS_API_URL")
+    if url is not None:
+        yield url
+        return
+    with IpfsNode.start(tmp_path_factory.mktemp("ipfs")) as node:
+        yield node.api_url

@@ -7,7 +7,7 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -23,20 +23,13 @@ from trust.errors import VerificationError
 from trust.graphs.validation import violations
 from trust.privacy.segments import segment_plaintexts
 from trust.storage.kubo import KuboClient
-from trust.storage.node import IpfsNode
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with IpfsNode.start(tmp_path_factory.mktemp("ipfs")) as node:
-        yield node.api_url
-
-
 @pytest.fixture
-async def client(api_url: str) -> AsyncIterator[KuboClient]:
-    async with KuboClient(api_url, content_timeout_seconds=2, backoff_seconds=0.01) as kubo:
+async def client(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
+    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as kubo:
         yield kubo
 
 

@@ -25,7 +25,6 @@ from trust.processes import free_port
 from trust.settings import IpfsSettings, Settings
 from trust.storage.cid import CHUNK_SIZE_BYTES, DAG_PB_CODEC, RAW_CODEC, parse_cid, unixfs_cid
 from trust.storage.kubo import ADD_PARAMS, KuboClient
-from trust.storage.node import IpfsNode
 
 pytestmark = pytest.mark.slow
 
@@ -36,21 +35,9 @@ UNKNOWN_CID = "bafkreibpdlpfk3f7zzgafakbsfslatabxbbzivxuzbok6cfghmdqkyh3ta"  # a
 # --- the node ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The local node (`ipfs/`), started for this module; TRUST_TEST_IPFS_API_URL points the same
-    tests at another Kubo-compatible endpoint (a real Kubo daemon, a pinning service)."""
-    url = os.environ.get("TRUST_TEST_IPFS_API_URL")
-    if url is not None:
-        yield url
-        return
-    with IpfsNode.start(tmp_path_factory.mktemp("ipfs")) as node:
-        yield node.api_url
-
-
 @pytest.fixture
-async def client(api_url: str) -> AsyncIterator[KuboClient]:
-    async with KuboClient(api_url, content_timeout_seconds=2, backoff_seconds=0.01) as kubo:
+async def client(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
+    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as kubo:
         yield kubo
 
 
@@ -160,8 +147,8 @@ class WireProxy:
 
 
 @pytest.fixture
-def proxy(api_url: str) -> Iterator[WireProxy]:
-    yield from WireProxy(api_url).serve()
+def proxy(ipfs_api_url: str) -> Iterator[WireProxy]:
+    yield from WireProxy(ipfs_api_url).serve()
 
 
 def _blob(size: int, seed: bytes = b"trust") -> bytes:
@@ -262,11 +249,11 @@ LAYOUTS = [
 
 @pytest.mark.parametrize(("size", "chunk_size", "max_links"), LAYOUTS)
 async def test_cid_py_matches_an_independent_importer_on_deep_trees(
-    api_url: str, size: int, chunk_size: int, max_links: int
+    ipfs_api_url: str, size: int, chunk_size: int, max_links: int
 ) -> None:
     data = _blob(size, seed=f"{size}/{chunk_size}/{max_links}".encode())
     params = ADD_PARAMS | {"chunker": f"size-{chunk_size}", "max-file-links": str(max_links), "pin": "false"}
-    async with httpx.AsyncClient(base_url=f"{api_url}/api/v0/", trust_env=False) as http:
+    async with httpx.AsyncClient(base_url=f"{ipfs_api_url}/api/v0/", trust_env=False) as http:
         response = await http.post("add", params=params, files={"file": ("blob", data, "application/octet-stream")})
     assert response.status_code == 200, response.text
     assert response.json()["Hash"] == unixfs_cid(data, chunk_size=chunk_size, max_links=max_links)
@@ -313,7 +300,7 @@ async def test_other_content_under_the_right_cid_fails_the_ciphertext_digest(cli
     assert other.hex() in str(info.value) and hashlib.sha256(data).hexdigest() in str(info.value)
 
 
-async def test_oversized_blobs_are_refused_both_ways(api_url: str, client: KuboClient, proxy: WireProxy) -> None:
+async def test_oversized_blobs_are_refused_both_ways(ipfs_api_url: str, client: KuboClient, proxy: WireProxy) -> None:
     data = _blob(300 * KB, seed=b"big")
     cid = await client.add(data)
     with pytest.raises(VerificationError, match="larger than the limit of 100000 bytes"):
@@ -322,7 +309,7 @@ async def test_oversized_blobs_are_refused_both_ways(api_url: str, client: KuboC
         with pytest.raises(VerificationError, match="over the limit of 100000"):
             await small.add(data)
     assert proxy.exchanges == [], "refused before sending"
-    async with KuboClient(api_url, max_blob_bytes=100_000) as small:
+    async with KuboClient(ipfs_api_url, max_blob_bytes=100_000) as small:
         with pytest.raises(VerificationError, match="reaches 100001 bytes, over the limit of 100000"):
             await small.add(_pieces(data, 100_001))
         assert (await small.version()).version, "the node survives the aborted upload"
@@ -402,8 +389,8 @@ async def test_a_gateway_url_is_named_as_the_likely_mistake(proxy: WireProxy) ->
             await through_proxy.version()
 
 
-async def test_a_closed_client_refuses_every_call(api_url: str) -> None:
-    kubo = KuboClient(api_url)
+async def test_a_closed_client_refuses_every_call(ipfs_api_url: str) -> None:
+    kubo = KuboClient(ipfs_api_url)
     async with kubo:
         await kubo.version()
     assert kubo.closed
@@ -416,10 +403,10 @@ async def test_a_closed_client_refuses_every_call(api_url: str) -> None:
             pass
 
 
-async def test_from_settings_reads_the_ipfs_section(api_url: str, proxy: WireProxy) -> None:
-    settings = Settings(ipfs=IpfsSettings(api_url=api_url + "/api/v0/", timeout_seconds=7.0, max_retries=1))
+async def test_from_settings_reads_the_ipfs_section(ipfs_api_url: str, proxy: WireProxy) -> None:
+    settings = Settings(ipfs=IpfsSettings(api_url=ipfs_api_url + "/api/v0/", timeout_seconds=7.0, max_retries=1))
     async with KuboClient.from_settings(settings) as kubo:
-        assert kubo.api_url == api_url
+        assert kubo.api_url == ipfs_api_url
         assert kubo.max_retries == 1
         await kubo.version()
     local = IpfsSettings(port=5199)

@@ -28,12 +28,11 @@ instead (its blobs stay pinned there).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TypeVar
@@ -42,6 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.bench.graphs import synthetic_hdag
+from trust.delivery import gather_bounded
 from trust.errors import IpfsError, VerificationError
 from trust.graphs.hdag import Hdag
 from trust.privacy.segments import new_trace_id, open_segment, seal_graph, segment_plaintexts
@@ -138,17 +138,6 @@ def reasoning_trace(nodes: int, node_bytes: int, rng: random.Random) -> Hdag:
     return trace
 
 
-async def _bounded(concurrency: int, jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Runs the jobs at most `concurrency` at a time; results in the jobs' order."""
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    return list(await asyncio.gather(*(one(job) for job in jobs)))
-
-
 async def time_trace(client: KuboClient, trace: Hdag, *, concurrency: int = DEFAULT_CONCURRENCY) -> StorageTiming:
     """Seal, upload and pin, then fetch, verify and open every segment of `trace` (see the module doc)."""
     plaintexts = segment_plaintexts(trace)
@@ -157,16 +146,16 @@ async def time_trace(client: KuboClient, trace: Hdag, *, concurrency: int = DEFA
     start = time.perf_counter()
     sealed = seal_graph(trace, trace_id, os.urandom)
     sealed_at = time.perf_counter()
-    cids = await _bounded(concurrency, [partial(client.add, s.blob, pin=True) for s in sealed])
+    cids = await gather_bounded(concurrency, [partial(client.add, s.blob, pin=True) for s in sealed])
     uploaded_at = time.perf_counter()
 
-    pinned = await _bounded(concurrency, [partial(client.pin_ls, c) for c in cids])
+    pinned = await gather_bounded(concurrency, [partial(client.pin_ls, c) for c in cids])
     unpinned = [cid for cid, pins in zip(cids, pinned, strict=True) if not pins]
     if unpinned:
         raise IpfsError(f"{len(unpinned)} of {len(cids)} uploaded segments are not pinned on {client.api_url}")
 
     fetch_start = time.perf_counter()
-    blobs = await _bounded(
+    blobs = await gather_bounded(
         concurrency,
         [partial(client.cat, c, expected_digest=s.ciphertext_digest) for c, s in zip(cids, sealed, strict=True)],
     )
