@@ -17,10 +17,10 @@ another trace, or relabelling its version, fails the tag exactly as a wrong key 
 does. GCM cannot tell these apart, and the error says so.
 
 `trace_id` is 32 random bytes the provider draws once per trace, before sealing, and sends to every
-seat inside its key envelope (`trust.privacy.envelopes`). It cannot be the on-chain trace root (that root commits to the blobs' digests, so
-it exists only after sealing) nor the session id (assigned after `createSession`). Reusing one
-trace id for two traces is harmless for confidentiality (every node has its own key) but gives up
-the cross-trace binding, so draw a fresh one.
+seat inside its key envelope (`trust.privacy.envelopes`). It cannot be the on-chain trace root (that
+root commits to the blobs' digests, so it exists only after sealing) nor the session id (assigned
+after `createSession`). Reusing one trace id for two traces is harmless for confidentiality (every
+node has its own key) but gives up the cross-trace binding, so draw a fresh one.
 
 Keys are 32 random bytes, fresh per node, never derived from each other: holding K_v says nothing
 about any other node's key, which is what makes need-to-know distribution (`trust.privacy.access`)
