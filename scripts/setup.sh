@@ -16,7 +16,7 @@ command -v npm >/dev/null 2>&1 || { echo "npm is required (Node.js 20 or newer)"
 stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 
 if [ ! -f node_modules/.trust-stamp ] || [ "$(cat node_modules/.trust-stamp)" != "$(stamp package.json package-lock.json)" ]; then
-    echo "==> npm ci (Foundry 1.7.1, solcjs, OpenZeppelin, forge-std)"
+    echo "==> npm ci (Foundry 1.7.1, solcjs, OpenZeppelin, forge-std, Helia for the local IPFS node)"
     npm ci --no-audit --no-fund
     stamp package.json package-lock.json > node_modules/.trust-stamp
 fi
