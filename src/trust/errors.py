@@ -14,7 +14,8 @@
      +-- LlmError               an OpenAI-compatible endpoint failed or answered unusably
      +-- IpfsError              the IPFS node could not be reached or refused a request
      |    +-- ContentNotFound   no node could provide the CID
-     +-- VerificationError      content failed a check (CID, digest, GCM tag, associated data, proof)
+     +-- ParameterError         a model or protocol parameter is out of its domain (also a ValueError)
+ +-- VerificationError      content failed a check (CID, digest, GCM tag, associated data, proof)
 
 Every message says what failed, the values involved and what to do next.
 """
@@ -35,6 +36,7 @@ __all__ = [
     "GraphValidationError",
     "IpfsError",
     "LlmError",
+    "ParameterError",
     "ToolchainError",
     "TrustError",
     "VerificationError",
@@ -110,6 +112,11 @@ class IpfsError(TrustError):
 
 class ContentNotFound(IpfsError):
     """The node has no block for the CID and could not find one."""
+
+
+class ParameterError(TrustError, ValueError):
+    """A protocol or model parameter is out of its domain (a probability outside [0, 1], k < 1, ...);
+    the message names the parameter, its value and the allowed range."""
 
 
 class VerificationError(TrustError):

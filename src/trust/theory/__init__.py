@@ -1,0 +1,13 @@
+"""The Safety-Profitability toolkit (paper section 4), the pure core: numpy and scipy, no I/O.
+
+- `consensus`: Lemma 4.1's exact segment pass probability, trace moments, Prop. 4.1's Hoeffding and
+  Chernoff bounds, the exact trace failure probability, Prop. 4.2;
+- `economics`: payoffs, sigma_H^2, E1 and E2, the tail bounds of Theorem 4.1 as printed and values
+  that hold;
+- `params`: a whole parameter set, checked against S1, E1 and E2 with margins and a verdict;
+- `recommend`: the smallest committees and the economics that satisfy them with a safety margin;
+- `montecarlo`: a vectorized simulator of seats, segments, traces and payoffs;
+- `paper`: every figure the paper prints next to what its formulas give.
+
+Formulas, choices and the paper's errors: docs/theory.md.
+"""

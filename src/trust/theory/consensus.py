@@ -1,0 +1,244 @@
+"""The statistical layer (paper 4.2-4.3): segment pass probabilities, trace moments and tail bounds.
+
+- `quorum(k, tau) = ceil(tau k)`, computed on tau's decimal value: in binary floating point
+  0.66 * 50 is 33.000000000000004 and would round up to 34.
+- `pass_probability` is Lemma 4.1 (eq. 4.2): m ~ Binomial(k, rho) adversarial seats vote wrong, the
+  k - m honest seats are right with probability 1 - epsilon each, and the segment passes when at
+  least q votes are right. Vectorized over m with scipy's binomial functions.
+- A trace is a multiset of segment classes (`SegmentClass`: committee size, error rate, adversarial
+  fraction, weight, and how many segments of that class the trace holds). `TraceModel` gives
+  mu_vote (4.3), Var(W) (4.4), sigma_max^2 = sum of w_s^2, the threshold W_beta, the Hoeffding and
+  Chernoff bounds of Prop. 4.1, and the exact failure probability Pr[W < W_beta] (the distribution
+  of W, a sum of scaled binomials, convolved class by class).
+- `majority_error_bound` is Prop. 4.2 (eq. 4.11), `majority_error_exact` the binomial value it bounds.
+
+Where the paper's notation is loose: S1 (Theorem 4.1) names "sigma_vote^2 := sup Var(W)", but the
+Hoeffding step (4.27) it rests on needs the sum of squared ranges, sum w_s^2 (= sigma_max^2 of 4.4),
+not the variance (whose supremum is sum w_s^2 / 4). `s1_gap_required` uses sigma_max^2, the value for
+which the theorem's proof holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+import numpy as np
+from scipy import optimize, special
+
+from trust.errors import ParameterError
+from trust.theory.validate import integer_at_least, open_unit, positive, probability, tau_value
+
+__all__ = [
+    "ChernoffBound",
+    "SegmentClass",
+    "TraceModel",
+    "hoeffding_log_bound",
+    "majority_error_bound",
+    "majority_error_exact",
+    "pass_probability",
+    "quorum",
+]
+
+
+def quorum(k: int, tau: float) -> int:
+    """q = ceil(tau k), with tau read as the decimal it was written as (0.66 is 33/50)."""
+    k = integer_at_least("k", k, 1)
+    tau = tau_value("tau", tau)
+    return math.ceil(Fraction(tau).limit_denominator(10**9) * k)
+
+
+def pass_probability(k: int, epsilon: float, rho: float, tau: float) -> float:
+    """Lemma 4.1 (eq. 4.2): the probability that a segment's committee reaches q correct votes."""
+    k = integer_at_least("k", k, 1)
+    epsilon = probability("epsilon", epsilon)
+    rho = probability("rho", rho)
+    q = quorum(k, tau)
+    m = np.arange(k + 1)
+    malicious = special.binom(k, m) * rho**m * (1.0 - rho) ** (k - m)
+    honest = k - m
+    # bdtrc(q - 1, n, p) = Pr[Binomial(n, p) >= q]; it is NaN when n < q, where the answer is 0.
+    reach = np.zeros(k + 1)
+    enough = honest >= q
+    reach[enough] = special.bdtrc(q - 1, honest[enough], 1.0 - epsilon)
+    return float(np.clip(np.dot(malicious, reach), 0.0, 1.0))
+
+
+def majority_error_bound(k: int, epsilon: float) -> float:
+    """Prop. 4.2 (eq. 4.11): Pr[incorrect majority] <= exp(-2 k (0.5 - epsilon)^2), for epsilon < 0.5."""
+    k = integer_at_least("k", k, 1)
+    epsilon = probability("epsilon", epsilon)
+    if epsilon >= 0.5:
+        raise ParameterError(f"epsilon = {epsilon}: Prop. 4.2 needs epsilon < 0.5")
+    return math.exp(-2.0 * k * (0.5 - epsilon) ** 2)
+
+
+def majority_error_exact(k: int, epsilon: float) -> float:
+    """The value Prop. 4.2 bounds: Pr[C < k/2] for C ~ Binomial(k, 1 - epsilon)."""
+    k = integer_at_least("k", k, 1)
+    epsilon = probability("epsilon", epsilon)
+    below = math.ceil(k / 2) - 1  # the largest count strictly under k/2
+    return float(special.bdtr(below, k, 1.0 - epsilon)) if below >= 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentClass:
+    """Segments audited alike: committee size k, honest error rate epsilon, adversarial fraction rho,
+    weight w in the trace verdict, and `count`, how many segments of this class one trace holds."""
+
+    name: str
+    k: int
+    epsilon: float
+    rho: float = 0.0
+    weight: float = 1.0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        where = f"segment class {self.name!r}"
+        object.__setattr__(self, "k", integer_at_least(f"{where}: k", self.k, 1))
+        object.__setattr__(self, "epsilon", probability(f"{where}: epsilon", self.epsilon))
+        object.__setattr__(self, "rho", probability(f"{where}: rho", self.rho))
+        object.__setattr__(self, "weight", positive(f"{where}: weight", self.weight))
+        object.__setattr__(self, "count", integer_at_least(f"{where}: count", self.count, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class ChernoffBound:
+    """The optimized Chernoff bound of Prop. 4.1: `log_bound` = ln of the bound, at `lam`."""
+
+    log_bound: float
+    lam: float
+
+    @property
+    def bound(self) -> float:
+        return math.exp(self.log_bound)
+
+
+def hoeffding_log_bound(gap: float, sigma_max2: float) -> float:
+    """ln of exp(-2 gap^2 / sigma_max^2) (Prop. 4.1), or 0 (the bound 1) when gap <= 0."""
+    return -2.0 * gap * gap / sigma_max2 if gap > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class TraceModel:
+    """One trace: its segment classes, the segment threshold tau and the trace quorum beta."""
+
+    classes: tuple[SegmentClass, ...]
+    tau: float
+    beta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tau", tau_value("tau", self.tau))
+        object.__setattr__(self, "beta", open_unit("beta", self.beta))
+        if not self.classes or sum(c.count for c in self.classes) == 0:
+            raise ParameterError("a trace needs at least one segment (every class count is 0)")
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ParameterError(f"segment class names repeat: {names}")
+
+    @cached_property
+    def pass_probabilities(self) -> dict[str, float]:
+        """p_t of every class (Lemma 4.1)."""
+        return {c.name: pass_probability(c.k, c.epsilon, c.rho, self.tau) for c in self.classes}
+
+    @property
+    def segments(self) -> int:
+        return sum(c.count for c in self.classes)
+
+    @property
+    def total_weight(self) -> float:
+        return sum(c.count * c.weight for c in self.classes)
+
+    @property
+    def threshold(self) -> float:
+        """W_beta = beta * sum of weights."""
+        return self.beta * self.total_weight
+
+    @property
+    def mu_vote(self) -> float:
+        """E[W] (eq. 4.3)."""
+        return sum(c.count * c.weight * self.pass_probabilities[c.name] for c in self.classes)
+
+    @property
+    def variance(self) -> float:
+        """Var(W) (eq. 4.4)."""
+        p = self.pass_probabilities
+        return sum(c.count * c.weight**2 * p[c.name] * (1.0 - p[c.name]) for c in self.classes)
+
+    @property
+    def sigma_max2(self) -> float:
+        """sum of w_s^2 (eq. 4.4): the Hoeffding denominator."""
+        return sum(c.count * c.weight**2 for c in self.classes)
+
+    @property
+    def gap(self) -> float:
+        """mu_vote - W_beta: how far the expected pass weight lies above the threshold."""
+        return self.mu_vote - self.threshold
+
+    def hoeffding_log_bound(self) -> float:
+        """ln of the Hoeffding bound on Pr[W < W_beta] (Prop. 4.1)."""
+        return hoeffding_log_bound(self.gap, self.sigma_max2)
+
+    def chernoff_bound(self) -> ChernoffBound:
+        """The Chernoff bound of Prop. 4.1, minimized over lambda > 0 (a convex problem in lambda)."""
+        p = np.array([self.pass_probabilities[c.name] for c in self.classes])
+        w = np.array([c.weight for c in self.classes])
+        n = np.array([c.count for c in self.classes], dtype=float)
+        threshold = self.threshold
+
+        inner = (p > 0) & (p < 1)
+        log_p = np.log(np.where(inner, p, 0.5))
+        log_q = np.log1p(-np.where(inner, p, 0.5))
+
+        def log_bound(lam: float) -> float:
+            # ln(p e^{-lam w} + 1 - p): -lam w when p = 1, 0 when p = 0, else computed stably.
+            terms = np.where(inner, np.logaddexp(log_p - lam * w, log_q), np.where(p >= 1, -lam * w, 0.0))
+            return float(lam * threshold + np.dot(n, terms))
+
+        if self.gap <= 0:
+            return ChernoffBound(0.0, 0.0)
+        upper = 1.0
+        while log_bound(2 * upper) < log_bound(upper) and upper < 1e6:
+            upper *= 2
+        # Convex in lambda; searched over ln(lambda) so that small and large optima are both found precisely.
+        result = optimize.minimize_scalar(
+            lambda x: log_bound(math.exp(x)),
+            bounds=(-30.0, math.log(2 * upper)),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        best = min(float(result.fun), 0.0)
+        return ChernoffBound(best, math.exp(float(result.x)) if best < 0 else 0.0)
+
+    def failure_probability(self) -> float:
+        """Pr[W < W_beta] exactly: W's distribution convolved class by class (scaled binomials)."""
+        values = np.zeros(1)
+        probs = np.ones(1)
+        for c in self.classes:
+            if c.count == 0:
+                continue
+            j = np.arange(c.count + 1)
+            pj = special.binom(c.count, j) * self.pass_probabilities[c.name] ** j
+            pj = pj * (1.0 - self.pass_probabilities[c.name]) ** (c.count - j)
+            values = (values[:, None] + c.weight * j[None, :]).ravel()
+            probs = (probs[:, None] * pj[None, :]).ravel()
+            values, probs = _merge(values, probs)
+        tolerance = 1e-9 * max(1.0, self.total_weight)
+        return float(np.clip(probs[values < self.threshold - tolerance].sum(), 0.0, 1.0))
+
+    def s1_gap_required(self, lam: float, horizon: float, epsilon_target: float) -> float:
+        """The right side of S1: sqrt(sigma_max^2 / 2 * ln(lambda T / epsilon_target))."""
+        lam = positive("lambda", lam)
+        horizon = positive("T", horizon)
+        epsilon_target = open_unit("epsilon_target", epsilon_target)
+        ratio = lam * horizon / epsilon_target
+        return math.sqrt(0.5 * self.sigma_max2 * math.log(ratio)) if ratio > 1 else 0.0
+
+
+def _merge(values: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Collapses equal sums (to 1e-9) so the support stays small for integer-like weights."""
+    keys = np.round(values, 9)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, np.bincount(inverse, weights=probs)
