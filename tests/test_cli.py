@@ -77,6 +77,6 @@ def test_wallet_deploy_and_params(tmp_path: Path, mnemonic: str) -> None:
         assert record["deployer"] == address and record["governed_by_timelock"] is True
         assert record["contracts"]["TRUSTAudit"] in deployed.stdout
 
-        shown = _trust(env, "params", "--rpc-url", node.rpc_url)
+        shown = _trust(env, "params", "show", "--rpc-url", node.rpc_url)
         assert shown.returncode == 0, shown.stderr
         assert "version 1" in shown.stdout and "tauBps" in shown.stdout and "6,600" in shown.stdout

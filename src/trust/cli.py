@@ -7,6 +7,7 @@ Only parses input, calls the library and renders output; the work lives in `trus
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -32,6 +33,11 @@ app.add_typer(graph_app, name="graph", no_args_is_help=True)
 app.add_typer(eval_app, name="eval", no_args_is_help=True)
 ipfs_app = typer.Typer(help="The local IPFS node (Helia behind the Kubo RPC API).", no_args_is_help=True)
 app.add_typer(ipfs_app, name="ipfs")
+params_app = typer.Typer(
+    help="Protocol parameters: those in force on chain, and the Safety-Profitability checks of paper section 4.",
+    no_args_is_help=True,
+)
+app.add_typer(params_app, name="params")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -178,8 +184,8 @@ def deploy_cmd(
     console.print(f"deployment file: {path}")
 
 
-@app.command("params")
-def params_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
+@params_app.command("show")
+def params_show_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     """Print the protocol parameters in force on chain (they change only through the timelock)."""
     from trust.chain.client import ChainClient
     from trust.chain.compiler import compile_protocol
@@ -502,6 +508,110 @@ def bench_storage_cmd(
             with node:
                 bench = asyncio.run(measure(node.api_url))
     render(bench, console)
+
+
+ParamFile = Annotated[Path, typer.Argument(help="parameter file, YAML or JSON (format: docs/theory.md)")]
+
+
+@params_app.command("check")
+def params_check_cmd(
+    file: ParamFile,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document instead of tables")] = False,
+) -> None:
+    """Check a parameter set against Theorem 4.1 (S1, E1, E2): margins, p_t, tail bounds, a verdict.
+
+    Exits 1 when a condition fails.
+    """
+    from trust.theory.params import Parameters, check
+    from trust.theory_report import load_parameter_file, render_check
+
+    report = check(Parameters.from_mapping(load_parameter_file(file)))
+    if as_json:
+        typer.echo(json.dumps(report.to_json()))
+    else:
+        render_check(report, console)
+    raise typer.Exit(0 if report.verdict == "ok" else 1)
+
+
+@params_app.command("pass-probability")
+def params_pass_probability_cmd(
+    k: Annotated[int, typer.Option("--k", help="seats per segment (k >= 1)")],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="honest error rate, in [0, 1]")],
+    rho: Annotated[float, typer.Option("--rho", help="adversarial fraction, in [0, 1]")] = 0.0,
+    tau: Annotated[float, typer.Option("--tau", help="vote threshold, in (0, 1]; q = ceil(tau k)")] = 0.66,
+) -> None:
+    """Print the exact segment pass probability p_t of Lemma 4.1 (eq. 4.2)."""
+    from trust.theory.consensus import pass_probability
+
+    typer.echo(repr(pass_probability(k, epsilon, rho, tau)))
+
+
+@params_app.command("recommend")
+def params_recommend_cmd(
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", help="take classes (k as the floor), tau, horizon, P and delta from this parameter file"
+        ),
+    ] = None,
+    epsilon_l: Annotated[float | None, typer.Option("--epsilon-l", help="LLM auditor error rate")] = None,
+    epsilon_h: Annotated[float | None, typer.Option("--epsilon-h", help="human auditor error rate")] = None,
+    rho_h: Annotated[float | None, typer.Option("--rho-h", help="adversarial fraction among human seats")] = None,
+    epsilon_target: Annotated[
+        float | None, typer.Option("--epsilon-target", help="allowed probability that a valid trace fails in T")
+    ] = None,
+    k_min: Annotated[int, typer.Option("--k-min", min=1, help="smallest committee (without --file)")] = 3,
+    safety_factor: Annotated[float, typer.Option("--safety-factor", help="margin on S1, E1 and E2")] = 2.0,
+    beta_min: Annotated[float, typer.Option("--beta-min", help="lowest trace quorum allowed")] = 0.55,
+    out: Annotated[Path | None, typer.Option("--out", help="write the recommended parameter file here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document instead of tables")] = False,
+) -> None:
+    """The smallest committees, then beta, R, p_min and p_max that satisfy S1, E1 and E2 with the margin."""
+    from dataclasses import replace
+
+    from trust.theory.params import DEFAULT_PARAMETERS, Parameters
+    from trust.theory.recommend import recommend
+    from trust.theory_report import load_parameter_file, render_recommendation, write_parameter_file
+
+    base = Parameters.from_mapping(load_parameter_file(file) if file else DEFAULT_PARAMETERS)
+    overrides = {"L": {"epsilon": epsilon_l}, "H": {"epsilon": epsilon_h, "rho": rho_h}}
+    classes = []
+    for c in base.trace.classes:
+        changes = {key: value for key, value in overrides.get(c.name, {}).items() if value is not None}
+        if file is None:
+            changes["k"] = k_min
+        classes.append(replace(c, **changes))
+    human = next((c for c in classes if c.name.upper() in ("H", "HUMAN")), None)
+    result = recommend(
+        classes,
+        base.trace.tau,
+        lam=base.lam,
+        horizon=base.horizon,
+        epsilon_target=epsilon_target if epsilon_target is not None else base.epsilon_target,
+        delta=base.economics.delta,
+        penalty=base.economics.penalty,
+        epsilon_h=human.epsilon if human is not None else base.economics.epsilon_h,
+        safety_factor=safety_factor,
+        beta_min=beta_min,
+    )
+    if out is not None:
+        write_parameter_file(result.parameters, out)
+    if as_json:
+        document = {"parameters": result.parameters.to_mapping(), "seats_per_trace": result.seats_per_trace}
+        typer.echo(json.dumps(document | result.report.to_json()))
+    else:
+        render_recommendation(result.report, result.seats_per_trace, console)
+        if out is not None:
+            console.print(f"written to {out}")
+
+
+@params_app.command("paper")
+def params_paper_cmd() -> None:
+    """The paper's published figures next to what its own formulas give (docs/theory.md has the reasons)."""
+    from trust.theory.paper import paper_figures
+    from trust.theory_report import render_paper
+
+    render_paper(paper_figures(), console)
 
 
 @ipfs_app.command("up")

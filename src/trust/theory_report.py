@@ -1,0 +1,133 @@
+"""What `trust params` prints and draws: parameter files in, rich tables and PNG plots out.
+
+The math is `trust.theory` (pure); this module only reads the YAML or JSON parameter file, renders
+the results and plots them with matplotlib (Agg backend, no display needed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from trust.errors import ParameterError
+from trust.theory.paper import PaperFigure
+from trust.theory.params import CheckReport, Parameters
+
+__all__ = ["load_parameter_file", "render_check", "render_paper", "render_recommendation", "write_parameter_file"]
+
+
+def load_parameter_file(path: Path) -> dict[str, Any]:
+    """The mapping in a YAML or JSON parameter file (JSON is read as JSON, anything else as YAML)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ParameterError(f"parameter file {path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ParameterError(f"parameter file {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ParameterError(f"parameter file {path}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise ParameterError(f"parameter file {path}: expected a mapping at the top, got {type(data).__name__}")
+    return data
+
+
+def write_parameter_file(parameters: Parameters, path: Path) -> None:
+    """Writes `parameters` as YAML (or JSON for a .json path), in the format `load_parameter_file` reads."""
+    mapping = parameters.to_mapping()
+    text = json.dumps(mapping, indent=2) if path.suffix.lower() == ".json" else yaml.safe_dump(mapping, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+
+
+def _number(value: float) -> str:
+    if value == 0 or not math.isfinite(value):
+        return str(value)
+    return f"{value:.4g}" if 1e-3 <= abs(value) < 1e6 else f"{value:.3e}"
+
+
+def render_check(report: CheckReport, console: Console) -> None:
+    conditions = Table(title=f"Theorem 4.1 conditions: verdict [bold]{report.verdict}[/bold]")
+    for column in ("condition", "left side", "right side", "margin", "factor", "holds"):
+        conditions.add_column(column, justify="left" if column == "condition" else "right")
+    labels = {
+        "S1": "S1  mu_vote - W_beta >= sqrt(sigma_max^2/2 ln(lambda T/eps))",
+        "E1": "E1  R > eps_H/(1-eps_H) P p_max",
+        "E2": "E2  p_min >= delta/(1-alpha)",
+    }
+    for name, condition in (("S1", report.s1), ("E1", report.e1), ("E2", report.e2)):
+        conditions.add_row(
+            labels[name],
+            _number(condition.value),
+            _number(condition.bound),
+            _number(condition.margin),
+            _number(condition.factor),
+            "[green]yes[/green]" if condition.holds else "[red]no[/red]",
+        )
+    console.print(conditions)
+    classes = Table(title="segment classes (Lemma 4.1)")
+    for column in ("class", "k", "q", "epsilon", "rho", "weight", "count", "p_t"):
+        classes.add_column(column, justify="right")
+    from trust.theory.consensus import quorum
+
+    trace = report.parameters.trace
+    for c in trace.classes:
+        classes.add_row(
+            c.name,
+            str(c.k),
+            str(quorum(c.k, trace.tau)),
+            _number(c.epsilon),
+            _number(c.rho),
+            _number(c.weight),
+            str(c.count),
+            f"{report.pass_probabilities[c.name]:.6f}",
+        )
+    console.print(classes)
+    figures = Table(title="trace and payoffs")
+    figures.add_column("figure")
+    figures.add_column("value", justify="right")
+    for name, value in report.trace.items():
+        figures.add_row(name, _number(value))
+    for name, value in report.tails.items():
+        figures.add_row(f"log10 {name}", f"{value:.2f}")
+    console.print(figures)
+
+
+def render_recommendation(report: CheckReport, seats: int, console: Console) -> None:
+    parameters = report.parameters
+    e = parameters.economics
+    table = Table(title=f"recommended parameters ({seats} seats per trace)")
+    table.add_column("parameter")
+    table.add_column("value", justify="right")
+    for c in parameters.trace.classes:
+        table.add_row(f"k_{c.name}", str(c.k))
+    table.add_row("tau", _number(parameters.trace.tau))
+    table.add_row("beta", _number(parameters.trace.beta))
+    for name, value in (("R", e.reward), ("P", e.penalty), ("p_min", e.p_min), ("p_max", e.p_max)):
+        table.add_row(name, _number(value))
+    console.print(table)
+    render_check(report, console)
+
+
+def render_paper(figures: list[PaperFigure], console: Console) -> None:
+    table = Table(title="the paper's figures, recomputed from its own formulas and parameters", show_lines=True)
+    for column in ("where", "quantity", "published", "recomputed", "follows", "note"):
+        table.add_column(column, overflow="fold")
+    for f in figures:
+        table.add_row(
+            f.where,
+            f.quantity,
+            f.published,
+            _number(f.recomputed),
+            "[green]yes[/green]" if f.follows else "[red]no[/red]",
+            f.note,
+        )
+    console.print(table)
