@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from trust.errors import TrustError
@@ -647,5 +648,6 @@ def main() -> None:
     try:
         app()
     except TrustError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        # Escaped (messages quote values such as ['beta']) and unwrapped (paths stay whole for copying).
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(1) from None
