@@ -157,3 +157,17 @@ def test_s1_gap_is_what_makes_hoeffding_meet_the_per_trace_target() -> None:
     assert math.exp(-2 * required**2 / trace.sigma_max2) == pytest.approx(1e-6 / 1440)
     with pytest.raises(ParameterError, match="epsilon_target"):
         trace.s1_gap_required(60, 24, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("k", "epsilon", "rho", "tau"), [(5, 0.3, 0.1, 0.66), (101, 0.2, 0.05, 0.66), (3000, 0.3, 0.02, 0.6)]
+)
+def test_lemma_4_1_is_one_binomial_and_stays_finite_for_large_committees(
+    k: int, epsilon: float, rho: float, tau: float
+) -> None:
+    from scipy import stats
+
+    single = float(stats.binom.sf(quorum(k, tau) - 1, k, (1 - rho) * (1 - epsilon)))
+    assert pass_probability(k, epsilon, rho, tau) == pytest.approx(single, rel=1e-9, abs=1e-300)
+    big = TraceModel((SegmentClass("L", 3, 0.05, 0.0, 1.0, 5000),), 0.66, 0.97)
+    assert 0 < big.failure_probability() < 1

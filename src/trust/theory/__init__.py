@@ -11,3 +11,23 @@
 
 Formulas, choices and the paper's errors: docs/theory.md.
 """
+
+from trust.theory.consensus import SegmentClass, TraceModel, pass_probability, quorum
+from trust.theory.economics import Economics
+from trust.theory.params import DEFAULT_PARAMETERS, CheckReport, Parameters, check, default_parameters
+from trust.theory.recommend import Recommendation, recommend
+
+__all__ = [
+    "DEFAULT_PARAMETERS",
+    "CheckReport",
+    "Economics",
+    "Parameters",
+    "Recommendation",
+    "SegmentClass",
+    "TraceModel",
+    "check",
+    "default_parameters",
+    "pass_probability",
+    "quorum",
+    "recommend",
+]

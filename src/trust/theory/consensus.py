@@ -4,7 +4,9 @@
   0.66 * 50 is 33.000000000000004 and would round up to 34.
 - `pass_probability` is Lemma 4.1 (eq. 4.2): m ~ Binomial(k, rho) adversarial seats vote wrong, the
   k - m honest seats are right with probability 1 - epsilon each, and the segment passes when at
-  least q votes are right. Vectorized over m with scipy's binomial functions.
+  least q votes are right. Vectorized over m with scipy's binomial functions, in log space. (Each
+  seat is right independently with probability (1 - rho)(1 - epsilon), so eq. 4.2 equals
+  Pr[Binomial(k, (1 - rho)(1 - epsilon)) >= q]; a test checks that identity.)
 - A trace is a multiset of segment classes (`SegmentClass`: committee size, error rate, adversarial
   fraction, weight, and how many segments of that class the trace holds). `TraceModel` gives
   mu_vote (4.3), Var(W) (4.4), sigma_max^2 = sum of w_s^2, the threshold W_beta, the Hoeffding and
@@ -57,13 +59,25 @@ def pass_probability(k: int, epsilon: float, rho: float, tau: float) -> float:
     rho = probability("rho", rho)
     q = quorum(k, tau)
     m = np.arange(k + 1)
-    malicious = special.binom(k, m) * rho**m * (1.0 - rho) ** (k - m)
+    malicious = _binomial_pmf(k, m, rho)
     honest = k - m
     # bdtrc(q - 1, n, p) = Pr[Binomial(n, p) >= q]; it is NaN when n < q, where the answer is 0.
     reach = np.zeros(k + 1)
     enough = honest >= q
     reach[enough] = special.bdtrc(q - 1, honest[enough], 1.0 - epsilon)
     return float(np.clip(np.dot(malicious, reach), 0.0, 1.0))
+
+
+def _binomial_pmf(n: int, j: np.ndarray, p: float) -> np.ndarray:
+    """Binomial(n, p) probabilities of the counts j, in log space (no overflow for large n)."""
+    log_pmf = (
+        special.gammaln(n + 1)
+        - special.gammaln(j + 1)
+        - special.gammaln(n - j + 1)
+        + special.xlogy(j, p)
+        + special.xlog1py(n - j, -p)
+    )
+    return np.exp(log_pmf)
 
 
 def majority_error_bound(k: int, epsilon: float) -> float:
@@ -220,8 +234,7 @@ class TraceModel:
             if c.count == 0:
                 continue
             j = np.arange(c.count + 1)
-            pj = special.binom(c.count, j) * self.pass_probabilities[c.name] ** j
-            pj = pj * (1.0 - self.pass_probabilities[c.name]) ** (c.count - j)
+            pj = _binomial_pmf(c.count, j, self.pass_probabilities[c.name])
             values = (values[:, None] + c.weight * j[None, :]).ravel()
             probs = (probs[:, None] * pj[None, :]).ravel()
             values, probs = _merge(values, probs)

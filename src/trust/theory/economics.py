@@ -147,11 +147,13 @@ class Economics:
         result = optimize.minimize_scalar(log_mgf_minus_one, bounds=(0.0, upper), method="bounded")
         return min(float(result.fun), 0.0)
 
-    def honest_loss_exact_log(self, lam_t: float) -> float:
-        """ln Pr[U_hon(T) <= 0] at p_slash = p_max (worst reputation): Pr[R N_R <= P N_S]."""
+    def honest_loss_exact_log(self, lam_t: float, p: float | None = None) -> float:
+        """ln Pr[U_hon(T) <= 0] at a constant slash probability p (default p_max, the worst
+        reputation): Pr[R N_R <= P N_S]."""
         lam_t = positive("lambda T", lam_t)
+        p = self.p_max if p is None else probability("p", p)
         rewarded = lam_t * (1 - self.epsilon_h)
-        slashed = lam_t * self.epsilon_h * self.p_max
+        slashed = lam_t * self.epsilon_h * p
         if slashed == 0:
             return -rewarded  # U <= 0 only when no vote is rewarded
         top = int(2 * (slashed + rewarded * self.reward / self.penalty) + 60 * math.sqrt(slashed + rewarded) + 200)
