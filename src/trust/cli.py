@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -578,7 +578,7 @@ def params_recommend_cmd(
     overrides = {"L": {"epsilon": epsilon_l}, "H": {"epsilon": epsilon_h, "rho": rho_h}}
     classes = []
     for c in base.trace.classes:
-        changes = {key: value for key, value in overrides.get(c.name, {}).items() if value is not None}
+        changes: dict[str, Any] = {k: v for k, v in overrides.get(c.name, {}).items() if v is not None}
         if file is None:
             changes["k"] = k_min
         classes.append(replace(c, **changes))
@@ -606,6 +606,57 @@ def params_recommend_cmd(
             console.print(f"written to {out}")
 
 
+@params_app.command("simulate")
+def params_simulate_cmd(
+    file: Annotated[Path | None, typer.Argument(help="parameter file (default: the network's defaults)")] = None,
+    traces: Annotated[
+        int, typer.Option("--traces", min=1, help="simulated traces per (rho_H, epsilon_H) cell")
+    ] = 20_000,
+    paths: Annotated[int, typer.Option("--paths", min=2, help="simulated seats per payoff simulation")] = 2_000,
+    gamma: Annotated[float, typer.Option("--gamma", help="reputation update rate (eq. 4.15)")] = 0.1,
+    seed: Annotated[int, typer.Option(help="seed of the numpy generator")] = 0,
+    plot: Annotated[Path | None, typer.Option("--plot", help="save the figures here (PNG)")] = None,
+) -> None:
+    """Monte Carlo over rho_H in [0, 0.30] and epsilon_H in [0.20, 0.40] (paper 4.8) against the exact
+    values, and honest and malicious payoffs over the horizon; ends with one JSON line."""
+    import numpy as np
+    from rich.progress import Progress
+
+    from trust.theory.montecarlo import EPSILON_GRID, RHO_GRID, expected_payoff, simulate_payoffs, sweep
+    from trust.theory.params import DEFAULT_PARAMETERS, Parameters
+    from trust.theory_report import load_parameter_file, plot_simulation, render_simulation
+
+    parameters = Parameters.from_mapping(load_parameter_file(file) if file else DEFAULT_PARAMETERS)
+    human = next((c.name for c in parameters.trace.classes if c.name.upper() in ("H", "HUMAN")), None)
+    if human is None:
+        raise typer.BadParameter("the sweep varies the human class: name it 'H' in the parameter file")
+    rng = np.random.default_rng(seed)
+    cells = len(RHO_GRID) * len(EPSILON_GRID)
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task(f"sweep: {cells} cells x {traces:,} traces", total=cells)
+        grid = sweep(
+            parameters.trace,
+            RHO_GRID,
+            EPSILON_GRID,
+            traces,
+            rng,
+            cls=human,
+            progress=lambda done: progress.update(task, completed=done),
+        )
+        payoffs, expected = {}, {}
+        for kind in ("honest", "malicious"):
+            progress.update(task, description=f"{kind} payoffs: {paths:,} seats")
+            malicious = kind == "malicious"
+            payoffs[kind] = simulate_payoffs(
+                parameters.economics, parameters.lam_t, paths, rng, gamma=gamma, malicious=malicious
+            )
+            expected[kind] = expected_payoff(parameters.economics, parameters.lam_t, gamma=gamma, malicious=malicious)
+    if plot is not None:
+        plot_simulation(plot, grid, parameters)
+        err_console.print(f"figures saved to {plot}")
+    render_simulation(grid, payoffs, expected, console)
+
+
 @params_app.command("paper")
 def params_paper_cmd() -> None:
     """The paper's published figures next to what its own formulas give (docs/theory.md has the reasons)."""
@@ -613,6 +664,21 @@ def params_paper_cmd() -> None:
     from trust.theory_report import render_paper
 
     render_paper(paper_figures(), console)
+
+
+@bench_app.command("theory")
+def bench_theory_cmd(
+    traces: Annotated[int, typer.Option("--traces", min=1, help="traces in the Monte Carlo run")] = 1_000_000,
+    seed: Annotated[int, typer.Option(help="seed of the numpy generator")] = 0,
+) -> None:
+    """Exact p_t for k = 1..101 (ms per call) and a 10^6-trace Monte Carlo (seconds), against their targets."""
+    import numpy as np
+
+    from trust.bench.theory import render, run_theory_benchmark
+
+    with err_console.status("timing the theory toolkit") as status:
+        bench = run_theory_benchmark(np.random.default_rng(seed), traces=traces, progress=status.update)
+    render(bench, console)
 
 
 @ipfs_app.command("up")

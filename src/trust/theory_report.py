@@ -16,10 +16,20 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.errors import ParameterError
+from trust.theory.montecarlo import PayoffEstimate, Sweep
 from trust.theory.paper import PaperFigure
 from trust.theory.params import CheckReport, Parameters
 
-__all__ = ["load_parameter_file", "render_check", "render_paper", "render_recommendation", "write_parameter_file"]
+__all__ = [
+    "load_parameter_file",
+    "plot_simulation",
+    "render_check",
+    "render_paper",
+    "render_recommendation",
+    "render_simulation",
+    "simulation_summary",
+    "write_parameter_file",
+]
 
 
 def load_parameter_file(path: Path) -> dict[str, Any]:
@@ -131,3 +141,99 @@ def render_paper(figures: list[PaperFigure], console: Console) -> None:
             f.note,
         )
     console.print(table)
+
+
+def simulation_summary(sweep: Sweep, payoffs: dict[str, PayoffEstimate], expected: dict[str, float]) -> dict[str, Any]:
+    """The final JSON line of `trust params simulate`."""
+    summary: dict[str, Any] = {
+        "cells": len(sweep.cells),
+        "cells_agree": sum(cell.agrees for cell in sweep.cells),
+        "traces_per_cell": sweep.n,
+    }
+    for kind, estimate in payoffs.items():
+        summary[f"{kind}_mean_payoff"] = estimate.mean
+        summary[f"{kind}_expected_payoff"] = expected[kind]
+        summary[f"{kind}_adverse_rate"] = estimate.adverse.rate
+    return summary
+
+
+def render_simulation(
+    sweep: Sweep, payoffs: dict[str, PayoffEstimate], expected: dict[str, float], console: Console
+) -> None:
+    cells = Table(title=f"class {sweep.cls}: exact against {sweep.n:,} simulated traces per cell (99% intervals)")
+    for column in ("rho", "epsilon", "exact p_t", "simulated p_t", "exact trace failure", "simulated", "agrees"):
+        cells.add_column(column, justify="right")
+    for cell in sweep.cells:
+        cells.add_row(
+            f"{cell.rho:.2f}",
+            f"{cell.epsilon:.2f}",
+            f"{cell.exact_pass:.4f}",
+            f"[{cell.simulated_pass.low:.4f}, {cell.simulated_pass.high:.4f}]",
+            _number(cell.exact_failure),
+            f"[{_number(cell.simulated_failure.low)}, {_number(cell.simulated_failure.high)}]",
+            "[green]yes[/green]" if cell.agrees else "[red]no[/red]",
+        )
+    console.print(cells)
+    table = Table(title="payoffs over the horizon (reputation moving by eq. 4.15)")
+    for column in ("seat", "paths", "mean U(T)", "expected U(T)", "adverse share", "mean final reputation"):
+        table.add_column(column, justify="right")
+    for kind, estimate in payoffs.items():
+        table.add_row(
+            kind,
+            f"{estimate.n_paths:,}",
+            f"{estimate.mean:.1f} ± {estimate.stderr:.1f}",
+            f"{expected[kind]:.1f}",
+            f"{estimate.adverse.rate:.3g} [{estimate.adverse.low:.2g}, {estimate.adverse.high:.2g}]",
+            f"{estimate.mean_reputation:.3f}",
+        )
+    console.print(table)
+    console.print(
+        json.dumps(simulation_summary(sweep, payoffs, expected)), soft_wrap=True, markup=False, highlight=False
+    )
+
+
+def plot_simulation(path: Path, sweep: Sweep, parameters: Parameters) -> None:
+    """Two panels: p_t against rho for each epsilon (exact lines, simulated intervals), and the
+    payoff tail bounds against the horizon (the paper's, a valid Chernoff bound, the exact values)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    exact = sweep.grid("exact_pass")
+    for j, epsilon in enumerate(sweep.epsilon_values):
+        line = left.plot(sweep.rho_values, exact[:, j], label=f"epsilon_H = {epsilon:.2f}")[0]
+        cells = [sweep.cell(rho, epsilon) for rho in sweep.rho_values]
+        rates = np.array([c.simulated_pass.rate for c in cells])
+        spans = [[r - c.simulated_pass.low, c.simulated_pass.high - r] for r, c in zip(rates, cells, strict=True)]
+        errors = np.array(spans).T
+        left.errorbar(sweep.rho_values, rates, yerr=errors, fmt="o", color=line.get_color(), markersize=3)
+    left.set_xlabel("rho_H (adversarial share of seats)")
+    left.set_ylabel(f"pass probability p_{sweep.cls}")
+    left.set_title("Lemma 4.1 (lines) and Monte Carlo (points, 99% intervals)")
+    left.legend()
+    left.grid(alpha=0.3)
+
+    economics = parameters.economics
+    hours = np.linspace(parameters.horizon / 24, 2 * parameters.horizon, 60)
+    ln10 = math.log(10)
+    curves = {
+        "honest loss, printed (4.41)": economics.honest_loss_log_bound,
+        "honest loss, valid Chernoff": economics.honest_loss_chernoff_log,
+        "honest loss, exact at r = 0": economics.honest_loss_exact_log,
+        "malicious profit, printed (4.42)": economics.malicious_profit_log_bound,
+        "malicious profit, exact bound": economics.malicious_profit_exact_log,
+    }
+    for label, curve in curves.items():
+        values = [curve(parameters.lam * t) / ln10 for t in hours]
+        right.plot(hours, values, label=label, linestyle="--" if "printed" in label else "-")
+    right.set_xlabel("horizon T")
+    right.set_ylabel("log10 probability")
+    right.set_title(f"payoff tail bounds at lambda = {parameters.lam:g} per unit of T")
+    right.legend()
+    right.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

@@ -101,3 +101,14 @@ def test_paper_lists_the_figures_that_do_not_follow() -> None:
     run = trust("params", "paper")
     assert run.returncode == 0, run.stderr
     assert "0.847" in run.stdout and "0.3907" in run.stdout and "10^-88" in run.stdout
+
+
+def test_simulate_draws_the_plot_and_ends_with_the_json_line(tmp_path: Path) -> None:
+    plot = tmp_path / "simulation.png"
+    run = trust("params", "simulate", "--traces", "2000", "--paths", "50", "--plot", str(plot))
+    assert run.returncode == 0, run.stderr
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
+    summary = json.loads(run.stdout.strip().splitlines()[-1])
+    assert summary["cells"] == 35 and summary["traces_per_cell"] == 2000
+    assert summary["cells_agree"] >= 33  # 99% intervals: a miss or two in 35 cells is chance
+    assert summary["honest_mean_payoff"] > 0 > summary["malicious_mean_payoff"]
