@@ -570,6 +570,7 @@ def params_recommend_cmd(
     """The smallest committees, then beta, R, p_min and p_max that satisfy S1, E1 and E2 with the margin."""
     from dataclasses import replace
 
+    from trust.theory.consensus import human_class
     from trust.theory.params import DEFAULT_PARAMETERS, Parameters
     from trust.theory.recommend import recommend
     from trust.theory_report import load_parameter_file, render_recommendation, write_parameter_file
@@ -582,7 +583,6 @@ def params_recommend_cmd(
         if file is None:
             changes["k"] = k_min
         classes.append(replace(c, **changes))
-    human = next((c for c in classes if c.name.upper() in ("H", "HUMAN")), None)
     result = recommend(
         classes,
         base.trace.tau,
@@ -591,7 +591,8 @@ def params_recommend_cmd(
         epsilon_target=epsilon_target if epsilon_target is not None else base.epsilon_target,
         delta=base.economics.delta,
         penalty=base.economics.penalty,
-        epsilon_h=human.epsilon if human is not None else base.economics.epsilon_h,
+        # The H class's error rate (after --epsilon-h) when there is one, else the file's epsilon_H.
+        epsilon_h=None if human_class(classes) is not None else base.economics.epsilon_h,
         safety_factor=safety_factor,
         beta_min=beta_min,
     )
@@ -622,12 +623,13 @@ def params_simulate_cmd(
     import numpy as np
     from rich.progress import Progress
 
+    from trust.theory.consensus import human_class
     from trust.theory.montecarlo import EPSILON_GRID, RHO_GRID, expected_payoff, simulate_payoffs, sweep
     from trust.theory.params import DEFAULT_PARAMETERS, Parameters
     from trust.theory_report import load_parameter_file, plot_simulation, render_simulation
 
     parameters = Parameters.from_mapping(load_parameter_file(file) if file else DEFAULT_PARAMETERS)
-    human = next((c.name for c in parameters.trace.classes if c.name.upper() in ("H", "HUMAN")), None)
+    human = human_class(parameters.trace.classes)
     if human is None:
         raise typer.BadParameter("the sweep varies the human class: name it 'H' in the parameter file")
     rng = np.random.default_rng(seed)
@@ -640,7 +642,7 @@ def params_simulate_cmd(
             EPSILON_GRID,
             traces,
             rng,
-            cls=human,
+            cls=human.name,
             progress=lambda done: progress.update(task, completed=done),
         )
         payoffs, expected = {}, {}

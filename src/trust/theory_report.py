@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.errors import ParameterError
+from trust.theory.consensus import quorum
 from trust.theory.montecarlo import PayoffEstimate, Sweep
 from trust.theory.paper import PaperFigure
 from trust.theory.params import CheckReport, Parameters
@@ -86,8 +87,6 @@ def render_check(report: CheckReport, console: Console) -> None:
     classes = Table(title="segment classes (Lemma 4.1)")
     for column in ("class", "k", "q", "epsilon", "rho", "weight", "count", "p_t"):
         classes.add_column(column, justify="right")
-    from trust.theory.consensus import quorum
-
     trace = report.parameters.trace
     for c in trace.classes:
         classes.add_row(

@@ -23,6 +23,7 @@ which the theorem's proof holds.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -38,6 +39,7 @@ __all__ = [
     "SegmentClass",
     "TraceModel",
     "hoeffding_log_bound",
+    "human_class",
     "majority_error_bound",
     "majority_error_exact",
     "pass_probability",
@@ -116,6 +118,11 @@ class SegmentClass:
         object.__setattr__(self, "rho", probability(f"{where}: rho", self.rho))
         object.__setattr__(self, "weight", positive(f"{where}: weight", self.weight))
         object.__setattr__(self, "count", integer_at_least(f"{where}: count", self.count, 0))
+
+
+def human_class(classes: Sequence[SegmentClass]) -> SegmentClass | None:
+    """The human (tier-3) class, named "H" or "human" (any case): its epsilon is epsilon_H."""
+    return next((c for c in classes if c.name.upper() in ("H", "HUMAN")), None)
 
 
 @dataclass(frozen=True, slots=True)

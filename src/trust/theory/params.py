@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trust.errors import ParameterError
-from trust.theory.consensus import SegmentClass, TraceModel
+from trust.theory.consensus import SegmentClass, TraceModel, human_class
 from trust.theory.economics import Economics
 from trust.theory.validate import open_unit, positive
 
@@ -125,10 +125,10 @@ class Parameters:
         _keys(econ, _ECONOMICS_KEYS, _ECONOMICS_KEYS - {"epsilon_H"}, "economics")
         epsilon_h = econ.get("epsilon_H")
         if epsilon_h is None:
-            human = [c for c in trace.classes if c.name.upper() in ("H", "HUMAN")]
-            if not human:
+            human = human_class(trace.classes)
+            if human is None:
                 raise ParameterError("economics.epsilon_H: give it, or name the human segment class 'H'")
-            epsilon_h = human[0].epsilon
+            epsilon_h = human.epsilon
         economics = Economics(econ["R"], econ["P"], econ["p_min"], econ["p_max"], epsilon_h, econ["delta"])
         horizon = _section(data, "horizon", "")
         _keys(horizon, _HORIZON_KEYS, _HORIZON_KEYS, "horizon")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from trust.errors import ParameterError
-from trust.theory.consensus import SegmentClass, TraceModel, pass_probability
+from trust.theory.consensus import SegmentClass, TraceModel, human_class, pass_probability
 from trust.theory.economics import Economics
 from trust.theory.params import CheckReport, Parameters, check
 from trust.theory.validate import integer_at_least, open_unit, positive, probability
@@ -193,10 +193,10 @@ def recommend(
         k_max=k_max,
     )
     if epsilon_h is None:
-        human = [c for c in trace.classes if c.name.upper() in ("H", "HUMAN")]
-        if not human:
+        human = human_class(trace.classes)
+        if human is None:
             raise ParameterError("epsilon_H: give it, or name the human segment class 'H'")
-        epsilon_h = human[0].epsilon
+        epsilon_h = human.epsilon
     economics = recommend_economics(epsilon_h, delta, penalty, safety_factor=safety_factor)
     parameters = Parameters(trace, economics, lam, horizon, epsilon_target)
     return Recommendation(parameters, check(parameters))
