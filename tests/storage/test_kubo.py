@@ -20,6 +20,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from tests.storage.blobs import blob
 from trust.errors import ContentNotFound, IpfsError, VerificationError
 from trust.processes import free_port
 from trust.settings import IpfsSettings, Settings
@@ -151,16 +152,6 @@ def proxy(ipfs_api_url: str) -> Iterator[WireProxy]:
     yield from WireProxy(ipfs_api_url).serve()
 
 
-def _blob(size: int, seed: bytes = b"trust") -> bytes:
-    """Deterministic, incompressible bytes."""
-    out = bytearray()
-    counter = 0
-    while len(out) < size:
-        out += hashlib.sha256(seed + counter.to_bytes(8, "big")).digest()
-        counter += 1
-    return bytes(out[:size])
-
-
 async def _pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
     for start in range(0, len(data), size):
         yield data[start : start + size]
@@ -171,7 +162,7 @@ async def _pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
 
 @pytest.mark.parametrize("size", [1 * KB, 300 * KB, 5_000 * KB], ids=["1KB", "300KB", "5MB"])
 async def test_blobs_round_trip_byte_identical_under_kubos_cid(client: KuboClient, size: int) -> None:
-    data = _blob(size, seed=b"round-trip")
+    data = blob(size, seed=b"round-trip")
     cid = await client.add(data)
     assert cid == unixfs_cid(data)
     assert await client.cat(cid, expected_digest=hashlib.sha256(data).digest()) == data
@@ -189,7 +180,7 @@ async def test_blobs_round_trip_byte_identical_under_kubos_cid(client: KuboClien
 
 
 async def test_small_blob_is_a_raw_leaf_cidv1(client: KuboClient) -> None:
-    data = _blob(1 * KB, seed=b"raw")
+    data = blob(1 * KB, seed=b"raw")
     cid = await client.add(data)
     parsed = parse_cid(cid)
     assert cid.startswith("bafkrei")
@@ -210,7 +201,7 @@ async def test_published_vectors_through_the_node(client: KuboClient, data: byte
 
 
 async def test_streamed_upload_equals_bytes_upload(client: KuboClient) -> None:
-    data = _blob(1_500 * KB, seed=b"stream")
+    data = blob(1_500 * KB, seed=b"stream")
     streamed = await client.add(_pieces(data, 77_777))
     assert streamed == await client.add(data) == unixfs_cid(data)
     assert await client.cat(streamed) == data
@@ -251,7 +242,7 @@ LAYOUTS = [
 async def test_cid_py_matches_an_independent_importer_on_deep_trees(
     ipfs_api_url: str, size: int, chunk_size: int, max_links: int
 ) -> None:
-    data = _blob(size, seed=f"{size}/{chunk_size}/{max_links}".encode())
+    data = blob(size, seed=f"{size}/{chunk_size}/{max_links}".encode())
     params = ADD_PARAMS | {"chunker": f"size-{chunk_size}", "max-file-links": str(max_links), "pin": "false"}
     async with httpx.AsyncClient(base_url=f"{ipfs_api_url}/api/v0/", trust_env=False) as http:
         response = await http.post("add", params=params, files={"file": ("blob", data, "application/octet-stream")})
@@ -272,7 +263,7 @@ def _flip_one_byte(path: str, status: int, body: bytes) -> tuple[int, bytes]:
 
 @pytest.mark.parametrize("size", [1 * KB, 300 * KB], ids=["raw-leaf", "dag-pb"])
 async def test_tampered_blob_is_rejected(client: KuboClient, proxy: WireProxy, size: int) -> None:
-    data = _blob(size, seed=b"tamper")
+    data = blob(size, seed=b"tamper")
     cid = await client.add(data)
     proxy.rewrite_response = _flip_one_byte
     async with KuboClient(proxy.url, max_retries=0) as through_proxy:
@@ -283,7 +274,7 @@ async def test_tampered_blob_is_rejected(client: KuboClient, proxy: WireProxy, s
 
 
 async def test_truncated_blob_is_rejected(client: KuboClient, proxy: WireProxy) -> None:
-    data = _blob(300 * KB, seed=b"truncate")
+    data = blob(300 * KB, seed=b"truncate")
     cid = await client.add(data)
     proxy.rewrite_response = lambda path, status, body: (status, body[:-1] if path.endswith("/cat") else body)
     async with KuboClient(proxy.url) as through_proxy:
@@ -292,7 +283,7 @@ async def test_truncated_blob_is_rejected(client: KuboClient, proxy: WireProxy) 
 
 
 async def test_other_content_under_the_right_cid_fails_the_ciphertext_digest(client: KuboClient) -> None:
-    data = _blob(2 * KB, seed=b"digest")
+    data = blob(2 * KB, seed=b"digest")
     cid = await client.add(data)
     other = hashlib.sha256(b"the committed ciphertext").digest()
     with pytest.raises(VerificationError, match="expected ciphertext digest") as info:
@@ -301,7 +292,7 @@ async def test_other_content_under_the_right_cid_fails_the_ciphertext_digest(cli
 
 
 async def test_oversized_blobs_are_refused_both_ways(ipfs_api_url: str, client: KuboClient, proxy: WireProxy) -> None:
-    data = _blob(300 * KB, seed=b"big")
+    data = blob(300 * KB, seed=b"big")
     cid = await client.add(data)
     with pytest.raises(VerificationError, match="larger than the limit of 100000 bytes"):
         await client.cat(cid, max_bytes=100_000)
@@ -320,7 +311,7 @@ async def test_a_node_with_another_layout_is_an_error(proxy: WireProxy) -> None:
     proxy.rewrite_query = lambda path, query: (
         query | {"chunker": "size-1048576", "max-file-links": "1024"} if path.endswith("/add") else query
     )
-    data = _blob(1_300 * KB, seed=b"layout")
+    data = blob(1_300 * KB, seed=b"layout")
     async with KuboClient(proxy.url) as through_proxy:
         with pytest.raises(VerificationError, match="lays files out differently") as info:
             await through_proxy.add(data)
@@ -362,7 +353,7 @@ async def test_node_down_is_an_ipfs_error_naming_the_url_and_the_fix() -> None:
 
 
 async def test_gateway_errors_are_retried_with_backoff(client: KuboClient, proxy: WireProxy) -> None:
-    data = _blob(3 * KB, seed=b"retry")
+    data = blob(3 * KB, seed=b"retry")
     cid = await client.add(data)
     proxy.canned = [(503, b"upstream unavailable"), (502, b"bad gateway")]
     async with KuboClient(proxy.url, max_retries=2, backoff_seconds=0.01) as through_proxy:
@@ -378,7 +369,7 @@ async def test_streamed_upload_is_not_replayed_after_a_gateway_error(client: Kub
     proxy.canned = [(503, b"upstream unavailable")]
     async with KuboClient(proxy.url, max_retries=3, backoff_seconds=0.01) as through_proxy:
         with pytest.raises(IpfsError, match="HTTP 503 after 1 attempt"):
-            await through_proxy.add(_pieces(_blob(10 * KB), 1000))
+            await through_proxy.add(_pieces(blob(10 * KB), 1000))
     assert len(proxy.exchanges) == 1
 
 

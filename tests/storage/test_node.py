@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.storage.blobs import blob
 from trust.errors import IpfsError, ToolchainError, VerificationError
 from trust.processes import free_port
 from trust.storage.cid import unixfs_cid
@@ -30,16 +31,6 @@ pytestmark = pytest.mark.slow
 
 KB = 1000
 ADD = {"cid-version": "1", "raw-leaves": "true", "chunker": "size-262144", "pin": "true"}
-
-
-def _blob(size: int, seed: bytes) -> bytes:
-    """Deterministic, incompressible bytes."""
-    out = bytearray()
-    counter = 0
-    while len(out) < size:
-        out += hashlib.sha256(seed + counter.to_bytes(8, "big")).digest()
-        counter += 1
-    return bytes(out[:size])
 
 
 def _raw_leaf_cid(data: bytes) -> str:
@@ -82,7 +73,7 @@ def ipfs_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     _trust(env, "ipfs", "down")
 
 
-BLOBS = {"1KB": _blob(1 * KB, b"one"), "300KB": _blob(300 * KB, b"three"), "5MB": _blob(5_000 * KB, b"five")}
+BLOBS = {"1KB": blob(1 * KB, b"one"), "300KB": blob(300 * KB, b"three"), "5MB": blob(5_000 * KB, b"five")}
 
 
 def test_up_add_cat_pin_restart_down(ipfs_env: dict[str, str], tmp_path: Path) -> None:
@@ -203,7 +194,7 @@ async def test_the_project_client_round_trips_through_the_node(node: IpfsNode) -
 
 
 def test_pins_and_their_types(node: IpfsNode) -> None:
-    data = _blob(300 * KB, b"pins")
+    data = blob(300 * KB, b"pins")
     root = _add(node.api_url, data, pin="false")["Hash"]
     assert _post(node.api_url, "pin/ls", params={"arg": root}).json() == {
         "Message": f"path '{root}' is not pinned",
@@ -221,7 +212,7 @@ def test_pins_and_their_types(node: IpfsNode) -> None:
 
 
 def test_cat_with_offset_and_length(node: IpfsNode) -> None:
-    data = _blob(600 * KB, b"ranges")
+    data = blob(600 * KB, b"ranges")
     cid = _add(node.api_url, data)["Hash"]
     part = _post(node.api_url, "cat", params={"arg": cid, "offset": "262000", "length": "1000"})
     assert part.content == data[262_000:263_000]
@@ -239,7 +230,7 @@ def test_unknown_content_is_kubo_offline_not_found(node: IpfsNode) -> None:
 
 
 def test_oversized_upload_is_refused_and_the_node_carries_on(node: IpfsNode) -> None:
-    response = _post(node.api_url, "add", params=ADD, files={"file": ("big", _blob(2_000 * KB + 1, b"big"))})
+    response = _post(node.api_url, "add", params=ADD, files={"file": ("big", blob(2_000 * KB + 1, b"big"))})
     assert response.status_code == 413
     error = response.json()
     assert error["Code"] == 1 and error["Type"] == "error"
@@ -295,9 +286,9 @@ def test_an_aborted_upload_leaves_the_node_working(node: IpfsNode) -> None:
             b"POST /api/v0/add?cid-version=1 HTTP/1.1\r\nHost: x\r\n"
             b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: 9000000\r\n\r\n"
             + head
-            + _blob(600 * KB, b"cut")
+            + blob(600 * KB, b"cut")
         )
-    data = _blob(300 * KB, b"after")
+    data = blob(300 * KB, b"after")
     cid = _add(node.api_url, data)["Hash"]
     assert _post(node.api_url, "cat", params={"arg": cid}).content == data
 
@@ -310,7 +301,7 @@ def _block_file(repo: Path, data: bytes) -> Path:
 
 
 async def test_a_damaged_repo_never_yields_unverified_bytes(tmp_path: Path) -> None:
-    data = _blob(600 * KB, b"damaged")
+    data = blob(600 * KB, b"damaged")
     chunk = 262_144
     with IpfsNode.start(tmp_path / "repo") as local:
         cid = _add(local.api_url, data)["Hash"]
