@@ -272,6 +272,54 @@ class IpfsSettings(BaseModel):
         return self.repo or home / "ipfs"
 
 
+class SandboxSettings(BaseModel):
+    """Limits of the tier-1 code sandbox: a separate process per run, in a fresh temporary directory,
+    with no network, an empty environment and these ceilings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    python: str | None = Field(None, description="the interpreter that runs audited code; this one when unset")
+    timeout_seconds: float = Field(10.0, gt=0, le=600, description="wall-clock limit of one run (then killed)")
+    cpu_seconds: int = Field(10, ge=1, le=600, description="CPU-time limit of one run (RLIMIT_CPU)")
+    memory_bytes: int = Field(512 * 1024 * 1024, ge=16 * 1024 * 1024, description="address-space limit (RLIMIT_AS)")
+    output_bytes: int = Field(64 * 1024, ge=1024, description="stdout and stderr kept, each; the rest is cut")
+    file_bytes: int = Field(16 * 1024 * 1024, ge=0, description="largest file the code may write (RLIMIT_FSIZE)")
+
+
+class ReviewSettings(BaseModel):
+    """The tier-3 review page the worker serves to its human expert (paper 3.1.1, Tier 3)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = Field("127.0.0.1", description="interface of the review page; keep it on loopback or behind TLS")
+    port: int = Field(8700, ge=0, le=65535, description="port of the review page (0: any free port)")
+    password: SecretStr | None = Field(
+        None, description="the expert's sign-in password; a fresh one is generated and printed when unset"
+    )
+    session_hours: float = Field(12.0, gt=0, description="how long a sign-in lasts")
+
+
+class WorkerSettings(BaseModel):
+    """The auditor daemon (`trust worker run`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_dir: Path | None = Field(None, description="state of the worker (SQLite); <home>/worker/<address> when unset")
+    poll_seconds: float = Field(1.0, gt=0, le=60, description="how often the chain is read for new events")
+    commit_margin_seconds: float = Field(
+        5.0, ge=0, description="aim to commit at least this long before the commit window closes"
+    )
+    max_attempts: int = Field(6, ge=1, le=100, description="tries of one step before the seat is reported failed")
+    backoff_seconds: float = Field(1.0, gt=0, description="first retry delay of a failed step, doubled per try")
+    max_backoff_seconds: float = Field(30.0, gt=0)
+    log_blocks: int = Field(2_000, ge=1, description="most blocks read in one eth_getLogs request")
+    start_block: int | None = Field(
+        None, ge=0, description="first block a new worker reads; the current block minus log_blocks when unset"
+    )
+    sandbox: SandboxSettings = SandboxSettings()
+    review: ReviewSettings = ReviewSettings()
+
+
 class Settings(BaseSettings):
     """Everything the `trust` command and the library read from the outside world."""
 
@@ -287,7 +335,10 @@ class Settings(BaseSettings):
     audit: AuditSettings = AuditSettings()
     refinement: RefinementSettings = RefinementSettings()
     llm: LlmSettings = LlmSettings()
+    # Tier-2 auditors may judge with another model than the one that decomposes traces.
+    auditor_llm: LlmSettings = LlmSettings()
     ipfs: IpfsSettings = IpfsSettings()
+    worker: WorkerSettings = WorkerSettings()
 
     @property
     def effective_rpc_url(self) -> str:
