@@ -92,12 +92,18 @@ Node = HdagNode | AgentTurn
 
 @dataclass(frozen=True, slots=True)
 class AuditRequest:
-    """One segment as its auditor sees it: the node, its parents (context), the question, the layer."""
+    """One segment as its auditor sees it: the node, its parents (context), the question, the layer.
+
+    `deadline` and `seat` are not part of the segment file; the worker sets them."""
 
     node: Node
     parents: tuple[Node, ...] = ()
     question: str = ""
     layer: AuditLayer = AuditLayer.NODE
+    # Set by the worker, for auditors that wait on someone (the tier-3 expert): when the vote must
+    # be in (unix seconds, the commit deadline less a margin) and which seat it is for.
+    deadline: float | None = None
+    seat: str = ""
 
     @property
     def node_id(self) -> str:
