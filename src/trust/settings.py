@@ -309,6 +309,9 @@ class WorkerSettings(BaseModel):
     commit_margin_seconds: float = Field(
         5.0, ge=0, description="aim to commit at least this long before the commit window closes"
     )
+    audits_in_parallel: int = Field(
+        4, ge=1, le=256, description="seats audited at once (a tier-3 seat waits on a person)"
+    )
     max_attempts: int = Field(6, ge=1, le=100, description="tries of one step before the seat is reported failed")
     backoff_seconds: float = Field(1.0, gt=0, description="first retry delay of a failed step, doubled per try")
     max_backoff_seconds: float = Field(30.0, gt=0)

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eth_abi import encode as abi_encode
 from eth_account.signers.local import LocalAccount
-from eth_utils import to_checksum_address
+from eth_utils import keccak, to_checksum_address
 from multiformats import CID
 from web3.contract.async_contract import AsyncContract
+from web3.exceptions import ContractLogicError, Web3RPCError
 from web3.logs import DISCARD
 
 from trust.chain.client import ChainClient, SentTransaction
@@ -119,10 +121,20 @@ class AuditContract:
             for a in _event_args(self.contract, "CommitteeDrawn", sent)
         ]
 
-    async def committees_drawn(self, from_block: int = 0, session_id: int | None = None) -> list[CommitteeDrawn]:
-        """`CommitteeDrawn` events since `from_block` (workers find their seats here)."""
+    async def committees_drawn(
+        self, from_block: int = 0, session_id: int | None = None, *, to_block: int | None = None
+    ) -> list[CommitteeDrawn]:
+        """`CommitteeDrawn` events in blocks `from_block`..`to_block` (the latest when None), in
+        chain order (workers find their seats here)."""
         filters = {"sessionId": session_id} if session_id is not None else None
-        logs = await self.contract.events.CommitteeDrawn().get_logs(from_block=from_block, argument_filters=filters)
+        event = self.contract.events.CommitteeDrawn()
+        try:
+            logs = await event.get_logs(
+                from_block=from_block, to_block="latest" if to_block is None else to_block, argument_filters=filters
+            )
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(f"reading CommitteeDrawn from {self.chain.rpc_url} failed: {exc}") from exc
+        logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))
         return [
             CommitteeDrawn(
                 session_id=log["args"]["sessionId"],
@@ -145,6 +157,47 @@ class AuditContract:
             session_id, segment_id, round_id, to_checksum_address(auditor), vote, salt
         )
         return bytes(await self.chain.call(fn))
+
+    def commitment(
+        self, session_id: int, segment_id: int, round_id: int, auditor: str, vote: bool, salt: bytes
+    ) -> bytes:
+        """`commitmentOf` computed here, without a call: keccak256(abi.encode(chain id, this contract,
+        session, segment, round, auditor, vote, salt)). A test checks it against the contract."""
+        encoded = abi_encode(
+            ["uint256", "address", "uint256", "uint256", "uint8", "address", "bool", "bytes32"],
+            [
+                self.chain.chain_id,
+                self.address,
+                session_id,
+                segment_id,
+                round_id,
+                to_checksum_address(auditor),
+                vote,
+                salt,
+            ],
+        )
+        return keccak(encoded)
+
+    async def reveal_matches(self, auditor: str, session_id: int, segment_id: int, vote: bool, salt: bytes) -> bool:
+        """Whether revealing (vote, salt) now would open `auditor`'s commitment, simulated with
+        eth_call (nothing is sent): True when it would succeed, False on `AuditCommitmentMismatch`.
+        Any other revert (the reveal window is not open, the seat already revealed) is raised.
+        Rebuilds a lost vote: with the salt derived from the wallet, one of the two votes matches."""
+        fn = self.contract.functions.revealVote(session_id, segment_id, vote, salt)
+        try:
+            await fn.call({"from": to_checksum_address(auditor)})
+        except ContractLogicError as exc:
+            error = self.chain.revert_error(exc, "revealVote() simulation")
+            if error.error_name == "AuditCommitmentMismatch":
+                return False
+            raise error from exc
+        except Web3RPCError as exc:
+            raise ChainError(f"simulating revealVote() at {self.chain.rpc_url} failed: {exc}") from exc
+        return True
+
+    def rewards_claimed_in(self, sent: SentTransaction) -> int:
+        """The wei a `claimRewards` transaction paid."""
+        return sum(int(a["amountWei"]) for a in _event_args(self.contract, "RewardsClaimed", sent))
 
     @staticmethod
     def new_salt() -> bytes:
@@ -306,6 +359,7 @@ class SegmentKeysContract:
         from_block: int = 0,
         session_id: int | None = None,
         segment_id: int | None = None,
+        to_block: int | None = None,
     ) -> list[KeyEnvelope]:
         """The current envelope of every seat `auditor` holds (optionally in one session or segment).
 
@@ -321,7 +375,9 @@ class SegmentKeysContract:
             filters["segmentId"] = segment_id
         event = self.contract.events.KeyEnvelopePublished()
         try:
-            logs = await event.get_logs(from_block=from_block, argument_filters=filters)
+            logs = await event.get_logs(
+                from_block=from_block, to_block="latest" if to_block is None else to_block, argument_filters=filters
+            )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(
                 f"reading KeyEnvelopePublished for {auditor} from {self.chain.rpc_url} failed: {exc}"

@@ -1,0 +1,67 @@
+"""The tier-1 auditor: deterministic checks, composed (paper 3.1.1, Tier 1; error rate 0 by construction).
+
+Every check looks at the segment and answers PASS, FAIL or NOT_APPLICABLE. The auditor's verdict:
+
+- FAIL (score 0) when any check fails: a single definite error is enough, and the critique lists
+  every failure with its error type, so refinement gets them all at once;
+- PASS (score 1) when no check fails and at least one passed: what was verified is listed;
+- NOT_APPLICABLE when no check could decide: tier 1 never guesses. The worker does not vote then.
+
+A check that breaks (an unexpected exception: a bug, a sandbox that could not start) counts as not
+applicable, with the reason in the critique; it never turns into a pass or a fail. The checks run
+one after the other, in the order given: they are cheap, except the sandbox, which is a subprocess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome, Verdict
+from trust.graphs.hdag import Tier
+
+__all__ = ["ComputationalAuditor"]
+
+
+class ComputationalAuditor:
+    """Tier 1: the verdict of a fixed list of deterministic `Check`s (see the module docstring)."""
+
+    def __init__(self, checks: Sequence[Check], *, name: str = "computational") -> None:
+        if not checks:
+            raise ValueError("a computational auditor needs at least one check")
+        self.checks = tuple(checks)
+        self._name = name
+
+    @property
+    def tier(self) -> Tier:
+        return Tier.COMPUTATIONAL
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def _run(self, check: Check, request: AuditRequest) -> CheckResult:
+        try:
+            return await check.check(request)
+        except Exception as exc:  # a broken check must not decide the vote
+            return CheckResult(
+                check.name, Outcome.NOT_APPLICABLE, f"the check could not run: {type(exc).__name__}: {exc}"
+            )
+
+    async def audit(self, request: AuditRequest) -> Verdict:
+        results = tuple([await self._run(check, request) for check in self.checks])
+        failed = [r for r in results if r.outcome is Outcome.FAIL]
+        if failed:
+            critique = "; ".join(
+                f"[{r.error_type.value if r.error_type else 'error'}] {r.fault}: {r.detail}" for r in failed
+            )
+            first = failed[0]
+            return Verdict(Outcome.FAIL, 0.0, critique, first.error_type, first.expected, results)
+        passed = [r for r in results if r.outcome is Outcome.PASS]
+        if passed:
+            return Verdict(
+                Outcome.PASS, 1.0, "verified: " + "; ".join(f"{r.check}: {r.detail}" for r in passed), checks=results
+            )
+        reasons = "; ".join(f"{r.check}: {r.detail}" for r in results)
+        return Verdict(
+            Outcome.NOT_APPLICABLE, None, f"no tier-1 check can decide this node ({reasons})", checks=results
+        )

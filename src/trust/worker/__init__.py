@@ -1,0 +1,24 @@
+"""The auditor worker: a daemon with its own wallet that audits its seats and votes in time.
+
+- `trust.worker.daemon`: the `Worker` loop (scan, audit, commit, reveal, finalize, claim)
+- `trust.worker.store`: the durable SQLite state (`WorkerStore`, `SeatState`)
+- `trust.worker.keys`: the vote salt and the X25519 key, derived from the wallet
+- `trust.worker.identity`: the wallet, its encryption key and its registration, checked at start
+- `trust.worker.adversary`: adversarial behaviours for stress tests on a local chain
+"""
+
+from trust.worker.adversary import Adversary
+from trust.worker.daemon import Worker
+from trust.worker.identity import AuditorIdentity, ensure_registered
+from trust.worker.store import SeatKey, SeatRecord, SeatState, WorkerStore
+
+__all__ = [
+    "Adversary",
+    "AuditorIdentity",
+    "SeatKey",
+    "SeatRecord",
+    "SeatState",
+    "Worker",
+    "WorkerStore",
+    "ensure_registered",
+]

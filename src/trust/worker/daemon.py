@@ -1,0 +1,688 @@
+"""The auditor daemon: follows the chain, audits its seats, and commits, reveals and finalizes in time.
+
+One `Worker` per wallet. Each `tick` reads the chain once and moves every seat one step:
+
+1. scan: `CommitteeDrawn` events since the last scanned block give the seats this wallet holds;
+   `KeyEnvelopePublished` events addressed to it give each seat's key envelope. Seats and the
+   scanned block are stored in one durable transaction (`trust.worker.store`).
+2. audit (concurrently, up to `audits_in_parallel`): open the envelope with the worker's X25519
+   key, fetch and verify the segment and its parents from IPFS against the digests on chain,
+   decrypt, and ask the tier's auditor. A verdict is stored before anything is sent.
+3. commit: the salt is derived from the wallet (`trust.worker.keys.vote_salt`), the commitment is
+   computed, and both are written durably before `commitVotes` is sent (one transaction for every
+   seat ready in this tick).
+4. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat.
+5. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
+   `finalizeSegments`; then the trace is finalized and the fee distributed when the session is
+   complete, and rewards are claimed when asked.
+
+Time is the chain's: windows are compared with the latest block's timestamp, never the local clock.
+Transient failures (RPC or IPFS down, a dropped transaction, a model endpoint failing) are retried
+with exponential backoff up to `max_attempts`, then the seat is reported `failed`; a segment that
+fails verification is reported `rejected` at once. Every step is idempotent against the chain (it
+re-reads the seat before acting), so a restart at any point, even with the state directory gone,
+resumes where the chain says the seat is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import httpx
+from eth_utils import to_checksum_address
+
+from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
+from trust.chain.protocol import KeyEnvelope, Protocol
+from trust.chain.types import Phase, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
+from trust.delivery import open_granted
+from trust.errors import ChainError, ContractReverted, GraphError, IpfsError, LlmError, TrustError, VerificationError
+from trust.privacy.envelopes import MAX_ENVELOPE_BYTES, open_envelope
+from trust.settings import WorkerSettings
+from trust.storage.kubo import KuboClient
+from trust.worker.adversary import Adversary, adversarial_verdict
+from trust.worker.identity import AuditorIdentity
+from trust.worker.keys import vote_salt
+from trust.worker.store import SeatKey, SeatRecord, SeatState, WorkerStore
+
+__all__ = ["TRANSIENT_ERRORS", "Worker"]
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (IpfsError, LlmError, httpx.HTTPError, OSError, TimeoutError)
+"""Failures worth retrying. `ChainError` is transient too, except `ContractReverted` (the chain said no)."""
+
+# Seats still moving through their round.
+_ACTIVE = (SeatState.DRAWN, SeatState.VOTED, SeatState.COMMITTING, SeatState.COMMITTED, SeatState.REVEALED)
+# Seats that ended their round without a vote: they keep their state and get an `outcome` once the
+# round is settled on chain.
+_SILENT = (SeatState.ABSTAINED, SeatState.REJECTED, SeatState.MISSED, SeatState.FAILED)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, ContractReverted):
+        return False
+    return isinstance(exc, (ChainError, *TRANSIENT_ERRORS))
+
+
+def _clock(unix: float) -> str:
+    return datetime.fromtimestamp(unix).strftime("%H:%M:%S")
+
+
+@dataclass(frozen=True, slots=True)
+class _ChainTime:
+    block: int
+    timestamp: int
+
+
+class Worker:
+    """The daemon of one auditor (see the module docstring). Build it, then `await run(stop)`."""
+
+    def __init__(
+        self,
+        protocol: Protocol,
+        kubo: KuboClient,
+        identity: AuditorIdentity,
+        auditor: Auditor,
+        store: WorkerStore,
+        settings: WorkerSettings,
+        *,
+        adversary: Adversary | None = None,
+        auto_claim: bool = False,
+        logger: logging.Logger | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.protocol = protocol
+        self.kubo = kubo
+        self.identity = identity
+        self.auditor = auditor
+        self.store = store
+        self.settings = settings
+        self.adversary = adversary
+        self.auto_claim = auto_claim
+        self.log = logger or logging.getLogger("trust.worker")
+        self._clock = clock
+        self._address = to_checksum_address(identity.address)
+        self._audits: dict[SeatKey, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(settings.audits_in_parallel)
+        self._envelopes: dict[SeatKey, KeyEnvelope] = {}
+        self._settled_sessions: set[int] = set()
+
+    # ------------------------------------------------------------------------------------ loop
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Ticks until `stop` is set, then cancels audits in flight (their seats are resumed by the
+        next run) and returns. A tick that fails transiently is logged and retried next time."""
+        self.log.info(
+            "worker %s (tier %d%s) following %s from block %s; state in %s",
+            self._address,
+            int(self.auditor.tier),
+            f", adversary {self.adversary.value}" if self.adversary else "",
+            self.protocol.chain.rpc_url,
+            self.store.last_block(),
+            self.store.path,
+        )
+        failures = 0
+        try:
+            while not stop.is_set():
+                try:
+                    await self.tick()
+                    failures = 0
+                except Exception as exc:
+                    if not _transient(exc):
+                        raise
+                    failures += 1
+                    delay = min(
+                        self.settings.backoff_seconds * 2 ** min(failures, 16), self.settings.max_backoff_seconds
+                    )
+                    self.log.warning("chain or IPFS unavailable (%s); retrying in %.1f s", exc, delay)
+                    await _sleep_or_stop(stop, delay)
+                    continue
+                await _sleep_or_stop(stop, self.settings.poll_seconds)
+        finally:
+            await self._cancel_audits()
+            self.log.info("worker %s stopped; %s", self._address, self._summary())
+
+    async def tick(self) -> None:
+        """One pass over the chain and every open seat."""
+        now = await self._chain_time()
+        await self._scan(now.block)
+        self._start_audits(now)
+        await self._commit(now)
+        await self._reveal(now)
+        await self._finalize(now)
+        await self._settle()
+
+    async def wait_idle(self) -> None:
+        """Waits for the audits in flight (tests and benchmarks drive `tick` themselves)."""
+        while self._audits:
+            await asyncio.gather(*self._audits.values(), return_exceptions=True)
+
+    def _summary(self) -> str:
+        counts = self.store.counts()
+        return ", ".join(f"{count} {state.value}" for state, count in sorted(counts.items())) or "no seats"
+
+    async def _cancel_audits(self) -> None:
+        tasks = list(self._audits.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._audits.clear()
+
+    async def _chain_time(self) -> _ChainTime:
+        try:
+            block = await self.protocol.chain.w3.eth.get_block("latest")
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(f"reading the latest block from {self.protocol.chain.rpc_url} failed: {exc}") from exc
+        return _ChainTime(int(block["number"]), int(block["timestamp"]))
+
+    # ------------------------------------------------------------------------------------ scan
+
+    async def _scan(self, head: int) -> None:
+        last = self.store.last_block()
+        if last is None:
+            start = self.settings.start_block
+            last = max(-1, head - self.settings.log_blocks) if start is None else start - 1
+        while last < head:
+            end = min(head, last + self.settings.log_blocks)
+            drawn = await self.protocol.audit.committees_drawn(last + 1, to_block=end)
+            envelopes = await self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end)
+            seats = []
+            for committee in drawn:
+                if self._address not in committee.members:
+                    continue
+                seats.append(
+                    SeatRecord(
+                        session_id=committee.session_id,
+                        segment_id=committee.segment_id,
+                        round=committee.round,
+                        seat_index=committee.members.index(self._address),
+                        tier=committee.tier,
+                        commit_deadline=committee.commit_deadline,
+                        reveal_deadline=committee.reveal_deadline,
+                        drawn_block=committee.block_number,
+                        drawn_at=self._clock(),
+                        state=SeatState.DRAWN,
+                    )
+                )
+            for seat in self.store.add_seats(seats, through_block=end):
+                self._say(
+                    seat.key,
+                    "drawn",
+                    f"seat {seat.seat_index} in tier {seat.tier}; commit by {_clock(seat.commit_deadline)}, "
+                    f"reveal by {_clock(seat.reveal_deadline)}",
+                )
+            for envelope in envelopes:
+                key = SeatKey(envelope.session_id, envelope.segment_id, envelope.round)
+                self._envelopes[key] = envelope  # a later publication for the seat replaces it
+                try:
+                    self.store.update(key, envelope_cid=envelope.envelope_cid)
+                except KeyError:
+                    self.log.warning("%s: an envelope for a seat this worker never saw drawn; ignored", key)
+            last = end
+
+    # ------------------------------------------------------------------------------------ audit
+
+    def _start_audits(self, now: _ChainTime) -> None:
+        wall = self._clock()
+        for seat in self.store.seats([SeatState.DRAWN]):
+            if seat.key in self._audits or seat.next_try > wall:
+                continue
+            if now.timestamp >= seat.commit_deadline:
+                self._audits[seat.key] = asyncio.create_task(self._recover(seat))
+                continue
+            if seat.envelope_cid is None and self.adversary not in (Adversary.RANDOM, Adversary.COPY):
+                if now.timestamp + self.settings.commit_margin_seconds >= seat.commit_deadline:
+                    self._finish(
+                        seat.key,
+                        SeatState.ABSTAINED,
+                        "abstained",
+                        "no key envelope was published for this seat before the commit window closed; "
+                        "the provider withheld it",
+                    )
+                continue
+            self._audits[seat.key] = asyncio.create_task(self._audit(seat))
+
+    async def _audit(self, seat: SeatRecord) -> None:
+        try:
+            async with self._slots:
+                await self._attempt(seat, "audit", lambda: self._audit_once(seat))
+        finally:
+            self._audits.pop(seat.key, None)
+
+    async def _audit_once(self, seat: SeatRecord) -> None:
+        verdict: Verdict | None = None
+        node_id = None
+        if self.adversary is None or self.adversary.audits:
+            opened = await self._open(seat)
+            if opened is None:
+                return
+            node_id, plaintexts = opened
+            try:
+                request = request_from_plaintexts(node_id, plaintexts)
+            except GraphError as exc:
+                self._finish(seat.key, SeatState.REJECTED, "rejected", f"the segment is not a valid node: {exc}")
+                return
+            deadline = seat.commit_deadline - self.settings.commit_margin_seconds
+            request = replace(request, deadline=float(deadline), seat=str(seat.key))
+            verdict = await self.auditor.audit(request)
+        if self.adversary is not None:
+            verdict = adversarial_verdict(self.adversary, verdict)
+        assert verdict is not None
+        if not verdict.decided:
+            self._finish(
+                seat.key, SeatState.ABSTAINED, "abstained", f"not applicable: {verdict.critique}", node_id=node_id
+            )
+            return
+        self.store.update(
+            seat.key,
+            state=SeatState.VOTED,
+            node_id=node_id,
+            vote=verdict.passed,
+            score=verdict.score,
+            critique=verdict.critique,
+            error_type=None if verdict.error_type is None else verdict.error_type.value,
+            voted_at=self._clock(),
+            attempts=0,
+            last_error=None,
+        )
+        self._say(seat.key, "voted", f"{verdict.vote.value}, score {verdict.score:.2f}: {_short(verdict.critique)}")
+
+    async def _open(self, seat: SeatRecord) -> tuple[str, dict[str, bytes]] | None:
+        """Opens the seat's envelope and its segments; None when the seat was rejected."""
+        envelope_cid = seat.envelope_cid
+        assert envelope_cid is not None
+        session = await self.protocol.audit.session(seat.session_id)
+        blob = await self.kubo.cat(envelope_cid, max_bytes=MAX_ENVELOPE_BYTES)
+        try:
+            grant = open_envelope(
+                self.identity.encryption_key,
+                blob,
+                trace_root=session.trace_root,
+                segment_index=seat.segment_id,
+                auditor=self._address,
+            )
+            plaintexts = await open_granted(self.protocol, self.kubo, seat.session_id, grant)
+        except (VerificationError, GraphError) as exc:
+            self._finish(seat.key, SeatState.REJECTED, "rejected", f"{exc}; reported, not audited")
+            return None
+        parents = len(plaintexts) - 1
+        self._say(
+            seat.key,
+            "fetched",
+            f"node {grant.node_id!r} and {parents} parent{'s' if parents != 1 else ''} "
+            f"({len(plaintexts)} segments verified)",
+        )
+        return grant.node_id, plaintexts
+
+    async def _recover(self, seat: SeatRecord) -> None:
+        """A seat first seen after its commit window closed (a restart, a lost state directory):
+        the chain says whether it was committed; a committed vote is rebuilt from the wallet."""
+        try:
+            info = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+            if info.revealed:
+                self._finish(seat.key, SeatState.REVEALED, "revealed", "found revealed on chain", vote=info.vote)
+                return
+            if not info.committed:
+                self._finish(seat.key, SeatState.MISSED, "missed", "the commit window closed before this worker voted")
+                return
+            salt = self._salt(seat)
+            for vote in (True, False):
+                if await self.protocol.audit.reveal_matches(
+                    self._address, seat.session_id, seat.segment_id, vote, salt
+                ):
+                    self.store.update(seat.key, state=SeatState.COMMITTED, vote=vote, salt=salt)
+                    self._say(
+                        seat.key,
+                        "recovered",
+                        f"the committed vote ({'pass' if vote else 'fail'}) rebuilt from the wallet",
+                    )
+                    return
+            self._finish(
+                seat.key, SeatState.MISSED, "missed", "committed on chain, but neither vote opens the commitment"
+            )
+        except ContractReverted as exc:
+            if exc.error_name == "AuditOutsideRevealWindow":
+                return  # the reveal window is not open yet (or is over): the next tick decides
+            raise
+        finally:
+            self._audits.pop(seat.key, None)
+
+    # ------------------------------------------------------------------------------------ retries
+
+    async def _attempt(self, seat: SeatRecord, step: str, action: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await action()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._failed_attempt([seat], step, exc)
+
+    def _failed_attempt(self, seats: Sequence[SeatRecord], step: str, exc: BaseException) -> None:
+        if not isinstance(exc, TrustError | httpx.HTTPError | OSError | TimeoutError):
+            self.log.exception("%s failed unexpectedly", step)
+        for seat in seats:
+            current = self.store.seat(seat.key)
+            attempts = current.attempts + 1
+            message = f"{step}: {type(exc).__name__}: {exc}"
+            if not _transient(exc) or attempts >= self.settings.max_attempts:
+                tries = f" after {attempts} attempts" if _transient(exc) else ""
+                self._finish(seat.key, SeatState.FAILED, "failed", f"{message}{tries}")
+                continue
+            delay = min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
+            self.store.update(seat.key, attempts=attempts, next_try=self._clock() + delay, last_error=message)
+            self.log.warning(
+                "%s %s failed (attempt %d of %d), retrying in %.1f s: %s",
+                seat.key,
+                step,
+                attempts,
+                self.settings.max_attempts,
+                delay,
+                exc,
+            )
+
+    # ------------------------------------------------------------------------------------ commit
+
+    def _salt(self, seat: SeatRecord) -> bytes:
+        return vote_salt(
+            self.identity.account,
+            chain_id=self.protocol.chain.chain_id,
+            audit_contract=self.protocol.audit.address,
+            session_id=seat.session_id,
+            segment_id=seat.segment_id,
+            round_id=seat.round,
+        )
+
+    async def _commit(self, now: _ChainTime) -> None:
+        wall = self._clock()
+        batch: list[SeatRecord] = []
+        for seat in self.store.seats([SeatState.VOTED, SeatState.COMMITTING]):
+            if seat.next_try > wall:
+                continue
+            # The commit lands in a later block: leave a block's worth of time at least.
+            if now.timestamp + 1 >= seat.commit_deadline:
+                if seat.state is SeatState.COMMITTING:
+                    continue  # the chain decides below, in `_reveal`, whether it landed
+                self._finish(seat.key, SeatState.MISSED, "missed", "the vote was ready after the commit window closed")
+                continue
+            if (
+                self.adversary is Adversary.COPY
+                and now.timestamp + self.settings.commit_margin_seconds < seat.commit_deadline
+            ):
+                continue  # waits for a reveal to copy; none can come before the window closes
+            if seat.state is SeatState.VOTED:
+                assert seat.vote is not None
+                salt = self._salt(seat)
+                commitment = self.protocol.audit.commitment(
+                    seat.session_id, seat.segment_id, seat.round, self._address, seat.vote, salt
+                )
+                # Durable before the transaction exists: a crash from here on is recovered.
+                seat = self.store.update(seat.key, state=SeatState.COMMITTING, salt=salt, commitment=commitment)
+            batch.append(seat)
+        if not batch:
+            return
+        commits = [SeatCommit(s.session_id, s.segment_id, s.seat_index, s.commitment or b"") for s in batch]
+        try:
+            sent = await self.protocol.audit.commit_votes(self.identity.account, commits)
+        except Exception as exc:
+            if isinstance(exc, ContractReverted) and exc.error_name == "AuditOutsideCommitWindow":
+                for seat in batch:
+                    await self._commit_alone(seat)
+                return
+            self._failed_attempt(batch, "commit", exc)
+            return
+        for seat in batch:
+            self.store.update(
+                seat.key, state=SeatState.COMMITTED, commit_tx=sent.tx_hash, committed_at=self._clock(), attempts=0
+            )
+            self._say(
+                seat.key,
+                "committed",
+                f"in {sent.tx_hash} ({self._clock() - seat.drawn_at:.1f} s after the draw was seen)",
+            )
+
+    async def _commit_alone(self, seat: SeatRecord) -> None:
+        """A batch was refused because one seat's window closed: commit the others one by one."""
+        assert seat.commitment is not None
+        try:
+            sent = await self.protocol.audit.commit_votes(
+                self.identity.account, [SeatCommit(seat.session_id, seat.segment_id, seat.seat_index, seat.commitment)]
+            )
+        except ContractReverted as exc:
+            if exc.error_name == "AuditOutsideCommitWindow":
+                self._finish(seat.key, SeatState.MISSED, "missed", "the commit window closed before the commit landed")
+                return
+            self._failed_attempt([seat], "commit", exc)
+            return
+        except Exception as exc:
+            self._failed_attempt([seat], "commit", exc)
+            return
+        self.store.update(seat.key, state=SeatState.COMMITTED, commit_tx=sent.tx_hash, committed_at=self._clock())
+        self._say(seat.key, "committed", f"in {sent.tx_hash}")
+
+    # ------------------------------------------------------------------------------------ reveal
+
+    async def _reveal(self, now: _ChainTime) -> None:
+        wall = self._clock()
+        batch: list[SeatRecord] = []
+        for seat in self.store.seats([SeatState.COMMITTING, SeatState.COMMITTED]):
+            if seat.next_try > wall or now.timestamp <= seat.commit_deadline:
+                continue
+            if seat.state is SeatState.COMMITTING:
+                # Sent, but the worker stopped before it saw the receipt: the chain knows.
+                info = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+                if not info.committed:
+                    self._finish(
+                        seat.key, SeatState.MISSED, "missed", "the commit never landed before the window closed"
+                    )
+                    continue
+                seat = self.store.update(seat.key, state=SeatState.COMMITTED)
+                self._say(seat.key, "committed", "confirmed on chain after a restart")
+            if now.timestamp >= seat.reveal_deadline:
+                self._finish(seat.key, SeatState.MISSED, "missed", "the reveal window closed before the reveal")
+                continue
+            if self.adversary is Adversary.SILENT:
+                continue
+            batch.append(seat)
+        if not batch:
+            return
+        reveals = []
+        for seat in batch:
+            assert seat.vote is not None
+            reveals.append(
+                SeatReveal(seat.session_id, seat.segment_id, seat.seat_index, seat.vote, seat.salt or self._salt(seat))
+            )
+        try:
+            sent = await self.protocol.audit.reveal_votes(self.identity.account, reveals)
+        except Exception as exc:
+            if isinstance(exc, ContractReverted):
+                await self._reveal_each(batch)
+                return
+            self._failed_attempt(batch, "reveal", exc)
+            return
+        for seat in batch:
+            self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash, attempts=0)
+            self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
+
+    async def _reveal_each(self, batch: Sequence[SeatRecord]) -> None:
+        """A batch reveal was refused: find the seat the chain objects to, reveal the others."""
+        for seat in batch:
+            info = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+            if info.revealed:
+                self.store.update(seat.key, state=SeatState.REVEALED)
+                continue
+            assert seat.vote is not None
+            try:
+                sent = await self.protocol.audit.reveal_votes(
+                    self.identity.account,
+                    [
+                        SeatReveal(
+                            seat.session_id, seat.segment_id, seat.seat_index, seat.vote, seat.salt or self._salt(seat)
+                        )
+                    ],
+                )
+            except Exception as exc:
+                self._failed_attempt([seat], "reveal", exc)
+                continue
+            self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash)
+            self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
+
+    # ------------------------------------------------------------------------------------ finalize
+
+    def _unsettled(self) -> list[SeatRecord]:
+        """Seats whose round's outcome the worker has not recorded yet."""
+        return [s for s in self.store.seats((*_ACTIVE, *_SILENT)) if s.outcome is None]
+
+    async def _finalize(self, now: _ChainTime) -> None:
+        due: dict[int, list[SeatRecord]] = defaultdict(list)
+        for seat in self._unsettled():
+            if seat.key in self._audits:
+                continue
+            # A round may be finalized early once every seat revealed; only a revealed seat checks.
+            early = seat.state is SeatState.REVEALED and now.timestamp > seat.commit_deadline
+            if now.timestamp > seat.reveal_deadline or early:
+                due[seat.session_id].append(seat)
+        for session_id, seats in due.items():
+            infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
+            phases = await asyncio.gather(*(self.protocol.audit.phase(session_id, s.segment_id) for s in seats))
+            ready = sorted(
+                {
+                    s.segment_id
+                    for s, phase, info in zip(seats, phases, infos, strict=True)
+                    if phase is Phase.FINALIZABLE and info.round == s.round
+                }
+            )
+            if ready:
+                try:
+                    sent = await self.protocol.audit.finalize_segments(self.identity.account, session_id, ready)
+                    self.log.info("s%d: finalized segments %s in %s", session_id, ready, sent.tx_hash)
+                except ContractReverted as exc:
+                    self.log.info(
+                        "s%d: finalizing %s was refused (%s); another worker was first",
+                        session_id,
+                        ready,
+                        exc.error_name,
+                    )
+                infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
+            for seat, info in zip(seats, infos, strict=True):
+                if info.round == seat.round and not info.status.is_final:
+                    continue
+                await self._record_outcome(seat, info.status, info.round)
+
+    async def _record_outcome(self, seat: SeatRecord, status: SegmentStatus, round_now: int) -> None:
+        on_chain = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+        aligned = False
+        if round_now > seat.round:
+            outcome = f"escalated to round {round_now}; an undecided round pays no reward"
+        elif status is SegmentStatus.UNDETERMINED:
+            outcome = "undetermined after the last round"
+        else:
+            passed = status is SegmentStatus.PASSED
+            verdict = "passed" if passed else "failed"
+            if on_chain.revealed:
+                aligned = on_chain.vote == passed
+                vote = "pass" if on_chain.vote else "fail"
+                outcome = f"segment {verdict}; our {vote} vote is {'aligned' if aligned else 'not aligned'}"
+            else:
+                outcome = f"segment {verdict}; this seat did not reveal"
+        recorded = ("aligned: " if aligned else "") + outcome
+        if seat.state in _SILENT:
+            self.store.update(seat.key, outcome=recorded)
+        else:
+            self.store.update(seat.key, state=SeatState.FINALIZED, outcome=recorded)
+        self._say(seat.key, "finalized", outcome)
+
+    # ------------------------------------------------------------------------------------ settle
+
+    async def _settle(self) -> None:
+        unsettled = {s.session_id for s in self._unsettled()}
+        recorded = {s.session_id for s in self.store.seats() if s.outcome is not None}
+        for session_id in sorted(recorded - unsettled - self._settled_sessions):
+            session = await self.protocol.audit.session(session_id)
+            try:
+                if session.status is SessionStatus.OPEN and session.finalized_count == session.segment_count:
+                    valid, sent = await self.protocol.audit.finalize_trace(self.identity.account, session_id)
+                    self.log.info(
+                        "s%d: trace finalized %s in %s", session_id, "valid" if valid else "invalid", sent.tx_hash
+                    )
+                    session = await self.protocol.audit.session(session_id)
+                if session.status is SessionStatus.FINALIZED:
+                    sent = await self.protocol.audit.distribute_rewards(self.identity.account, session_id)
+                    self.log.info("s%d: fee distributed in %s", session_id, sent.tx_hash)
+                    session = await self.protocol.audit.session(session_id)
+            except ContractReverted as exc:
+                self.log.info("s%d: settling was refused (%s); another worker was first", session_id, exc.error_name)
+                session = await self.protocol.audit.session(session_id)
+            if session.status is SessionStatus.DISTRIBUTED:
+                if self.auto_claim:
+                    await self.claim(session_id)
+                self._settled_sessions.add(session_id)
+
+    async def claim(self, session_id: int | None = None) -> int:
+        """Claims the reward of every aligned, finalized seat (of one session, or all distributed
+        sessions); returns the wei received."""
+        seats = [
+            s
+            for s in self.store.seats([SeatState.FINALIZED])
+            if (s.outcome or "").startswith("aligned") and (session_id is None or s.session_id == session_id)
+        ]
+        by_session: dict[int, list[SeatRecord]] = defaultdict(list)
+        for seat in seats:
+            by_session[seat.session_id].append(seat)
+        total = 0
+        for sid, group in sorted(by_session.items()):
+            if (await self.protocol.audit.session(sid)).status is not SessionStatus.DISTRIBUTED:
+                continue
+            unclaimed = []
+            for seat in group:
+                info = await self.protocol.audit.seat(sid, seat.segment_id, seat.round, seat.seat_index)
+                if info.claimed:
+                    self.store.update(seat.key, state=SeatState.CLAIMED)
+                else:
+                    unclaimed.append(seat)
+            if not unclaimed:
+                continue
+            sent = await self.protocol.audit.claim_rewards(
+                self.identity.account, sid, [(s.segment_id, s.seat_index) for s in unclaimed]
+            )
+            paid = self.protocol.audit.rewards_claimed_in(sent)
+            total += paid
+            for seat in unclaimed:
+                self.store.update(seat.key, state=SeatState.CLAIMED, reward_wei=paid // len(unclaimed))
+            self.store.log(None, "reward", f"s{sid}: {paid / 10**18:.6f} ETH for {len(unclaimed)} seats")
+            self.log.info(
+                "s%d: reward %.6f ETH for %d seat%s in %s",
+                sid,
+                paid / 10**18,
+                len(unclaimed),
+                "" if len(unclaimed) == 1 else "s",
+                sent.tx_hash,
+            )
+        return total
+
+    # ------------------------------------------------------------------------------------ logging
+
+    def _finish(self, key: SeatKey, state: SeatState, event: str, detail: str, **changes: object) -> None:
+        self.store.update(
+            key, state=state, last_error=detail if state in (SeatState.FAILED, SeatState.REJECTED) else None, **changes
+        )
+        self._say(key, event, detail, warn=state in (SeatState.FAILED, SeatState.REJECTED, SeatState.MISSED))
+
+    def _say(self, key: SeatKey, event: str, detail: str, *, warn: bool = False) -> None:
+        self.store.log(key, event, detail)
+        (self.log.warning if warn else self.log.info)("%s %s: %s", key, event, detail)
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        pass

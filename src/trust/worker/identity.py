@@ -1,0 +1,142 @@
+"""Who a worker is on chain: its wallet, the X25519 key it receives segment keys with, its
+registration and stake, checked before the daemon starts so that a misconfigured auditor hears
+why at once instead of sitting on seats it cannot open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from eth_account.signers.local import LocalAccount
+
+from trust.chain.protocol import Protocol
+from trust.chain.types import AuditorInfo
+from trust.errors import ConfigError, ContractReverted, WalletError
+from trust.graphs.hdag import Tier
+from trust.worker.keys import derive_encryption_key, encryption_public_key, load_encryption_key
+
+__all__ = ["TOKEN_UNIT", "AuditorIdentity", "ensure_registered", "parse_tokens", "resolve_encryption_key"]
+
+TOKEN_UNIT = 10**18
+"""Base units per staking token (TrustToken has 18 decimals)."""
+
+
+def parse_tokens(text: str) -> int:
+    """A token amount as typed ("250", "0.5") in base units."""
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        raise ConfigError(f"{text!r} is not a token amount; write it in whole tokens, e.g. 250 or 0.5") from None
+    if not amount.is_finite() or amount <= 0:
+        raise ConfigError(f"the stake must be a positive number of tokens, not {text!r}")
+    units = amount * TOKEN_UNIT
+    if units != units.to_integral_value():
+        raise ConfigError(f"{text!r} has more than 18 decimals")
+    return int(units)
+
+
+def _tokens(units: int) -> str:
+    return f"{Decimal(units) / TOKEN_UNIT:f}"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditorIdentity:
+    """A worker's wallet and the X25519 key matching its registration."""
+
+    account: LocalAccount
+    encryption_key: X25519PrivateKey
+    key_source: str  # where the key came from, for the start-up log
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address)
+
+    @property
+    def public_key(self) -> bytes:
+        return encryption_public_key(self.encryption_key)
+
+
+def resolve_encryption_key(
+    account: LocalAccount, keystore: Path | None, password: str, explicit: Path | None, *, chain_id: int, registry: str
+) -> tuple[X25519PrivateKey, str]:
+    """The worker's X25519 key: `explicit` (a PEM file), else the PEM the devnet stored beside the
+    keystore (`auditor-003.json` -> `auditor-003.x25519.pem`), else the key derived from the wallet."""
+    if explicit is not None:
+        return load_encryption_key(explicit, password), str(explicit)
+    if keystore is not None:
+        sibling = keystore.with_name(keystore.stem + ".x25519.pem")
+        if sibling.is_file():
+            return load_encryption_key(sibling, password), str(sibling)
+    return derive_encryption_key(account, chain_id=chain_id, registry=registry), "derived from the wallet"
+
+
+async def ensure_registered(
+    protocol: Protocol,
+    identity: AuditorIdentity,
+    tier: Tier,
+    *,
+    register: bool = False,
+    stake_units: int | None = None,
+    metadata_uri: str = "",
+) -> AuditorInfo:
+    """Checks (and with `register`, makes) the wallet a registered, staked, available auditor of `tier`
+    whose registered key is `identity`'s. Every way this can be wrong ends in a `ConfigError` that
+    says what to do."""
+    registry, address = protocol.registry, identity.address
+    params = await protocol.params.params()
+    minimum = int(params[f"minStakeTier{int(tier)}"])
+    info = await registry.auditor(address)
+    if await protocol.chain.balance(address) == 0:
+        raise ConfigError(f"{address} holds no ETH to pay gas on chain {protocol.chain.chain_id}; fund it first")
+    if not info.registered:
+        if not register:
+            raise ConfigError(
+                f"{address} is not a registered auditor; run again with --register --stake <tokens> "
+                f"(tier {int(tier)} needs at least {_tokens(minimum)} tokens)"
+            )
+        stake = stake_units if stake_units is not None else minimum
+        if stake < minimum:
+            raise ConfigError(
+                f"a stake of {_tokens(stake)} tokens is below tier {int(tier)}'s minimum of {_tokens(minimum)}"
+            )
+        held = await protocol.token.balance_of(address)
+        if held < stake:
+            raise ConfigError(
+                f"{address} holds {_tokens(held)} staking tokens; registering with {_tokens(stake)} needs more"
+            )
+        try:
+            await protocol.token.approve(identity.account, registry.address, stake)
+            await registry.register(
+                identity.account, int(tier), identity.public_key, metadata_uri or f"worker:{address}", stake
+            )
+        except ContractReverted as exc:
+            hint = " (tier 3 needs a credential granted by governance first)" if tier is Tier.HUMAN else ""
+            raise ConfigError(f"registering {address} as a tier-{int(tier)} auditor failed: {exc}{hint}") from exc
+        return await registry.auditor(address)
+    if info.tier != int(tier):
+        raise ConfigError(
+            f"{address} is registered as a tier-{info.tier} auditor, not tier {int(tier)}: use --tier {info.tier}"
+        )
+    if info.encryption_key != identity.public_key:
+        raise WalletError(
+            f"{address} registered the encryption key 0x{info.encryption_key.hex()}, but this worker's key "
+            f"({identity.key_source}) is 0x{identity.public_key.hex()}; pass the registered key with --encryption-key"
+        )
+    if stake_units:
+        try:
+            await protocol.token.approve(identity.account, registry.address, stake_units)
+            await registry.stake(identity.account, stake_units)
+        except ContractReverted as exc:
+            raise ConfigError(f"adding {_tokens(stake_units)} tokens of stake failed: {exc}") from exc
+        info = await registry.auditor(address)
+    if info.stake < minimum:
+        raise ConfigError(
+            f"{address} stakes {_tokens(info.stake)} tokens; tier {int(tier)} needs {_tokens(minimum)} to be drawn. "
+            f"Add stake with --stake {_tokens(minimum - info.stake)}"
+        )
+    if not info.available:
+        raise ConfigError(f"{address} is marked unavailable and will not be drawn; set it available first")
+    return info
