@@ -2,7 +2,21 @@
 
 `LlmClient` implements `trust.graphs.llm_decompose.ChatModel`: `POST {base_url}/chat/completions`
 with the model, the messages, the temperature and, when asked, `response_format: {"type":
-"json_object"}`; the key, when set, goes in an `Authorization: Bearer` header. It retries a 429 or a
+"json_object"}` (`json_mode`) or a JSON schema the reply must follow (`schema`), and `max_tokens`
+when given; the key, when set, goes in an `Authorization: Bearer` header.
+
+Endpoints spell a schema-constrained reply in two ways, so `structured_output` picks one
+(`StructuredOutput`):
+
+- `json_schema` (the default): OpenAI's structured outputs, `{"type": "json_schema", "json_schema":
+  {"name": <the schema's "title", else "response">, "schema": ..., "strict": true}}`, which OpenAI,
+  vLLM and Ollama accept;
+- `json_object`: `{"type": "json_object", "schema": ...}`, the only form the llama.cpp server of
+  llama-cpp-python (0.3.x) takes: it turns the schema into a grammar that bounds every token (its
+  pydantic request model rejects `"type": "json_schema"` with HTTP 422);
+- `prompt`: no `response_format` at all, for endpoints that refuse the field; the caller's prompt
+  must then describe the answer, and the caller must check it (it always should).
+ It retries a 429 or a
 5xx answer, a timeout or a dropped connection up to `max_retries` times, waiting
 `backoff_seconds * 2**attempt` (or the server's `Retry-After`, capped at `max_backoff_seconds`).
 Everything that goes wrong reaches the caller as `LlmError`, naming the URL, the status and an
@@ -17,7 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -26,11 +42,22 @@ from trust.errors import ConfigError, LlmError
 from trust.graphs.llm_decompose import ChatMessage
 from trust.settings import LlmSettings
 
-__all__ = ["LlmClient"]
+__all__ = ["LlmClient", "StructuredOutput"]
 
 # Rate limits and server-side failures pass; 501 and 505 say the request itself will never work.
 _RETRY_STATUSES = frozenset({429}) | (frozenset(range(500, 600)) - {501, 505})
 _EXCERPT_CHARS = 300
+# OpenAI's rule for `json_schema.name`; a schema whose title breaks it is sent as "response".
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_DEFAULT_SCHEMA_NAME = "response"
+
+
+class StructuredOutput(StrEnum):
+    """How an endpoint is asked for a reply that follows a JSON schema (see the module docstring)."""
+
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    PROMPT = "prompt"
 
 
 def _excerpt(text: str) -> str:
@@ -47,6 +74,7 @@ class LlmClient:
         *,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0,
+        structured_output: StructuredOutput = StructuredOutput.JSON_SCHEMA,
     ) -> None:
         if settings.base_url is None:
             raise ConfigError(
@@ -58,6 +86,7 @@ class LlmClient:
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         self._backoff = backoff_seconds
         self._max_backoff = max_backoff_seconds
+        self.structured_output = StructuredOutput(structured_output)
         headers = {"Accept": "application/json"}
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"
@@ -83,19 +112,69 @@ class LlmClient:
     def closed(self) -> bool:
         return self._closed
 
-    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float, json_mode: bool = False) -> str:
-        """The assistant's reply text; `LlmError` when the endpoint fails or answers unusably."""
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self.settings.model
+
+    @property
+    def endpoint(self) -> str:
+        """The chat-completions URL requests go to."""
+        return self.url
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_mode: bool = False,
+        schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """The assistant's reply text; `LlmError` when the endpoint fails or answers unusably.
+
+        `schema` (a JSON schema) asks for a reply that follows it, in the client's
+        `structured_output` form, and takes precedence over `json_mode`. The reply is returned as
+        text either way: the endpoint's promise is not proof, so callers validate it. `max_tokens`
+        bounds the reply's length in tokens (a runaway answer is cut, not waited for).
+        """
         if self._closed:
             raise LlmError("LlmClient is closed: create a new client to call the model again")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
         body: dict[str, Any] = {
             "model": self.settings.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "temperature": temperature,
         }
-        if json_mode:
-            body["response_format"] = {"type": "json_object"}
-        response = await self._post(body)
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        response_format = self._response_format(json_mode, schema)
+        if response_format is not None:
+            body["response_format"] = response_format
+        try:
+            response = await self._post(body)
+        except LlmError as exc:
+            if response_format is None or "response_format" not in str(exc):
+                raise
+            raise LlmError(
+                f"{exc}; the endpoint refused response_format {response_format['type']!r}: "
+                "LlmClient(structured_output=...) sends it another way (json_object for llama-cpp-python's "
+                "server, prompt for none)"
+            ) from exc
         return self._reply_text(response)
+
+    def _response_format(self, json_mode: bool, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        style = self.structured_output
+        if style is StructuredOutput.PROMPT:
+            return None
+        if schema is None:
+            return {"type": "json_object"} if json_mode else None
+        if style is StructuredOutput.JSON_OBJECT:
+            return {"type": "json_object", "schema": dict(schema)}
+        title = schema.get("title")
+        name = title if isinstance(title, str) and _SCHEMA_NAME.fullmatch(title) else _DEFAULT_SCHEMA_NAME
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": True}}
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
         attempts = self.settings.max_retries + 1
