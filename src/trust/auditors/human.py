@@ -50,6 +50,7 @@ __all__ = [
     "ReviewRefused",
     "ReviewTask",
     "StatusUpdate",
+    "utc_text",
 ]
 
 DEFAULT_HISTORY_LIMIT = 1_000
