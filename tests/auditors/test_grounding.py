@@ -465,7 +465,7 @@ def test_parse_note_negations() -> None:
         "Denies chest pain": True,
         "Smoking: absent": True,
         "Never smoked": True,
-        "drinks alcohol": True,
+        "drinks alcohol": False,
     }
 
 
@@ -524,3 +524,42 @@ def test_generic_head_words_do_not_mention_a_rule() -> None:
 
 def test_normalize_text_spellings() -> None:
     assert normalize_text("Age \\geq75 -> 58 << 75, 65–74 >= 1") == "Age ≥75 → 58 < 75, 65-74 ≥ 1"
+
+
+def test_a_step_that_restates_its_rule_is_still_checked() -> None:
+    result = step_result(
+        "Age ≥75 rule: the rule reads Age ≥75 years: +2 points if applicable. Patient age is 58 years, 58 < 75 → "
+        "Add 0 points. Score: 0"
+    )
+    assert result.outcome is Outcome.PASS, result.detail
+
+
+def test_negative_points_are_read_and_described() -> None:
+    goal = "Patient Note: no recent bleeding.\nTask: score with these rules:\nRecent bleeding: -1 point if present"
+    (rule,) = parse_rules(goal)
+    assert rule.describe() == "'Recent bleeding' (-1 if present)"
+    result = step_result("Bleeding rule: Extract from patient note: “no recent bleeding” → Add 0 points.", goal=goal)
+    assert result.outcome is Outcome.PASS, result.detail
+
+
+_FRAGMENTS = [
+    *paper.RULES,
+    paper.PATIENT_NOTE,
+    paper.CLINICAL_NOTE,
+    paper.TASK,
+    *(content for _, content in paper.FLAWED_STEPS),
+    "Final Score: 7",
+    "Score: 2",
+    "“",
+    ":",
+    "\n",
+    "Add +3 points",
+    "BP 120/80 mmHg",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=8), st.lists(st.sampled_from(_FRAGMENTS), max_size=12))
+def test_arbitrary_mixes_of_task_and_step_text_never_raise(step: list[str], goal: list[str]) -> None:
+    result = step_result(" ".join(step), goal=" ".join(goal))
+    assert result.check == CHECK_NAME

@@ -49,8 +49,8 @@ steps:
 (e) coverage: every rule of the task has a step among the parents, else "skipped rule" (LOGICAL: the
     reasoning is incomplete) naming the missing rules; and N equals the sum of the steps' points,
     else "wrong total" (FACTUAL). A final node whose parents do not hold the whole chain of steps
-    (their points do not add up to the last running score) cannot be judged for coverage: that is
-    NOT_APPLICABLE, never a guess.
+    (their points do not add up to the highest running score among them) cannot be judged for
+    coverage: that is NOT_APPLICABLE, never a guess.
 
 NOT_APPLICABLE also for any node with no rule list in reach (not a scoring task), for the node that
 states the task, for nodes that neither name a rule nor state a final score (a strategy), and for a
@@ -68,7 +68,9 @@ stroke/TIA" is mentioned by "stroke" or by "TIA"). A header names a rule when al
 when it covers at least half of the rule's words, one of them specific (not a generic head word such
 as "disease" or "history": "kidney disease" does not mention "Vascular disease"). Labels match when
 the words of one include the words of the other ("urea" and "blood urea", not "heart rate" and
-"respiratory rate"). The only fixed vocabulary is the two values of sex, which category rules name.
+"respiratory rate"). The fixed word lists are generic English and clinical ones (stop words, negation
+cues, generic head words); the one piece of domain vocabulary is the two values of sex, which
+category rules name ("if female": "male" and "woman" are values of the same category).
 
 Plain and Unicode spellings are equivalent: ≥ and >=, ≤ and <=, → and ->, ∉, curly and straight
 double quotes, the LaTeX forms of the paper's text extraction (\\geq, \\rightarrow, \\notin) and its
@@ -157,7 +159,8 @@ def normalize_text(text: str) -> str:
 
 
 _WORD_RE = re.compile(r"[^\W\d_]+|\d+(?:\.\d+)?")
-_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\.?\d)")
+_NUMBER_RE = re.compile(r"(?<![\w.])(?<![^\W\d_]-)\d+(?:\.\d+)?(?!\.?\d)")
+"""A number on its own: not part of a word or a name ("CHA2DS2", "CURB-65"), a decimal kept whole."""
 
 _STOP_WORDS = frozenset(
     "a an the of with on in at for to from by and or nor is are was were be been has have had if as "
@@ -342,7 +345,7 @@ class ScoringRule:
         return " ".join(kept)
 
     def describe(self) -> str:
-        return f"'{self.name}' (+{self.points} if {self.condition})"
+        return f"'{self.name}' ({self.points:+d} if {self.condition})"
 
 
 def _category_group(value: str) -> frozenset[str]:
@@ -527,7 +530,7 @@ _LABEL_RE = re.compile(r"([^\W\d_][^\W\d_'-]*(?:\s+[^\W\d_][^\W\d_'-]*){0," + st
 _LABEL_JOIN_RE = re.compile(r"(?i)(?:\s*[:=]|\s+(?:of|is|was|at))\s*$")
 _CLAUSE_SPLIT_RE = re.compile(r"[;\n]|,\s|\.(?=\s|$)")
 _SENTENCE_SPLIT_RE = re.compile(r"[;\n]|[.!?](?=\s|$)")
-_ITEM_SPLIT_RE = re.compile(r",\s+|\s+(?:and|or|nor|but)\s+", re.IGNORECASE)
+_ITEM_SPLIT_RE = re.compile(r",\s+|\s+(?:and|or|nor)\s+|\s+(?P<contrast>but|however|although|yet)\s+", re.IGNORECASE)
 _NEGATION_RE = re.compile(r"(?i)\b(?:no|not|without|denies|denied|negative\s+for|absence\s+of|free\s+of|never|non)\b")
 _POSTFIX_NEGATION_RE = re.compile(r"(?i)\b(?:absent|negative|ruled\s+out|denied|excluded)\W*$")
 _AFFIRMING_RE = re.compile(r"(?i)\b(?:has|have|had|with|reports?|presents?|shows?|is|are|was|were|diagnosed)\b")
@@ -561,10 +564,14 @@ def _statements(section: NoteSection) -> list[NoteStatement]:
     """The section's list items with their polarity. A negation carries along a list ("No heart
     failure, stroke or vascular disease" negates all three) until an item affirms something itself."""
     found: list[NoteStatement] = []
-    for sentence_start, sentence_end in _spans(section.text, _SENTENCE_SPLIT_RE):
+    text = section.text
+    for sentence_start, sentence_end in _spans(text, _SENTENCE_SPLIT_RE):
         carried = False
-        for start, end in _spans(section.text, _ITEM_SPLIT_RE, sentence_start, sentence_end):
-            item = section.text[start:end]
+        contrasts = {m.end() for m in _ITEM_SPLIT_RE.finditer(text, sentence_start, sentence_end) if m["contrast"]}
+        for start, end in _spans(text, _ITEM_SPLIT_RE, sentence_start, sentence_end):
+            if start in contrasts:
+                carried = False  # "never smoked but drinks alcohol": a contrast ends the negation
+            item = text[start:end]
             if _is_negated(item):
                 negated = True
             elif _AFFIRMING_RE.search(item):
@@ -971,8 +978,6 @@ class GroundingCheck:
     def run(self, request: AuditRequest) -> CheckResult:
         """The check, synchronously (it does no I/O): see the module docstring."""
         own = node_text(request.node)
-        if parse_task(own) is not None:
-            return self._not_applicable("the node states the scoring task itself; it makes no claim to check")
         tasks: list[ScoringTask] = []
         others: list[str] = []
         for parent in request.parents:
@@ -983,6 +988,8 @@ class GroundingCheck:
             else:
                 tasks.append(task)
         if not tasks:
+            if parse_task(own) is not None:
+                return self._not_applicable("the node states the scoring task itself; it makes no claim to check")
             return self._not_applicable("no scoring rules in reach: the node is not part of a rule-based scoring task")
         task = ScoringTask(
             tuple(r for t in tasks for r in t.rules),
@@ -1029,7 +1036,8 @@ class GroundingCheck:
             if support_problem is not None:
                 problems.append(support_problem)
             if holds is None:
-                undecided.append(reason)
+                if reason:
+                    undecided.append(reason)
                 expected_points = None
             else:
                 notes.append(reason)
@@ -1053,7 +1061,7 @@ class GroundingCheck:
                     _Problem(
                         "wrong running score",
                         ErrorType.FACTUAL,
-                        f"the previous score {previous[0]} {_signed_term(claim.points)} points is {running}, "
+                        f"the previous score {previous[0]} {_signed_term(claim.points)} is {running}, "
                         f"not the step's {claim.score}",
                         f"Score: {running}",
                     )
