@@ -1,0 +1,638 @@
+"""Tier 2 (paper 3.1.1): a language model judges one segment through an OpenAI-compatible endpoint.
+
+`LlmAuditor` asks a judge model (any `JudgeModel`; `trust.llm.LlmClient` is the one that speaks to an
+endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
+
+The prompt. A system prompt per audit layer (paper 2.2.4) states what is judged and how to answer:
+
+- node layer: correctness, completeness and role adherence, with what the node's level is judged on
+  (goal: a faithful statement of the problem; strategy: an appropriate approach; tactic: the technique
+  applied correctly; step: correct, supported and complete; operation: the exact result; a CIG turn:
+  its role's job, a reviewer flagging exactly the real errors);
+- edge layer (CIG turns): protocol compliance and information fidelity of each parent's message into
+  the turn ("the telephone test": value corruption, semantic drift, injection, loss). One question is
+  asked per incoming message.
+
+The user prompt holds the audit question (`AuditRequest.audit_question`), the node's level and
+domain, the parents as numbered context, and the node.
+
+The answer. The judge is asked for one JSON object, constrained by `VERDICT_SCHEMA_NODE` or
+`VERDICT_SCHEMA_EDGE` (sent as `response_format`, which the endpoint turns into a decoding
+constraint where it can):
+
+    {"critique": str, "error_type": <an ErrorType value allowed for the layer> | null,
+     "score": <one of 0, 0.1, ..., 1>, "verdict": "pass" | "fail"}
+
+The critique comes first so that a model writes its reasons before it commits to a number. The
+score is one of eleven steps because a weak model constrained to "a number" writes 5.68; the
+schema keeps to what OpenAI's strict mode, vLLM, Ollama and llama.cpp all accept (every field
+required, no extra fields, no numeric or length keywords, some of which strict modes refuse). The
+reply is then read strictly with pydantic (`JudgeAnswer`): exactly these fields, exact types (a
+score of `true` or `"0.5"` is not a number), a score in [0, 1], a non-blank critique of at most
+`MAX_CRITIQUE_CHARS` (the prompt asks for `ASKED_CRITIQUE_CHARS`). The only leniencies are
+surrounding whitespace, one enclosing Markdown code fence, and raw control characters inside
+strings (see `parse_answer`). A malformed
+answer is asked again, with what was wrong fed back, up to `max_attempts` times in all; then the
+audit raises `LlmError` naming the model, the endpoint, the node and an excerpt of the last answer.
+A model that cannot answer must not pass a node silently.
+
+Bias. Position bias is reduced by asking each question twice: first with the context (parents in
+graph order) before the node, then with the node first and the parents reversed. Verbosity bias by
+telling the judge that length and style are not evidence, and by capping what is sent: each text
+longer than `max_text_chars` keeps its head and its tail around the marker
+"[... N characters cut by the auditor ...]" (the judge is told the cut is not the author's), and the
+parents share `max_context_chars` between them.
+
+Combining (deterministic, documented in `_combine`): the score of a question is the mean of its two
+answers' scores; the segment's score is that mean (node layer) or the lowest mean over the incoming
+messages (edge layer: one corrupted message fails the turn). The vote is PASS iff the score is at
+least tau (`AuditSettings.tau_node` for the node layer, `tau_edge` for the edge layer), so the vote
+always agrees with the score; the judge's own "verdict" fields never override it. The critique is the
+stricter answer's (the lower score; the first order on a tie), followed by a note when the two orders
+disagreed (different verdicts, or scores `DISAGREEMENT_GAP` or more apart) or when the judge's
+verdicts contradict the vote the score gives. A failing verdict names the stricter answer's error
+type, else the other answer's, else the layer's default (edge: protocol; a reviewer turn:
+negligence; goal, strategy or a planner turn: strategy; otherwise factual).
+
+Not applicable: the node layer of a tool or user turn (it reports or poses, it does not reason; the
+turns that use it are judged), and the edge layer of an HDAG node, of a turn without parents or of a
+tool turn.
+
+A weak judge proves the wiring, not the verdicts: the embedded SmolLM2-135M
+(`trust.auditors.local_model`) called 17 * 23 = 409 correct. Point `Settings.auditor_llm` at a
+stronger endpoint (vLLM, Ollama, a hosted API) for verdicts worth a stake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
+from trust.errors import ConfigError, LlmError
+from trust.graphs.cig import AgentTurn, Role
+from trust.graphs.hdag import HdagNode, Level, Tier
+from trust.graphs.llm_decompose import ChatMessage
+from trust.graphs.refinement import ErrorType
+from trust.settings import AuditSettings
+
+__all__ = [
+    "ASKED_CRITIQUE_CHARS",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DISAGREEMENT_GAP",
+    "MAX_ANSWER_TOKENS",
+    "MAX_CRITIQUE_CHARS",
+    "SCORE_STEPS",
+    "VERDICT_SCHEMA_EDGE",
+    "VERDICT_SCHEMA_NODE",
+    "JudgeAnswer",
+    "JudgeModel",
+    "LlmAuditor",
+    "parse_answer",
+]
+
+ASKED_CRITIQUE_CHARS: Final = 400
+"""The critique length the prompt asks for, in characters (about 100 to 130 tokens)."""
+MAX_CRITIQUE_CHARS: Final = 600
+"""The longest critique accepted from the judge, in characters: the asked length with a margin, so a
+judge that overshoots a little is not asked again."""
+MAX_ANSWER_TOKENS: Final = 256
+"""`max_tokens` of a judge request: the asked critique and the JSON around it (~40 tokens) with room
+to spare. A runaway answer (a small model that rambles inside the critique string) is cut here,
+fails to parse and is asked again, instead of filling the context."""
+SCORE_STEPS: Final = 10
+"""The score is one of 0, 1/SCORE_STEPS, ..., 1 (tenths)."""
+DISAGREEMENT_GAP: Final = 0.3
+"""Two orders whose scores are this far apart (or whose verdicts differ) are reported as disagreeing."""
+DEFAULT_MAX_ATTEMPTS: Final = 3
+"""Asks per question and order before a malformed answer is reported: the first and two retries."""
+DEFAULT_MAX_TEXT_CHARS: Final = 4_000
+"""The longest node or parent text sent as is, in characters; longer texts keep head and tail."""
+DEFAULT_MAX_CONTEXT_CHARS: Final = 12_000
+"""All parents' texts together, in characters; with the node and the prompts this stays under 8k
+tokens, the context of the embedded SmolLM2 server."""
+DEFAULT_CONCURRENCY: Final = 4
+"""Judge requests in flight at once (two orders times a few incoming messages)."""
+_MIN_PART_CHARS: Final = 200  # a parent's share of the context never falls below this
+_EXCERPT_CHARS: Final = 300
+_CUT_MARKER = "[... {n} characters cut by the auditor ...]"
+_FENCE = re.compile(r"\A```[A-Za-z]*\s*\n(?P<body>.*)\n\s*```\Z", re.DOTALL)
+
+_NODE_ERROR_TYPES: Final = (ErrorType.FACTUAL, ErrorType.LOGICAL, ErrorType.STRATEGY, ErrorType.NEGLIGENCE)
+_EDGE_ERROR_TYPES: Final = (ErrorType.PROTOCOL,)
+_SCORE_VALUES: Final = [round(i / SCORE_STEPS, 2) for i in range(SCORE_STEPS + 1)]
+
+
+def _schema(name: str, error_types: Sequence[ErrorType]) -> dict[str, Any]:
+    return {
+        "title": name,
+        "type": "object",
+        "properties": {
+            "critique": {"type": "string"},
+            "error_type": {"enum": [*(e.value for e in error_types), None]},
+            "score": {"type": "number", "enum": list(_SCORE_VALUES)},
+            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+        },
+        "required": ["critique", "error_type", "score", "verdict"],
+        "additionalProperties": False,
+    }
+
+
+VERDICT_SCHEMA_NODE: Final[Mapping[str, Any]] = _schema("trust_node_verdict", _NODE_ERROR_TYPES)
+"""The JSON schema of a node-layer answer."""
+VERDICT_SCHEMA_EDGE: Final[Mapping[str, Any]] = _schema("trust_edge_verdict", _EDGE_ERROR_TYPES)
+"""The JSON schema of an edge-layer answer."""
+
+
+@runtime_checkable
+class JudgeModel(Protocol):
+    """A chat model that can be asked for a reply following a JSON schema (`trust.llm.LlmClient`).
+
+    The `ChatModel` of `trust.graphs.llm_decompose` plus `schema` and `max_tokens`, and the model name
+    and endpoint that errors name. Failures of the endpoint are raised as `LlmError`.
+    """
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def endpoint(self) -> str: ...
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_mode: bool = False,
+        schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> str: ...
+
+
+class JudgeAnswer(BaseModel):
+    """One answer of the judge, read strictly (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    critique: str = Field(max_length=MAX_CRITIQUE_CHARS)
+    error_type: Literal["factual", "logical", "strategy", "protocol", "negligence"] | None
+    score: float = Field(ge=0.0, le=1.0)
+    verdict: Literal["pass", "fail"]
+
+    @field_validator("critique")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        stripped = value.strip()
+        if not stripped:
+            raise ValueError("the critique is empty; say what is wrong or why the node is right")
+        return stripped
+
+
+def _unfence(reply: str) -> str:
+    text = reply.strip()
+    fenced = _FENCE.match(text)
+    return fenced.group("body").strip() if fenced else text
+
+
+def _problem(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "answer"
+        got = error.get("input")
+        shown = "" if error["type"] == "missing" else f" (got {json.dumps(got)[:80]})"
+        parts.append(f"{where}: {error['msg']}{shown}")
+    return "; ".join(parts)
+
+
+def parse_answer(reply: str, layer: AuditLayer) -> JudgeAnswer:
+    """The judge's answer, or `ValueError` saying exactly what is wrong with it (for the retry prompt).
+
+    JSON syntax is read with one leniency besides the fence: a raw control character (a newline)
+    inside a string is taken as that character. llama-cpp-python 0.3.36 turns a schema's strings into
+    a grammar rule that lets them through, and a model that writes one does so again on every retry.
+    """
+    try:
+        data = json.loads(_unfence(reply), strict=False)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the answer is a JSON {type(data).__name__}, not an object")
+    try:
+        answer = JudgeAnswer.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(_problem(exc)) from None
+    allowed = _EDGE_ERROR_TYPES if layer is AuditLayer.EDGE else _NODE_ERROR_TYPES
+    if answer.error_type is not None and ErrorType(answer.error_type) not in allowed:
+        names = ", ".join(e.value for e in allowed)
+        raise ValueError(f"error_type: {answer.error_type!r} is not one of {names} or null for the {layer} layer")
+    return answer
+
+
+_T = TypeVar("_T")
+
+
+async def _all_or_nothing(awaitables: Sequence[Awaitable[_T]]) -> list[_T]:
+    """Every result, in order; when one fails, the others are cancelled (and awaited) before the
+    failure is raised, so no request outlives the audit that asked it."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT_CHARS else f"{flat[:_EXCERPT_CHARS]}..."
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text`, or its head and tail around a marker when it is longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    return f"{text[:head]}\n{_CUT_MARKER.format(n=len(text) - limit)}\n{text[-tail:]}"
+
+
+# ------------------------------------------------------------------------------------------ prompts
+
+_LEVEL_CRITERIA: Mapping[Level, str] = {
+    Level.GOAL: "a faithful statement of the problem: nothing added, dropped or changed from the task",
+    Level.STRATEGY: "an appropriate overall approach: it can reach a correct answer to the goal it serves",
+    Level.TACTIC: "the technique is the right one and applied correctly, in service of the strategy above it",
+    Level.STEP: "correct, supported by its inputs, and complete",
+    Level.OPERATION: "the exact result: recompute it yourself; any wrong digit fails",
+}
+
+_ROLE_CRITERIA: Mapping[Role, str] = {
+    Role.PLANNER: "a planner: a sound plan or decomposition of its task, not a solution in disguise",
+    Role.CODER: "a coder: code that does what it was asked, correctly",
+    Role.REVIEWER: (
+        "a reviewer: it flags exactly the real errors of what it reviews; approving flawed work is negligence"
+    ),
+    Role.AGGREGATOR: "an aggregator: it combines its inputs faithfully into a correct whole",
+    Role.EXPERT: "an expert: it solves its part of the task correctly",
+}
+
+# The fields are described in prose, not as a template: a small model copies a template's
+# placeholders into its answer.
+_ANSWER_FORMAT = """Answer with one JSON object and nothing else. Its fields, in this order:
+- "critique": your reasons in one or two sentences of your own (at most {chars} characters): the \
+specific error you found, or why it is right;
+- "error_type": {error_types};
+- "score": one of 0, 0.1, 0.2, ..., 0.9, 1, where 1 means fully right and 0 plainly wrong;
+- "verdict": "pass" if the score is at least {tau}, otherwise "fail"."""
+
+_RULES = """Rules:
+- Judge substance only. Length, style, confidence and politeness are not evidence: a short correct \
+answer passes, a long fluent wrong one fails.
+- Text marked "[... N characters cut by the auditor ...]" was shortened by the auditor, not by the \
+author: do not count the cut against it.
+- The order in which things are shown means nothing."""
+
+_NODE_SYSTEM = """You are a strict auditor in TRUST, a network that checks AI reasoning one piece at a \
+time. You see ONE node of a reasoning trace, the context it was built from (numbered), and an audit \
+question. Judge only this node, given its context: correctness (recompute every number and check \
+every claim; repeating a wrong input is still wrong), completeness (it does all it was asked) and \
+adherence to its level or role.
+
+{rules}
+
+{answer}
+error_type when it fails: "factual" (a wrong value or claim), "logical" (an invalid inference from \
+correct inputs), "strategy" (an inappropriate approach), "negligence" (a reviewer approved flawed \
+work); null when it passes."""
+
+_EDGE_SYSTEM = """You are a strict auditor in TRUST running "the telephone test" on ONE message passed \
+from a sender agent to a receiver agent of a multi-agent system. You see the message, the receiver's \
+other inputs and the receiver's output. Judge the transmission only, not whether the sender was right: \
+a receiver that faithfully passes on a wrong value is faithful.
+- protocol compliance: the receiver's output has the form the message asked for (a JSON reply when \
+JSON was asked, the fields required, the constraints respected);
+- information fidelity: what the receiver took from the message arrived intact: no value corruption \
+(a number, name or identifier altered), no semantic drift (the meaning changed), no information \
+injection (data found neither in the message nor in the other inputs), no information loss (critical \
+content dropped).
+
+{rules}
+
+{answer}
+error_type: "protocol" when it fails, null when it passes."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """One thing to ask the judge, in its two orders: `label` names it in critiques ("edge t1 -> t3")."""
+
+    label: str
+    layer: AuditLayer
+    forward: tuple[ChatMessage, ...]
+    reordered: tuple[ChatMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """The two answers of one question, in the orders asked."""
+
+    label: str
+    first: JudgeAnswer
+    second: JudgeAnswer
+
+    @property
+    def score(self) -> float:
+        return (self.first.score + self.second.score) / 2
+
+    @property
+    def stricter(self) -> JudgeAnswer:
+        return self.second if self.second.score < self.first.score else self.first
+
+    @property
+    def milder(self) -> JudgeAnswer:
+        return self.first if self.stricter is self.second else self.second
+
+    @property
+    def disagreed(self) -> bool:
+        gap = round(abs(self.first.score - self.second.score), 6)  # tenths: 0.7 - 0.4 is 0.29999...
+        return self.first.verdict != self.second.verdict or gap >= DISAGREEMENT_GAP
+
+
+def _describe(node: Node) -> str:
+    if isinstance(node, HdagNode):
+        return f"{node.level.label} node {node.id} (domain {node.domain})"
+    return f"turn {node.id}: agent {node.agent}, role {node.role.value}, step {node.step}"
+
+
+def _criteria(node: Node) -> str:
+    if isinstance(node, HdagNode):
+        return _LEVEL_CRITERIA[node.level]
+    return _ROLE_CRITERIA.get(node.role, "its role's job, done correctly and completely")
+
+
+class LlmAuditor:
+    """A tier-2 auditor over a `JudgeModel` (see the module docstring).
+
+    `settings` gives the thresholds (tau_node, tau_edge). `max_attempts` asks per question and order
+    (the first and the retries of a malformed answer). `max_text_chars` and `max_context_chars` cap
+    what is sent (characters). `concurrency` bounds the requests in flight. Temperature is 0: the
+    judgement is as repeatable as the endpoint allows.
+    """
+
+    def __init__(
+        self,
+        model: JudgeModel,
+        settings: AuditSettings,
+        *,
+        name: str = "llm",
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+        max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        for field_name, value, least in (
+            ("max_attempts", max_attempts, 1),
+            ("max_text_chars", max_text_chars, _MIN_PART_CHARS),
+            ("max_context_chars", max_context_chars, _MIN_PART_CHARS),
+            ("concurrency", concurrency, 1),
+        ):
+            if value < least:
+                raise ConfigError(f"LlmAuditor: {field_name} must be at least {least}, got {value}")
+        self._model = model
+        self._settings = settings
+        self._name = name
+        self._max_attempts = max_attempts
+        self._max_text = max_text_chars
+        self._max_context = max_context_chars
+        self._concurrency = concurrency
+
+    @property
+    def tier(self) -> Tier:
+        return Tier.LLM
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def tau(self, layer: AuditLayer) -> float:
+        """The threshold a score must reach to pass, for `layer`."""
+        return self._settings.tau_edge if layer is AuditLayer.EDGE else self._settings.tau_node
+
+    async def audit(self, request: AuditRequest) -> Verdict:
+        """The verdict on `request`; `LlmError` when the endpoint fails or keeps answering malformed JSON."""
+        skipped = self._not_applicable(request)
+        if skipped is not None:
+            return Verdict(Outcome.NOT_APPLICABLE, None, skipped)
+        # One gate per audit: a semaphore binds to the event loop it first waits on.
+        gate = asyncio.Semaphore(self._concurrency)
+        judged = await _all_or_nothing([self._judge(request, q, gate) for q in self._questions(request)])
+        return self._combine(request, judged)
+
+    # ---------------------------------------------------------------------------------- the prompts
+
+    def _questions(self, request: AuditRequest) -> list[_Question]:
+        """What the judge is asked about an applicable `request`: one question on the node layer, one per
+        incoming message on the edge layer (of a CIG turn), each in its two orders."""
+        node = request.node
+        if request.layer is AuditLayer.EDGE and isinstance(node, AgentTurn):
+            return [self._edge_question(request, node, i) for i in range(len(request.parents))]
+        return [self._node_question(request)]
+
+    def _system(self, layer: AuditLayer) -> str:
+        if layer is AuditLayer.EDGE:
+            error_types = '"protocol" or null'
+            template = _EDGE_SYSTEM
+        else:
+            error_types = '"factual", "logical", "strategy", "negligence" or null'
+            template = _NODE_SYSTEM
+        answer = _ANSWER_FORMAT.format(chars=ASKED_CRITIQUE_CHARS, error_types=error_types, tau=self.tau(layer))
+        return template.format(rules=_RULES, answer=answer)
+
+    def _part_limit(self, count: int) -> int:
+        if count == 0:
+            return self._max_text
+        return min(self._max_text, max(self._max_context // count, _MIN_PART_CHARS))
+
+    def _node_question(self, request: AuditRequest) -> _Question:
+        node = request.node
+        limit = self._part_limit(len(request.parents))
+        header = [
+            f"Audit question: {request.audit_question}",
+            f"Under audit: {_describe(node)}.",
+            f"What it is judged on: {_criteria(node)}.",
+        ]
+        if isinstance(node, AgentTurn) and node.input:
+            header.append(f"Task input the turn received from outside the swarm:\n{_clip(node.input, self._max_text)}")
+        own = f"THE NODE UNDER AUDIT ({_describe(node)}):\n{_clip(node_text(node), self._max_text)}"
+
+        def context(parents: Sequence[Node]) -> str:
+            if not parents:
+                return "Context: none (this node has no parents)."
+            items = [f"[{i}] {_describe(p)}:\n{_clip(node_text(p), limit)}" for i, p in enumerate(parents, start=1)]
+            return f"Context ({len(parents)} parent(s)):\n\n" + "\n\n".join(items)
+
+        forward = "\n\n".join([*header, context(request.parents), own])
+        reordered = "\n\n".join([*header, own, context(tuple(reversed(request.parents)))])
+        system = ChatMessage("system", self._system(AuditLayer.NODE))
+        return _Question(
+            f"node {node.id}",
+            AuditLayer.NODE,
+            (system, ChatMessage("user", forward)),
+            (system, ChatMessage("user", reordered)),
+        )
+
+    def _edge_question(self, request: AuditRequest, node: AgentTurn, index: int) -> _Question:
+        sender = request.parents[index]
+        others = [p for i, p in enumerate(request.parents) if i != index]
+        limit = self._part_limit(len(request.parents))
+        header = [
+            f"Audit question: {request.audit_question}",
+            f"Edge under audit: the message of {_describe(sender)} into {_describe(node)}.",
+        ]
+        if isinstance(sender, AgentTurn) and sender.contract is not None:
+            interface = "a JSON object" if sender.contract.format == "json" else "text"
+            if sender.contract.required:
+                interface += " with the fields " + ", ".join(sender.contract.required)
+            header.append(f"Interface the sender declared for replies: {interface}.")
+        message = f"THE MESSAGE SENT by {sender.id}:\n{_clip(node_text(sender), limit)}"
+        output = f"THE RECEIVER'S OUTPUT ({node.id}):\n{_clip(node.output, self._max_text)}"
+
+        def other_inputs(items: Sequence[Node]) -> str:
+            parts = []
+            if node.input:
+                parts.append(f"[task input from outside the swarm]:\n{_clip(node.input, limit)}")
+            parts += [f"[{_describe(p)}]:\n{_clip(node_text(p), limit)}" for p in items]
+            if not parts:
+                return "The receiver's other inputs: none."
+            return "The receiver's other inputs:\n\n" + "\n\n".join(parts)
+
+        forward = "\n\n".join([*header, message, other_inputs(others), output])
+        reordered = "\n\n".join([*header, output, other_inputs(tuple(reversed(others))), message])
+        system = ChatMessage("system", self._system(AuditLayer.EDGE))
+        return _Question(
+            f"edge {sender.id} -> {node.id}",
+            AuditLayer.EDGE,
+            (system, ChatMessage("user", forward)),
+            (system, ChatMessage("user", reordered)),
+        )
+
+    # ----------------------------------------------------------------------------------- the asking
+
+    async def _judge(self, request: AuditRequest, question: _Question, gate: asyncio.Semaphore) -> _Judged:
+        first, second = await _all_or_nothing(
+            [
+                self._ask(request, question, question.forward, "context first", gate),
+                self._ask(request, question, question.reordered, "node first, context reversed", gate),
+            ]
+        )
+        return _Judged(question.label, first, second)
+
+    async def _ask(
+        self,
+        request: AuditRequest,
+        question: _Question,
+        messages: Sequence[ChatMessage],
+        order: str,
+        gate: asyncio.Semaphore,
+    ) -> JudgeAnswer:
+        schema = VERDICT_SCHEMA_EDGE if question.layer is AuditLayer.EDGE else VERDICT_SCHEMA_NODE
+        conversation = list(messages)
+        reply = ""
+        problem = ""
+        for _ in range(self._max_attempts):
+            async with gate:
+                reply = await self._model.complete(
+                    conversation, temperature=0.0, schema=schema, max_tokens=MAX_ANSWER_TOKENS
+                )
+            try:
+                return parse_answer(reply, question.layer)
+            except ValueError as exc:
+                problem = str(exc)
+            conversation = [
+                *messages,
+                ChatMessage("assistant", reply),
+                ChatMessage(
+                    "user",
+                    f"That answer is not valid: {problem}. Answer again with exactly one JSON object with the "
+                    'fields "critique", "error_type", "score" and "verdict" as described, and nothing else.',
+                ),
+            ]
+        raise LlmError(
+            f"tier-2 judge {self._model.model!r} at {self._model.endpoint} gave no valid answer on "
+            f"{question.label} ({order}) of segment {request.node_id!r} in {self._max_attempts} attempt(s): "
+            f"{problem}; it last answered {_excerpt(reply)!r}. Check that the endpoint honours response_format "
+            "(TRUST_AUDITOR_LLM__*), or point the auditor at a stronger model"
+        )
+
+    # -------------------------------------------------------------------------------- the verdict
+
+    def _not_applicable(self, request: AuditRequest) -> str | None:
+        node = request.node
+        if request.layer is AuditLayer.EDGE:
+            if isinstance(node, HdagNode):
+                return "not applicable: the edge layer audits the messages into a CIG turn, and this is an HDAG node"
+            if not request.parents:
+                return f"not applicable: turn {node.id} received no message from another turn"
+            if node.role is Role.TOOL:
+                return f"not applicable: turn {node.id} is a tool; it executes what it is sent, its output is judged"
+            return None
+        if isinstance(node, AgentTurn) and node.role in (Role.TOOL, Role.USER):
+            return (
+                f"not applicable: turn {node.id} is a {node.role.value} turn; it reports or poses, it does not "
+                "reason, and the turns that use it are judged"
+            )
+        return None
+
+    def _default_error_type(self, request: AuditRequest) -> ErrorType:
+        node = request.node
+        if request.layer is AuditLayer.EDGE:
+            return ErrorType.PROTOCOL
+        if isinstance(node, HdagNode):
+            return ErrorType.STRATEGY if node.level in (Level.GOAL, Level.STRATEGY) else ErrorType.FACTUAL
+        if node.role is Role.REVIEWER:
+            return ErrorType.NEGLIGENCE
+        return ErrorType.STRATEGY if node.role is Role.PLANNER else ErrorType.FACTUAL
+
+    def _combine(self, request: AuditRequest, judged: Sequence[_Judged]) -> Verdict:
+        """The rule: score = mean of the two orders (lowest over the edges); vote = score >= tau;
+        critique from the stricter answer of the decisive question, with notes on disagreement."""
+        tau = self.tau(request.layer)
+        decisive = min(judged, key=lambda j: j.score)  # the first on a tie: graph order
+        score = round(decisive.score, 6)
+        vote = Outcome.PASS if score >= tau else Outcome.FAIL
+        parts = []
+        if len(judged) > 1:
+            failing = [j for j in judged if j.score < tau]
+            shown = failing if vote is Outcome.FAIL else [decisive]
+            parts += [f"{j.label}: {j.stricter.critique}" for j in shown]
+        else:
+            parts.append(decisive.stricter.critique)
+        notes = []
+        for j in judged:
+            if j.disagreed:
+                notes.append(
+                    f"the two orders disagreed on {j.label} (scores {j.first.score:g} and {j.second.score:g}, "
+                    f"verdicts {j.first.verdict} and {j.second.verdict}); their mean decides"
+                )
+        own = {decisive.first.verdict, decisive.second.verdict}
+        if vote.value not in own:
+            notes.append(
+                f"the judge said {' and '.join(sorted(own))} but its score {score:g} is "
+                f"{'at least' if vote is Outcome.PASS else 'below'} tau {tau:g}; the score decides"
+            )
+        critique = " ".join(parts)
+        if notes:
+            critique += " (" + "; ".join(notes) + ")"
+        error_type = None
+        if vote is Outcome.FAIL:
+            named = decisive.stricter.error_type or decisive.milder.error_type
+            error_type = ErrorType(named) if named is not None else self._default_error_type(request)
+        return Verdict(vote, score, critique, error_type)

