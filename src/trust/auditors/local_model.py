@@ -12,9 +12,10 @@ it does not kill it half-way, and `stop` decides when it ends), with its output 
 `<directory>/server.log`, waits until `GET /v1/models` answers, and records its pid, address and
 model in `<directory>/server.json`. `LocalModelServer.attach(directory)` finds a recorded server that
 is still alive and answering, and `LocalModelServer.ensure(directory)` attaches or starts under a
-file lock, so two callers never start two servers on one directory. `stop` sends SIGTERM, then
-SIGKILL after a grace period (`trust.processes.terminate`). Callers pick the directory, for example
-`<Settings.home>/llm`.
+file lock, so two callers never start two servers on one directory; `from_settings(settings)`
+does that on `<Settings.home>/llm`. `stop` sends SIGTERM, then SIGKILL after a grace period
+(`trust.processes.terminate`). Used as a context manager (plain or async), the server stops on the
+way out only if this handle started it: an attached server is someone else's.
 
 `endpoint_settings()` is the `trust.settings.LlmSettings` of the running server (the model name as
 the server reports it), and `client()` a `trust.llm.LlmClient` on it that sends JSON schemas the
@@ -28,6 +29,7 @@ for verdicts worth a stake point `Settings.auditor_llm` at a stronger OpenAI-com
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import importlib.metadata
 import importlib.util
@@ -48,7 +50,7 @@ import httpx
 from trust.errors import ConfigError, LlmError
 from trust.llm import LlmClient, StructuredOutput
 from trust.processes import alive, free_port, terminate
-from trust.settings import LlmSettings
+from trust.settings import LlmSettings, Settings
 
 __all__ = [
     "CONTEXT_TOKENS",
@@ -71,6 +73,8 @@ CONTEXT_TOKENS: Final = 8192
 """The server's context in tokens: SmolLM2's trained context (llama-cpp-python's default is 2048)."""
 STRUCTURED_OUTPUT: Final = StructuredOutput.JSON_OBJECT
 """How llama-cpp-python 0.3.x takes a JSON schema: `{"type": "json_object", "schema": ...}`."""
+HOME_SUBDIRECTORY: Final = "llm"
+"""`from_settings` keeps the server's record and log in `<Settings.home>/llm`."""
 STATE_FILE: Final = "server.json"
 LOG_FILE: Final = "server.log"
 LOCK_FILE: Final = "server.lock"
@@ -179,6 +183,12 @@ class LocalModelServer:
     model_path: Path
     model_id: str
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def started_here(self) -> bool:
+        """Whether this handle started the process (then leaving its context stops it); an attached
+        server belongs to whoever started it and outlives the handle unless `stop` is called."""
+        return self._process is not None
 
     @property
     def base_url(self) -> str:
@@ -301,6 +311,12 @@ class LocalModelServer:
         with _locked(directory):
             return cls.attach(directory) or cls.start(directory, **start_options)
 
+    @classmethod
+    def from_settings(cls, settings: Settings, **start_options: Any) -> LocalModelServer:
+        """`ensure` on `<settings.home>/llm`: the server recorded there, or a new one. Blocks while it
+        starts (about a second); from async code call it through `asyncio.to_thread`."""
+        return cls.ensure(settings.home / HOME_SUBDIRECTORY, **start_options)
+
     def _record(self) -> None:
         state = {
             "pid": self.pid,
@@ -341,4 +357,12 @@ class LocalModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if self.started_here:
+            self.stop()
+
+    async def __aenter__(self) -> LocalModelServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.started_here:
+            await asyncio.to_thread(self.stop)
