@@ -1,1 +1,14 @@
 """Tier-1 checks (paper 3.1.1): deterministic checkers that each decide one kind of thing in a node."""
+
+from trust.auditors.checks.arithmetic import ArithmeticCheck
+from trust.auditors.checks.expressions import EvaluationError, ParseError
+from trust.auditors.checks.schema import SchemaCheck
+from trust.auditors.checks.symbolic import SymbolicCheck
+
+__all__ = [
+    "ArithmeticCheck",
+    "EvaluationError",
+    "ParseError",
+    "SchemaCheck",
+    "SymbolicCheck",
+]

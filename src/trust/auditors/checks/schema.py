@@ -1,0 +1,227 @@
+"""The schema check: does a node's output respect the format it was asked for (paper 2.2.4 Layer 2,
+protocol compliance; 3.1.1: tier-1 auditors "validate data formats, confirm API response schemas").
+
+Two kinds of demand are checked, and `SchemaCheck` is not applicable when neither is made:
+
+(a) a reply contract: a CIG turn replies to a parent whose `contract` (`trust.graphs.cig.ReplyContract`)
+    has format "json". The output must then be JSON, as the contract defines it: the whole output,
+    or a fenced block (```json or a plain ```) anywhere in it. A JSON object buried in prose
+    without a fence is prose ("Here it is: {...}"): a consumer that parses the reply fails on it.
+    A JSON reply must be an object and hold every `required` field. A tool turn is not held to the
+    format of the message it executes.
+(b) a JSON Schema: given in the audit question (a JSON object in its text with "$schema", or with
+    "type" and "properties") or in a parent's text inside a ```json-schema fenced block. The output's
+    JSON is validated with the `jsonschema` library: the draft the schema declares in "$schema",
+    Draft 2020-12 when it declares none, with format assertions on ("format": "date" is checked).
+    A schema that is itself invalid is not the node's fault: the check says so and does not decide.
+
+Failures are protocol errors (`ErrorType.PROTOCOL`): "format mismatch" (prose where JSON was
+asked, or JSON of the wrong kind), "missing required field(s)", "schema violation". Each violation
+is named by its JSON path ("$.items[0].price: -1 is less than the minimum of 0").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
+
+from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.graphs.cig import AgentTurn, Role
+from trust.graphs.refinement import ErrorType
+
+__all__ = [
+    "MAX_SCHEMA_ERRORS",
+    "SchemaCheck",
+    "json_output",
+    "schema_in_question",
+    "schema_in_text",
+]
+
+MAX_SCHEMA_ERRORS: Final = 10
+"""How many schema violations a failure lists (all of them are counted)."""
+_MAX_OBJECT_STARTS: Final = 200
+"""How many "{" of a question are tried as the start of a JSON Schema."""
+_PREVIEW_CHARS: Final = 80
+
+_FENCED = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_JSON_LANGUAGES: Final = frozenset({"", "json", "jsonc"})
+
+
+def _loads(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def json_output(text: str) -> tuple[Any, str] | None:
+    """The JSON value an output holds, and how: ("bare") the whole output, ("fenced") the first
+    ```json (or plain ```) block that parses. None when it holds neither (prose)."""
+    parsed, value = _loads(text.strip())
+    if parsed:
+        return value, "bare"
+    for block in _FENCED.finditer(text):
+        if block.group(1).lower() in _JSON_LANGUAGES:
+            parsed, value = _loads(block.group(2))
+            if parsed:
+                return value, "fenced"
+    return None
+
+
+def _is_schema(value: Any) -> bool:
+    return isinstance(value, dict) and ("$schema" in value or ("type" in value and "properties" in value))
+
+
+def _objects(text: str) -> Iterator[Any]:
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    tried = 0
+    while start != -1 and tried < _MAX_OBJECT_STARTS:
+        tried += 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            start = text.find("{", start + 1)
+            continue
+        yield value
+        start = text.find("{", end)
+
+
+def schema_in_question(question: str) -> dict[str, Any] | None:
+    """The first JSON object of the question that is a JSON Schema ("$schema", or "type" and
+    "properties"); None when there is none."""
+    return next((value for value in _objects(question) if _is_schema(value)), None)
+
+
+def schema_in_text(text: str) -> dict[str, Any] | None:
+    """The JSON object of the first ```json-schema fenced block of a text; None when there is none."""
+    for block in _FENCED.finditer(text):
+        if block.group(1).lower() == "json-schema":
+            parsed, value = _loads(block.group(2))
+            if parsed and isinstance(value, dict):
+                return value
+    return None
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 3] + "..."
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaCheck:
+    """Checks a node's output against the reply contracts of its parents and a JSON Schema; see
+    the module docstring."""
+
+    @property
+    def name(self) -> str:
+        return "schema"
+
+    async def check(self, request: AuditRequest) -> CheckResult:
+        node = request.node
+        contracts: list[AgentTurn] = []
+        if isinstance(node, AgentTurn) and node.role is not Role.TOOL:
+            contracts = [
+                parent
+                for parent in request.parents
+                if isinstance(parent, AgentTurn) and parent.contract is not None and parent.contract.format == "json"
+            ]
+        schema, schema_source = self._schema(request)
+        if not contracts and schema is None:
+            return CheckResult(
+                self.name,
+                Outcome.NOT_APPLICABLE,
+                "no format was asked for: no parent has a JSON reply contract, and neither the question nor a "
+                "parent gives a JSON Schema",
+            )
+        askers = [f"{parent.id}'s reply contract" for parent in contracts] + ([schema_source] if schema else [])
+        found = json_output(request.text)
+        if found is None:
+            return self._fail(
+                "format mismatch",
+                f"{' and '.join(askers)} {'asks' if len(askers) == 1 else 'ask'} for JSON; "
+                f"the output is prose: {_preview(request.text)!r}",
+                "JSON, bare or in a ```json block",
+            )
+        value, how = found
+        checked: list[str] = []
+        for parent in contracts:
+            assert parent.contract is not None
+            if not isinstance(value, dict):
+                return self._fail(
+                    "format mismatch",
+                    f"{parent.id}'s reply contract asks for a JSON object; the output is {_kind(value)}",
+                    "a JSON object",
+                )
+            missing = [field for field in parent.contract.required if field not in value]
+            if missing:
+                paths = ", ".join(f"$.{field}" for field in missing)
+                return self._fail(
+                    "missing required field(s)",
+                    f"the JSON reply lacks {paths}, required by {parent.id}'s reply contract "
+                    f"(it has {', '.join(sorted(map(str, value))) or 'no fields'})",
+                    ", ".join(parent.contract.required),
+                )
+            fields = ", ".join(parent.contract.required)
+            checked.append(f"{parent.id}'s contract" + (f" (fields {fields})" if fields else ""))
+        if schema is not None:
+            result = self._validate(schema, schema_source, value)
+            if result is not None:
+                return result
+            checked.append(f"{schema_source}")
+        return CheckResult(self.name, Outcome.PASS, f"the output is JSON ({how}) and meets {' and '.join(checked)}")
+
+    def _schema(self, request: AuditRequest) -> tuple[dict[str, Any] | None, str]:
+        schema = schema_in_question(request.question)
+        if schema is not None:
+            return schema, "the JSON Schema of the question"
+        for parent in request.parents:
+            schema = schema_in_text(node_text(parent))
+            if schema is not None:
+                return schema, f"the JSON Schema of {parent.id}"
+        return None, ""
+
+    def _validate(self, schema: dict[str, Any], source: str, value: Any) -> CheckResult | None:
+        validator_class = validator_for(schema, default=Draft202012Validator)
+        try:
+            validator_class.check_schema(schema)
+        except SchemaError as exc:
+            where = exc.json_path if hasattr(exc, "json_path") else "$"
+            return CheckResult(
+                self.name,
+                Outcome.NOT_APPLICABLE,
+                f"{source} is not a valid JSON Schema ({where}: {exc.message}); the output cannot be judged by it",
+            )
+        validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+        errors = sorted(
+            validator.iter_errors(value), key=lambda error: (list(map(str, error.absolute_path)), error.message)
+        )
+        if not errors:
+            return None
+        listed = "; ".join(f"{error.json_path}: {error.message}" for error in errors[:MAX_SCHEMA_ERRORS])
+        more = f"; and {len(errors) - MAX_SCHEMA_ERRORS} more" if len(errors) > MAX_SCHEMA_ERRORS else ""
+        return self._fail("schema violation", f"{len(errors)} violation(s) of {source}: {listed}{more}", None)
+
+    def _fail(self, fault: str, detail: str, expected: str | None) -> CheckResult:
+        return CheckResult(
+            self.name, Outcome.FAIL, detail, fault=fault, error_type=ErrorType.PROTOCOL, expected=expected
+        )
