@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -521,3 +522,59 @@ def test_only_a_parent_s_test_blocks_count_and_a_turn_s_input_counts_too() -> No
     assert program.code == "def add(a, b):\n    return a + b"
     assert [t.label for t in program.tests] == ["parent 'task'", "the turn's input"]
     assert "def add(a, b): ..." not in program.tests[0].source
+
+
+async def test_the_code_s_own_test_functions_count_but_its_helpers_and_asserts_do_not(
+    limits: SandboxSettings,
+) -> None:
+    code = _block(
+        "def is_even(n):\n    return n % 2 == 0\n\n"
+        "def test_prime(n):  # a predicate that happens to start with test\n    return n > 1\n\n"
+        "assert is_even(2)  # the author's own check, run when the code loads\n\n"
+        "def test_even():\n    assert is_even(4)\n"
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(code)))
+    assert (outcome, detail) == (Outcome.PASS, "1 test passed")
+    helpers_only = _block(
+        "def is_odd(n):\n    return n % 2 == 1\n\ndef test_prime(n):\n    return n > 1\n\nassert test_prime(3)"
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(helpers_only)))
+    assert (outcome, detail) == (Outcome.NOT_APPLICABLE, "code found, but no unit tests to run; not decided")
+
+
+def test_an_info_string_names_a_test_block_even_when_it_holds_helpers() -> None:
+    tests = _block("def helper():\n    return add(1, 1)\n\nassert helper() == 2", 'python title="test_add.py"')
+    program = find_program(AuditRequest(_node(ADD + tests)))
+    assert program.code == "def add(a, b):\n    return a + b"
+    assert [t.source for t in program.tests] == ["def helper():\n    return add(1, 1)\n\nassert helper() == 2"]
+
+
+async def test_cancelling_a_run_kills_the_child_and_removes_its_directory(
+    limits: SandboxSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = tempfile.mkdtemp(prefix="trust-sandbox-test-")
+    os.chmod(parent, 0o755)  # the child may run as nobody
+    monkeypatch.setattr(tempfile, "tempdir", parent)
+    try:
+        task = asyncio.create_task(run_python("import time\ntime.sleep(60)", limits))
+        while not os.listdir(parent) and not task.done():
+            await asyncio.sleep(0.01)
+        assert not task.done(), "the run should still be sleeping"
+        directory = os.path.join(parent, os.listdir(parent)[0])
+        await asyncio.sleep(0.3)  # let the child start
+        running = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cwd(pid) == directory]
+        assert running, "the child should be running in its directory"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert os.listdir(parent) == []
+        assert not any(os.path.exists(f"/proc/{pid}") and _cwd(pid) == directory for pid in running)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _cwd(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None

@@ -60,10 +60,12 @@ How `SandboxCheck` finds code and tests (the convention):
   functions directly, `from solution import ...`, or import it under the name they expect (a
   missing module imported by the tests is the solution).
 - Test units: top-level `assert` statements (each one a unit, run in order with the statements
-  around them), `test*` functions, and `test*` methods of `Test*` classes (`unittest.TestCase` or
-  plain), in source order; `async` tests run under asyncio. Test functions that need arguments
-  (pytest fixtures, parametrize) cannot run here and are reported as not run. A failing
-  `assert a == b` reports both values (a tiny assertion rewrite, no pytest needed in the child).
+  around them), `test*` functions, and `test*` methods written in `Test*` classes
+  (`unittest.TestCase` or plain), in source order; `async` tests run under asyncio. Test functions
+  that need arguments (pytest fixtures, parametrize) cannot run here and are reported as not run. A
+  failing `assert a == b` reports both values (a tiny assertion rewrite; no pytest in the child).
+  The code's own `test*` functions count too, unless they need arguments (then they are helpers,
+  `test_prime(n)`); the code's top-level asserts are part of the program, run when it loads.
 
 Outcomes: PASS when every unit ran and passed ("3 tests passed"); FAIL ("failing unit test", "code
 does not run", "timeout", "memory limit", "output limit", "file size limit") with the failing
@@ -281,6 +283,12 @@ def _child_bootstrap(config: dict[str, Any]) -> None:
         refusal_class.__module__ = "builtins"  # tracebacks name it plainly: "SandboxRefused: ..."
         refusal_class.__qualname__ = refusal_class.__name__
 
+    def show(value: object) -> str:
+        try:
+            return repr(value)[:max_chars]
+        except Exception:  # a hostile __repr__ must not decide what the hook reports
+            return "?"
+
     def refuse(kind: str, event: str, detail: str, error: type[Exception] = SandboxRefused) -> None:
         detail = detail[:max_chars]
         if refusals_left[0] > 0:
@@ -307,6 +315,7 @@ def _child_bootstrap(config: dict[str, Any]) -> None:
             "socket.sethostname",
         }
     )
+    socket_events = frozenset({"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"})
     process_events = frozenset(
         {
             "os.fork",
@@ -402,25 +411,25 @@ def _child_bootstrap(config: dict[str, Any]) -> None:
                 isinstance(mode, str) and any(c in mode for c in "wax+")
             )
             if writing and not isinstance(path, int) and not inside(path):
-                refuse("filesystem", event, f"write to {path!r} outside the sandbox directory")
+                refuse("filesystem", event, f"write to {show(path)} outside the sandbox directory")
         elif event == "import":
             if args[0] in refused_modules:
                 refuse("native", event, str(args[0]), SandboxImportRefused)
         elif event in network_events:
-            refuse("network", event, repr(args[1:] if event.startswith("socket.s") else args)[:200])
+            refuse("network", event, show(args[1] if event in socket_events else args))
         elif event == "socket.__new__":
             if args[1] != unix_family:
-                refuse("network", event, f"socket family {args[1]!r}")
+                refuse("network", event, f"socket family {show(args[1])}")
         elif event in process_events:
-            refuse("process", event, repr(args[:2])[:200])
+            refuse("process", event, show(args[:2]))
         elif event == "os.kill":
             if args[0] != getpid():
-                refuse("process", event, f"signal {args[1]!r} to process {args[0]!r}")
+                refuse("process", event, f"signal {show(args[1])} to process {show(args[0])}")
         elif event in path_events:
             for path_index, fd_index in path_events[event]:
                 dir_fd = args[fd_index] if fd_index >= 0 else -1
                 if not inside(args[path_index], dir_fd):
-                    refuse("filesystem", event, f"{args[path_index]!r} lies outside the sandbox directory")
+                    refuse("filesystem", event, f"{show(args[path_index])} lies outside the sandbox directory")
         elif event == "os.symlink":
             # A link inside may not point outside: later writes through it would look inside.
             source, target, dir_fd = args
@@ -430,13 +439,13 @@ def _child_bootstrap(config: dict[str, Any]) -> None:
             if link is not None and text is not None:
                 pointee = resolve(text if text.startswith("/") else link.rsplit("/", 1)[0] + "/" + text)
             if link is None or pointee is None or not inside(link) or not inside(pointee):
-                refuse("filesystem", event, f"a link {target!r} to {source!r} leaving the sandbox directory")
+                refuse("filesystem", event, f"a link {show(target)} to {show(source)} leaving the sandbox directory")
         elif event.startswith("ctypes."):
             refuse("native", event, "")
         elif event in introspection_events:
             refuse("interpreter", event, "")
         elif event in limit_events:
-            refuse("limits", event, repr(args)[:200])
+            refuse("limits", event, show(args))
 
     sys.dont_write_bytecode = True
     sys.path.insert(0, root)
@@ -468,12 +477,14 @@ def _child_bootstrap(config: dict[str, Any]) -> None:
         raise
 
 
-def _test_units(tree: ast.Module) -> list[tuple[str, str, int]]:
+def _test_units(tree: ast.Module, *, in_code: bool = False) -> list[tuple[str, str, int]]:
     """The test units at the top level of a module, in source order, as (kind, name, line): kind
     "assert" (a top-level assert statement), "function" (a `test*` function) or "method" (a `test*`
     method written in a `Test*` class, named "Class.method"). A name defined twice counts once, as
-    Python keeps the last definition. Runs here (to decide whether there is anything to run) and in
-    the child (to run it), so both count alike."""
+    Python keeps the last definition. `in_code`: the module is the node's code, where top-level
+    asserts are part of the program and a `test*` function that needs arguments is a helper (a
+    predicate such as `test_prime(n)`), not a test. Runs here (to decide whether there is anything
+    to run) and in the child (to run it), so both count alike."""
     import ast
 
     units: list[tuple[str, str, int]] = []
@@ -484,14 +495,24 @@ def _test_units(tree: ast.Module) -> list[tuple[str, str, int]]:
             seen.add(name)
             units.append((kind, name, line))
 
+    def is_test(function: ast.stmt, method: bool) -> bool:
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or not function.name.startswith("test"):
+            return False
+        if not in_code:
+            return True
+        arguments = function.args
+        positional = [*arguments.posonlyargs, *arguments.args][1 if method else 0 :]
+        required = len(positional) - len(arguments.defaults)
+        return required <= 0 and all(d is not None for d in arguments.kw_defaults)
+
     for statement in tree.body:
-        if isinstance(statement, ast.Assert):
+        if isinstance(statement, ast.Assert) and not in_code:
             units.append(("assert", f"assertion at line {statement.lineno}", statement.lineno))
-        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and statement.name.startswith("test"):
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and is_test(statement, False):
             add("function", statement.name, statement.lineno)
         elif isinstance(statement, ast.ClassDef) and statement.name.startswith("Test"):
             for item in statement.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test"):
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and is_test(item, True):
                     add("method", f"{statement.name}.{item.name}", item.lineno)
     return units
 
@@ -713,7 +734,7 @@ def _child_run_tests(config: dict[str, Any], report: Callable[[dict[str, Any]], 
         report({"load_error": describe(exc)})
         report({"done": True})
         return
-    for kind, name, _ in _test_units(ast.parse(source)):
+    for kind, name, _ in _test_units(ast.parse(source), in_code=True):
         if kind == "function":
             run_callable("the code", name, solution.__dict__.get(name))
         elif kind == "method":
@@ -899,9 +920,9 @@ async def _drain(stream: asyncio.StreamReader, cap: int, overflow: asyncio.Event
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL to the child's whole session (it leads its own process group)."""
-    if process.returncode is not None:
-        return
+    """SIGKILL to the child's whole process group (it leads its own session). Also after the child
+    exited: its group lives on while any member does, and Linux hands out no pid still in use as a
+    group id, so the signal can only reach what the child left behind."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
 
@@ -1201,14 +1222,16 @@ def _only_tests(body: str) -> bool:
 def _python_blocks(text: str) -> list[_Block]:
     blocks = []
     for info, body in _fenced_blocks(text):
-        words = info.replace("{", " ").replace("}", " ").replace(".", " ", 1).split()
+        words = info.strip("{} ").split()  # "python tests", "{.python}"
+        if words:
+            words[0] = words[0].lstrip(".")
         if not words or words[0].lower() not in _PYTHON_LANGUAGES or not body.strip():
             continue
         first_line = next(line.strip() for line in body.splitlines() if line.strip())
         if first_line.startswith(">>>"):
             continue  # a REPL transcript, not a program
         is_tests = (
-            any(_TESTS_WORD.fullmatch(word.strip(",;:")) for word in words[1:])
+            any(_TESTS_WORD.fullmatch(word.rsplit("=", 1)[-1].strip("\"',;:")) for word in words[1:])
             or _TESTS_HEADER.match(first_line) is not None
             or _only_tests(body)
         )
@@ -1317,17 +1340,20 @@ class SandboxCheck:
         program = find_program(request)
         if not program.code:
             return _undecided("no Python code block in this node; nothing to run")
-        if not program.tests:
-            return _undecided("code found, but no unit tests to run; not decided")
+        no_tests = _undecided("code found, but no unit tests to run; not decided")
         try:
-            code_units = _test_units(ast.parse(program.code, SOLUTION_FILE))
+            code_units = _test_units(ast.parse(program.code, SOLUTION_FILE), in_code=True)
         except SyntaxError as exc:
+            if not program.tests:  # maybe a fragment shown in prose; only tests make it a program
+                return no_tests
             where = f" at line {exc.lineno} of the code" if exc.lineno else ""
             return _fail("code does not run", f"the code does not parse: {type(exc).__name__}: {exc.msg}{where}")
         except ValueError as exc:  # null bytes in the source
-            return _fail("code does not run", f"the code does not parse: {exc}")
+            return _fail("code does not run", f"the code does not parse: {exc}") if program.tests else no_tests
         except (RecursionError, MemoryError):
             return _undecided("the code is too deeply nested to parse here; not decided")
+        if not program.tests and not code_units:
+            return no_tests
         expected_units = len(code_units)
         files = {SOLUTION_FILE: program.code}
         test_files = []
