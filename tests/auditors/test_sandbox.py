@@ -578,3 +578,22 @@ def _cwd(pid: str) -> str | None:
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
+
+
+async def test_parametrized_pytest_cases_run_one_by_one(limits: SandboxSettings) -> None:
+    tests = _block(
+        "import pytest\n\n"
+        "@pytest.mark.parametrize(('a', 'b', 'total'), [(1, 1, 2), pytest.param(2, 2, 4), (0, 5, 5)])\n"
+        "def test_add(a, b, total):\n    assert add(a, b) == total\n\n"
+        "def test_raises():\n    with pytest.raises(TypeError):\n        add(1, None)",
+        "python tests",
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert (outcome, detail) == (Outcome.PASS, "4 tests passed")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(WRONG_ADD + tests)))
+    assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
+    assert detail.startswith(
+        "3 of 4 tests failed: test_add[0] [this node]: AssertionError: "
+        "assert add(a, b) == total: left is 0, right is 2;"
+    )
+    assert "test_add[2] [this node]: AssertionError: assert add(a, b) == total: left is -5, right is 5" in detail

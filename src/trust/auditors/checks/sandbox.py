@@ -61,8 +61,9 @@ How `SandboxCheck` finds code and tests (the convention):
   missing module imported by the tests is the solution).
 - Test units: top-level `assert` statements (each one a unit, run in order with the statements
   around them), `test*` functions, and `test*` methods written in `Test*` classes
-  (`unittest.TestCase` or plain), in source order; `async` tests run under asyncio. Test functions
-  that need arguments (pytest fixtures, parametrize) cannot run here and are reported as not run. A
+  (`unittest.TestCase` or plain), in source order; `async` tests run under asyncio;
+  `@pytest.mark.parametrize` cases run one by one (when pytest is importable in the child). Test
+  functions that need other arguments (pytest fixtures) cannot run here and are reported as not run. A
   failing `assert a == b` reports both values (a tiny assertion rewrite; no pytest in the child).
   The code's own `test*` functions count too, unless they need arguments (then they are helpers,
   `test_prime(n)`); the code's top-level asserts are part of the program, run when it loads.
@@ -671,16 +672,46 @@ def _child_run_tests(config: dict[str, Any], report: Callable[[dict[str, Any]], 
             if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         ]
 
+    def parametrized_cases(function: object) -> list[dict[str, Any]] | None:
+        """The argument sets of `@pytest.mark.parametrize` marks (stacked marks multiply), or None."""
+        marks = getattr(function, "pytestmark", None)
+        if not isinstance(marks, list):
+            return None
+        cases: list[dict[str, Any]] = [{}]
+        found = False
+        for mark in marks:
+            if getattr(mark, "name", None) != "parametrize" or len(getattr(mark, "args", ())) < 2:
+                continue
+            found = True
+            names, values = mark.args[0], mark.args[1]
+            names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+            rows = []
+            for value in values:
+                if type(value).__name__ == "ParameterSet":  # pytest.param(...)
+                    row = tuple(value.values)
+                else:
+                    row = tuple(value) if len(names) > 1 else (value,)
+                if len(row) != len(names):
+                    return None
+                rows.append(dict(zip(names, row, strict=True)))
+            cases = [{**case, **row} for case in cases for row in rows]
+        return cases if found else None
+
     def run_callable(label: str, name: str, function: object) -> None:
         if not callable(function):
             report({"unit": name, "label": label, "outcome": "skipped", "reason": "not a function"})
             return
         needed = required_parameters(function)
-        if needed:
-            reason = f"needs arguments {needed} (pytest fixtures or parameters), which this runner does not supply"
+        if not needed:
+            run_unit(label, name, lambda: call_test(function))
+            return
+        cases = parametrized_cases(function)
+        if cases is None or not cases or any(set(needed) - set(case) for case in cases):
+            reason = f"needs arguments {needed} (pytest fixtures), which this runner does not supply"
             report({"unit": name, "label": label, "outcome": "skipped", "reason": reason})
             return
-        run_unit(label, name, lambda: call_test(function))
+        for index, case in enumerate(cases):
+            run_unit(label, f"{name}[{index}]", functools.partial(call_test, functools.partial(function, **case)))
 
     def run_method(label: str, name: str, namespace: dict[str, Any]) -> None:
         class_name, method_name = name.split(".", 1)
