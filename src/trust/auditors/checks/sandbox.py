@@ -96,7 +96,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
@@ -933,21 +933,27 @@ def _write_files(root: str, files: Mapping[str, str], ids: tuple[int, int] | Non
             os.chown(path, *ids)
 
 
-async def _drain(stream: asyncio.StreamReader, cap: int, overflow: asyncio.Event) -> tuple[bytes, bool]:
-    """Reads `stream` to its end, keeping at most `cap` bytes (the rest is read and dropped, so the
-    child never blocks on a full pipe); sets `overflow` once more than `cap` arrived."""
-    kept = bytearray()
-    cut = False
+@dataclass(slots=True)
+class _Capped:
+    """What a capped reader kept so far (mutable while it reads; kept when reading stops early)."""
+
+    cap: int
+    kept: bytearray = field(default_factory=bytearray)
+    cut: bool = False
+
+
+async def _drain(stream: asyncio.StreamReader, into: _Capped, overflow: asyncio.Event) -> None:
+    """Reads `stream` to its end, keeping at most `into.cap` bytes (the rest is read and dropped, so
+    the child never blocks on a full pipe); sets `overflow` once more than the cap arrived."""
     while chunk := await stream.read(READ_CHUNK_BYTES):
-        room = cap - len(kept)
+        room = into.cap - len(into.kept)
         if len(chunk) > room:
-            kept += chunk[: max(room, 0)]
-            if not cut:
-                cut = True
+            into.kept += chunk[: max(room, 0)]
+            if not into.cut:
+                into.cut = True
                 overflow.set()
         else:
-            kept += chunk
-    return bytes(kept), cut
+            into.kept += chunk
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -970,7 +976,7 @@ def _parse_records(data: bytes) -> list[dict[str, Any]]:
     return records
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes | bytearray) -> str:
     return data.decode("utf-8", "replace")
 
 
@@ -1019,6 +1025,7 @@ async def _run(python: str, root: str, launch: _Launch, limits: SandboxSettings)
     options: dict[str, Any] = {}
     if launch.ids is not None:
         options = {"user": launch.ids[0], "group": launch.ids[1], "extra_groups": []}
+    started = time.monotonic()
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -1043,15 +1050,15 @@ async def _run(python: str, root: str, launch: _Launch, limits: SandboxSettings)
     transport: asyncio.BaseTransport | None = None
     overflow = asyncio.Event()
     readers: asyncio.Future[Any] | None = None
+    out, err, data = _Capped(limits.output_bytes), _Capped(limits.output_bytes), _Capped(RECORD_BYTES)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(records_stream), pipe)
         assert process.stdout is not None and process.stderr is not None  # both are PIPE
         readers = asyncio.gather(
-            _drain(process.stdout, limits.output_bytes, overflow),
-            _drain(process.stderr, limits.output_bytes, overflow),
-            _drain(records_stream, RECORD_BYTES, overflow),
+            _drain(process.stdout, out, overflow),
+            _drain(process.stderr, err, overflow),
+            _drain(records_stream, data, overflow),
         )
-        started = time.monotonic()
         exited = asyncio.ensure_future(process.wait())
         flooded = asyncio.ensure_future(overflow.wait())
         try:
@@ -1065,13 +1072,10 @@ async def _run(python: str, root: str, launch: _Launch, limits: SandboxSettings)
         returncode = await exited
         wall_seconds = time.monotonic() - started
         _kill_group(process)  # anything left in the group (nothing, unless the hook was bypassed)
-        try:
-            drained = await asyncio.wait_for(asyncio.shield(readers), DRAIN_SECONDS)
-            (out, out_cut), (err, err_cut), (data, _) = drained
-        except TimeoutError:
-            # A process outside the group still holds the pipes: keep what arrived, stop reading.
-            readers.cancel()
-            out, out_cut, err, err_cut, data = b"", True, b"", True, b""
+        with contextlib.suppress(TimeoutError):
+            # Only a process that left the group could hold the pipes open longer: then keep what
+            # arrived and stop reading (the finally block cancels the readers).
+            await asyncio.wait_for(asyncio.shield(readers), DRAIN_SECONDS)
     finally:
         if process.returncode is None:
             _kill_group(process)
@@ -1083,17 +1087,15 @@ async def _run(python: str, root: str, launch: _Launch, limits: SandboxSettings)
         else:
             pipe.close()
 
-    return _result(returncode, killed_for, wall_seconds, out, out_cut, err, err_cut, data, launch, limits, python)
+    return _result(returncode, killed_for, wall_seconds, out, err, bytes(data.kept), launch, limits, python)
 
 
 def _result(
     returncode: int,
     killed_for: RunReason | None,
     wall_seconds: float,
-    out: bytes,
-    out_cut: bool,
-    err: bytes,
-    err_cut: bool,
+    out: _Capped,
+    err: _Capped,
     data: bytes,
     launch: _Launch,
     limits: SandboxSettings,
@@ -1107,8 +1109,9 @@ def _result(
             if killed_for is RunReason.TIMEOUT
             else f"exited with status {returncode} before running the program"
         )
+        message = _decode(err.kept)[-STDERR_TAIL_CHARS:].strip() or "no message"
         raise ConfigError(
-            f"the sandbox interpreter {python!r} {why}: {_decode(err)[-STDERR_TAIL_CHARS:].strip() or 'no message'}; "
+            f"the sandbox interpreter {python!r} {why}: {message}; "
             f"check sandbox.python and raise sandbox.memory_bytes ({limits.memory_bytes}) if it is too small to start"
         )
     refusals = tuple(
@@ -1124,7 +1127,7 @@ def _result(
         reason = killed_for
     elif cpu_exceeded:
         reason = RunReason.TIMEOUT
-    elif out_cut or err_cut:
+    elif out.cut or err.cut:
         reason = RunReason.OUTPUT_LIMIT
     elif uncaught == "MemoryError":
         reason = RunReason.MEMORY
@@ -1143,10 +1146,10 @@ def _result(
         exit_code=None if signal_number is not None else returncode,
         killed_by_signal=signal_number,
         timed_out=reason is RunReason.TIMEOUT,
-        stdout=_decode(out),
-        stderr=_decode(err),
-        stdout_cut=out_cut,
-        stderr_cut=err_cut,
+        stdout=_decode(out.kept),
+        stderr=_decode(err.kept),
+        stdout_cut=out.cut,
+        stderr_cut=err.cut,
         wall_seconds=wall_seconds,
         layers=launch.layers,
         refusals=refusals,
