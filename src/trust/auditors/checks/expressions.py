@@ -163,6 +163,7 @@ _NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d
 _LETTERS = re.compile(r"[A-Za-z]+")
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 _BRACED_NAME = re.compile(r"\s*\{\s*([A-Za-z]+)\s*\}")
+_DIFFERENTIAL_VARIABLE = re.compile(r"\s*([A-Za-z])(?![A-Za-z])")
 
 
 class ParseError(GraphError):
@@ -516,7 +517,11 @@ def _command(text: str, index: int, tokens: list[_Token]) -> int:
             raise ParseError(text, f"\\{name} needs a braced name", index, match.group())
         word = group.group(1)
         if word == "d":
-            tokens.append(_Token("NAME", "d", index))  # \mathrm{d}x: merged into DIFF by the parser
+            variable = _DIFFERENTIAL_VARIABLE.match(text, group.end())
+            if variable is not None:  # \mathrm{d}x
+                tokens.append(_Token("DIFF", variable.group(1), index))
+                return variable.end()
+            tokens.append(_Token("NAME", "d", index))
         elif word in FUNCTIONS or word in ("e", "pi") or len(word) == 1:
             tokens.append(_Token("NAME", word, index))
         else:
@@ -801,11 +806,6 @@ class _Parser:
                 self.take()
                 variable = self.take().text
                 return Derivative(self.derivative_operand(), variable)
-            following = self.peek()
-            if following is not None and following.kind == "NAME" and len(following.text) == 1:
-                if following.position == token.position + 1 or self.text[token.position] == "\\":
-                    self.take()  # \mathrm{d}x
-                    return Differential(following.text)
         if self.at("UNDER"):
             self.take()
             name = f"{name}_{self.subscript()}"
