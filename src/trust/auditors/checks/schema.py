@@ -37,6 +37,7 @@ from trust.graphs.cig import AgentTurn, Role
 from trust.graphs.refinement import ErrorType
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_SCHEMA_ERRORS",
     "SchemaCheck",
     "json_output",
@@ -46,6 +47,10 @@ __all__ = [
 
 MAX_SCHEMA_ERRORS: Final = 10
 """How many schema violations a failure lists (all of them are counted)."""
+MAX_JSON_DEPTH: Final = 256
+"""The deepest JSON nesting read. Deeper text is not parsed at all: the C JSON decoder recurses once
+per level, and where a library has raised the recursion limit (py_ecc, under web3, sets it to
+100,000) a deep enough document overflows the C stack and kills the process instead of raising."""
 _MAX_OBJECT_STARTS: Final = 200
 """How many "{" of a question are tried as the start of a JSON Schema."""
 _PREVIEW_CHARS: Final = 80
@@ -54,7 +59,31 @@ _FENCED = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
 _JSON_LANGUAGES: Final = frozenset({"", "json", "jsonc"})
 
 
+def _nesting(text: str, start: int = 0) -> int:
+    """The deepest bracket nesting of JSON text from `start`, strings skipped (a linear scan)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text[start:]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def _loads(text: str) -> tuple[bool, Any]:
+    if _nesting(text) > MAX_JSON_DEPTH:
+        return False, None
     try:
         return True, json.loads(text)
     except (ValueError, RecursionError):
@@ -63,7 +92,8 @@ def _loads(text: str) -> tuple[bool, Any]:
 
 def json_output(text: str) -> tuple[Any, str] | None:
     """The JSON value an output holds, and how: ("bare") the whole output, ("fenced") the first
-    ```json (or plain ```) block that parses. None when it holds neither (prose)."""
+    ```json (or plain ```) block that parses. None when it holds neither (prose), or only JSON
+    nested deeper than `MAX_JSON_DEPTH`."""
     parsed, value = _loads(text.strip())
     if parsed:
         return value, "bare"
@@ -80,6 +110,8 @@ def _is_schema(value: Any) -> bool:
 
 
 def _objects(text: str) -> Iterator[Any]:
+    if _nesting(text) > MAX_JSON_DEPTH:
+        return
     decoder = json.JSONDecoder()
     start = text.find("{")
     tried = 0
