@@ -27,6 +27,7 @@ from trust.graphs.refinement import ErrorType
 
 CHECK = ArithmeticCheck()
 GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+PROCESSBENCH = Path("/work/shared/data/processbench/gsm8k.json")
 ANNOTATION = re.compile(r"<<([^<>]*)>>")
 
 
@@ -139,6 +140,10 @@ async def test_not_applicable_without_an_exact_calculation(text: str) -> None:
         ("2 + 3 = 5! Great", [(True, None)]),
         ("3 * 8 = 24kg", [(True, None)]),
         ("2 + 2 = 4 => 4 > 3", [(True, None), (True, None)]),
+        ("\\[ 25\\% \\text{ of } \\$2,000.00 = 0.25 \\times 2000 = \\$500.00 \\]", [(True, None)]),
+        ("\\( \\frac{43}{5} = 8 \\) full pens (with a remainder of 3)", [(True, None)]),
+        ("\\( \\frac{43}{5} = 8 \\) pens", [(False, "8.6")]),  # a whole quotient must say so
+        ("\\( \\frac{40}{5} = 3 \\) full pens", [(False, "8")]),
         ("<<48/2=24>>", [(True, None)]),
         ("<<48/2=25>>", [(False, "24")]),
         # comparisons
@@ -270,3 +275,20 @@ async def test_gsm8k_prose_holds_except_two_real_errors_of_the_reference_solutio
     assert "364 / 4 = 273, but 364 / 4 = 91" in wrong[501]
     assert "32 - 20 = 300, but 32 - 20 = 12" in wrong[1024]
     assert decided >= 1301
+
+
+def correct_processbench_steps() -> list[str]:
+    """The steps of the ProcessBench GSM8K solutions before their labelled first error (all steps of
+    a solution labelled -1): steps that people judged correct."""
+    if not PROCESSBENCH.exists():
+        pytest.skip(f"{PROCESSBENCH} is not here: the shared data folder holds ProcessBench")
+    items = json.loads(PROCESSBENCH.read_text(encoding="utf-8"))
+    return [step for item in items for i, step in enumerate(item["steps"]) if item["label"] == -1 or i < item["label"]]
+
+
+async def test_no_processbench_step_judged_correct_fails() -> None:
+    steps = correct_processbench_steps()
+    results = [await CHECK.check(operation(step)) for step in steps]
+    assert [r.detail for r in results if r.outcome is Outcome.FAIL] == []
+    assert len(steps) == 1361
+    assert sum(r.outcome is Outcome.PASS for r in results) == 505  # the rest hold no calculation

@@ -220,6 +220,8 @@ async def test_differentials_need_the_definition_of_their_variable() -> None:
         "The cost is 5 and the total is 10.",
         "```python\nassert integrate(2*exp(x), x) == exp(x)\n```",
         "Compute \\int x^{2}e^{x}\\,dx",
+        "Combine like terms:\n\\[4 + \\frac{x}{3} = \\frac{2x}{3}\\]",
+        "The rate is \\( 20 kb/s \\div 3600 = 0.0056 kb/s \\)",  # rounded, units as letters
     ],
 )
 async def test_definitions_equations_and_prose_are_not_applicable(text: str) -> None:
@@ -255,3 +257,11 @@ async def test_a_segment_of_a_cig_turn_is_read_too() -> None:
 def test_edges_of_the_paper_graph_are_the_repositorys() -> None:
     graph = paper_graph()
     assert ("v9", "v10", EdgeType.VALIDATES) in [(e.source, e.target, e.type) for e in graph.edges()]
+
+
+async def test_no_processbench_step_judged_correct_fails() -> None:
+    from tests.auditors.test_arithmetic import correct_processbench_steps
+
+    results = [await verdict(step) for step in correct_processbench_steps()]
+    assert [r.detail for r in results if r.outcome is Outcome.FAIL] == []
+    assert sum(r.outcome is Outcome.PASS for r in results) == 13

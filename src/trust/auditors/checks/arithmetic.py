@@ -15,7 +15,8 @@ What counts as a calculation:
 
 A stated value may be rounded to its own number of decimals: 10/3 = 3.33 and 10/3 = 3.3 hold,
 10/3 = 3.4 does not, and neither does the truncation 2/3 = 0.66 (rounding, as the old
-`ArithmeticOracle` does; truncation is not accepted). A percentage holds when it is the value
+`ArithmeticOracle` does; truncation is not accepted), except a whole quotient that the rest of
+its line says is one: "43/5 = 8 full pens (with a remainder of 3)". A percentage holds when it is the value
 (50/200 = 25%) or the value times 100 (0.25 * 100 = 25%). "≈" allows one unit of the last
 significant digit (100/7 ≈ 14.3, 1000/3 ≈ 300).
 
@@ -92,8 +93,9 @@ _LATEX_SYMBOLS: Final = (
     (re.compile(r"\\neq?\b"), "≠"),
     (re.compile(r"\\approx\b"), "≈"),
     (re.compile(r"\\[dt]frac\b"), r"\\frac"),
-    (re.compile(r"\\%"), "%"),
 )
+_LATEX_TEXT = re.compile(r"\\(?:text|mathrm|textrm|mbox)\s*\{([^{}]*)\}")
+_LATEX_ESCAPE = re.compile(r"\\([$%&#_])")
 _CURRENCY = re.compile(r"[$€£¥]")
 _BOLD = re.compile(r"\*\*|__")
 _SPACED_DASH = re.compile(r"(?<=[\d)])[ \t]+[–—][ \t]+(?=[\d(])")
@@ -108,6 +110,8 @@ _RELATION_NAMES: Final = {"==": "=", "<=": "≤", ">=": "≥", "!=": "≠"}
 _WORD_BEFORE = re.compile(r"([A-Za-z]+)[ \t]*$")
 _WORD_AFTER = re.compile(r"^[ \t]*([A-Za-z]+)")
 _RANGE = re.compile(r"\d-\d")
+_WHOLE_QUOTIENT = re.compile(r"\b(?:remainders?|left over|round(?:ed|ing)? down|floor|whole|complete|full)\b", re.I)
+_CONTEXT_CHARS: Final = 160
 
 _OPERATOR_WORDS_BEFORE: Final = frozenset(
     {"of", "times", "plus", "minus", "by", "over", "divided", "multiplied", "than", "from", "into", "x"}
@@ -123,7 +127,8 @@ _OPERATOR_WORDS_AFTER: Final = frozenset(
 @dataclass(frozen=True, slots=True)
 class Calculation:
     """One relation between two numeric sides, as found: "17 × 23 = 391" is `left` 17 × 23,
-    `relation` "=", `right` 391. `source` says where: "annotation" (<<...>>), "text" or "expression"."""
+    `relation` "=", `right` 391. `source` says where: "annotation" (<<...>>), "text" or "expression";
+    `after` is the rest of its line (up to `_CONTEXT_CHARS`), which may say how it rounds."""
 
     left: Expr
     relation: str
@@ -131,6 +136,7 @@ class Calculation:
     left_text: str
     right_text: str
     source: str
+    after: str = ""
 
     @property
     def text(self) -> str:
@@ -159,6 +165,8 @@ def _normalize(text: str) -> str:
     text = _ANNOTATION.sub("", text)
     text = _ARROWS.sub(" ; ", text)
     text = text.replace("\\\\", "\n")
+    text = _LATEX_TEXT.sub(r" \1 ", text)
+    text = _LATEX_ESCAPE.sub(r"\1", text)
     text = _LATEX_SPACE.sub(" ", text)
     for pattern, replacement in _LATEX_SYMBOLS:
         text = pattern.sub(replacement, text)
@@ -270,7 +278,8 @@ def _from_segment(text: str, start: int, end: int, source: str) -> list[Calculat
         if op in ("=", "≈") and _is_literal(left) and _is_literal(right):
             continue  # "1:2 = 3:6" leaves "2 = 3"; "Step 1 = 4": not a calculation
         texts = (" ".join(sides[index].split()), " ".join(sides[index + 1].split()))
-        found.append(Calculation(left, op, right, texts[0], texts[1], source))
+        after = text[end : end + _CONTEXT_CHARS].split("\n", 1)[0]
+        found.append(Calculation(left, op, right, texts[0], texts[1], source, after))
     return found
 
 
@@ -389,6 +398,9 @@ def judge(calculation: Calculation) -> Judgement | None:
     )
     if _is_literal(stated_expr):
         places = _decimals(stated_expr)
+        quotient = isinstance(computed_expr, Product) and computed_expr.rest[-1][0] == "/"
+        if quotient and places == 0 and stated == int(computed) and _WHOLE_QUOTIENT.search(calculation.after):
+            return Judgement(calculation, True, f"{text} (a whole quotient, as the text says)")
         if _rounds_to(computed, stated, places + (2 if percent else 0)):
             return Judgement(calculation, True, f"{text} (rounded)")
         if percent and _rounds_to(computed, stated * 100, places):

@@ -28,7 +28,10 @@ What is not a claim, and is skipped (false positives): definitions ("u = x^2", "
 "dv = e^x dx"), equations being solved ("2x + 3 = 7", "3x + 2 = x + 10": an identity needs the same
 variables on both sides, one side not already a flat polynomial, and no sign of solving in the text
 such as "solve" or "x = 3"), conditions ("f'(x) = 0"), inequalities, statements with numbers only
-(the arithmetic check's), and anything in a code block.
+(the arithmetic check's), and anything in a code block. Such an equation is still tried: if SymPy
+proves it an identity it counts as a pass ("sin^2 x + cos^2 x = 1"), otherwise it is dropped, never
+failed. So is an identity written with decimals, which are rounded values, often with units
+written as letters ("20 kb/s ÷ 3600 = 0.0056 kb/s").
 
 SymPy can take very long (simplify of a large expression), so the work of one node runs in a
 daemon worker thread for at most `timeout_seconds`; expressions over `MAX_CLAIM_NODES` nodes are
@@ -364,24 +367,34 @@ def _exact(expr: Expr) -> bool:
     return True
 
 
-def _flat(expr: Expr) -> bool:
-    """Whether `expr` is a polynomial already written out (no product of sums, no functions):
-    both sides flat is an equation being solved ("3x + 2 = x + 10"), not an identity to check."""
+def _monomial(expr: Expr) -> bool:
+    """A number, a variable, a variable to a numeric power, or a product of those (divided by numbers)."""
     if isinstance(expr, Number | Symbol | Percent):
         return True
     if isinstance(expr, Negate):
-        return _flat(expr.operand)
-    if isinstance(expr, Sum):
-        return _flat(expr.first) and all(_flat(term) for _, term in expr.rest)
+        return _monomial(expr.operand)
     if isinstance(expr, Power):
         return isinstance(expr.base, Symbol) and isinstance(expr.exponent, Number)
     if isinstance(expr, Product):
-        factors = [expr.first, *(factor for _, factor in expr.rest)]
-        divisors = [factor for op, factor in expr.rest if op == "/"]
-        return all(isinstance(f, Number | Symbol | Power) and _flat(f) for f in factors) and all(
-            isinstance(d, Number) for d in divisors
+        return (
+            _monomial(expr.first)
+            and all(_monomial(factor) for _, factor in expr.rest)
+            and all(isinstance(factor, Number) for op, factor in expr.rest if op == "/")
         )
     return False
+
+
+def _flat(expr: Expr) -> bool:
+    """Whether `expr` is a polynomial already written out, a sum of monomials ("4 + x/3", "2x/3"):
+    both sides flat is an equation being solved ("3x + 2 = x + 10"), not an identity to check."""
+    if isinstance(expr, Sum):
+        return _monomial(expr.first) and all(_monomial(term) for _, term in expr.rest)
+    return _monomial(expr)
+
+
+def _has_decimals(expr: Expr) -> bool:
+    """Whether a number with a decimal point is written in `expr` (a measured or rounded value)."""
+    return any(isinstance(node, Number) and "." in node.text for node in subexpressions(expr))
 
 
 def _differential_coefficient(expr: Expr) -> tuple[Expr, str] | None:
@@ -555,7 +568,13 @@ def _classify(left: Expr, op: str, right: Expr, text: str, context: _Context, re
         return Claim("identity", text, left, right)
     if isinstance(left, Symbol | Apply) or isinstance(right, Symbol | Apply):
         return None  # "y = 3x + 2", "... = y": a definition or a name, not an identity
-    tentative = reading.solving or left_symbols != right_symbols or (_flat(left) and _flat(right))
+    tentative = (
+        reading.solving
+        or left_symbols != right_symbols
+        or (_flat(left) and _flat(right))
+        or _has_decimals(left)
+        or _has_decimals(right)  # "20 kb/s ÷ 3600 = 0.0056 kb/s": rounded, with units as letters
+    )
     return Claim("identity", text, left, right, tentative=tentative)
 
 
