@@ -265,3 +265,32 @@ async def test_no_processbench_step_judged_correct_fails() -> None:
     results = [await verdict(step) for step in correct_processbench_steps()]
     assert [r.detail for r in results if r.outcome is Outcome.FAIL] == []
     assert sum(r.outcome is Outcome.PASS for r in results) == 13
+
+
+async def test_catches_the_wrong_integral_of_the_papers_refinement_example() -> None:
+    # paper 2.3.3: "Your calculation of ∫2e^x dx yielded e^x. The correct result is 2e^x + C."
+    result = await verdict("\\int 2e^{x}\\,dx = e^{x}")
+    assert (result.outcome, result.fault, result.expected) == (Outcome.FAIL, "wrong antiderivative", "2*exp(x) + C")
+    assert "not the integrand 2*exp(x)" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("content", "expression"),
+    [
+        ("∫2e^x dx = 2e^x + C", "integrate(2*exp(x), x) == 2*exp(x)"),
+        (
+            "Combine: x^2 e^x - 2x e^x + 2e^x + C",
+            "simplify(x**2*exp(x) - (2*x*exp(x) - 2*exp(x)) - (x**2*exp(x) - 2*x*exp(x) + 2*exp(x))) == 0",
+        ),
+        (
+            "Verify by differentiation: d/dx (x^2 e^x - 2x e^x + 2e^x) = x^2 e^x",
+            "simplify(diff(x**2*exp(x) - 2*x*exp(x) + 2*exp(x), x) - x**2*exp(x)) == 0",
+        ),
+    ],
+)
+async def test_the_sympy_expressions_the_decomposer_writes(content: str, expression: str) -> None:
+    # the operation nodes of trust.graphs.llm_decompose's worked example, with their "expression"
+    result = await verdict(content, expression=expression)
+    assert result.outcome is Outcome.PASS, result.detail
+    wrong = await verdict(content, expression=expression.replace("2*exp(x)", "3*exp(x)", 1))
+    assert wrong.outcome is Outcome.FAIL, wrong.detail

@@ -215,7 +215,7 @@ def _first_side_is_cut(text: str, start: int, side: str, expr: Expr | None) -> b
     stripped = side.strip()
     if not stripped or stripped[0] in "*/^×·÷%)]}!=<>≤≥≠≈":
         return True
-    before = text[:start]
+    before = text[max(0, start - _CONTEXT_CHARS) : start]
     glued = before[-1:] if before else ""
     if glued and (glued.isalnum() or glued in "_\\^."):
         return True  # "step2 + 3", "x2", "\\alpha 2"
@@ -236,7 +236,7 @@ def _last_side_is_cut(text: str, end: int, side: str, expr: Expr | None) -> bool
     stripped = side.strip()
     if not stripped or stripped[-1] in "+-*/^×·÷(=<>≤≥≠≈−":
         return True
-    after = text[end:]
+    after = text[end : end + _CONTEXT_CHARS]
     glued = after[:1]
     if glued.isalpha():
         unit = re.match(r"[A-Za-z]+", after)

@@ -787,7 +787,7 @@ class _Parser:
             return Number(Fraction(token.text.replace(",", "")), token.text)
         if token.kind == "INF":
             return Constant("oo")
-        if token.kind == "NAME" and len(token.text) == 1 or token.text == "pi":
+        if token.kind == "NAME" and (len(token.text) == 1 or token.text == "pi"):
             return self.name(token)
         raise self.error("unexpected integral bound", token)
 
@@ -799,8 +799,6 @@ class _Parser:
             return self.special(token)
         if name == "pi":
             return Constant("pi")
-        if name in ("oo",):
-            return Constant("oo")
         if name == "d":
             if self.at("OP", "/") and self.at("DIFF", offset=1):
                 self.take()

@@ -164,21 +164,22 @@ class _Context:
 
     def merge(self, other: _Context, ambiguous: set[str]) -> None:
         """Adds another parent's definitions; a name two parents define differently is dropped."""
-        for mine, theirs in (
-            (self.values, other.values),
-            (self.differentials, other.differentials),
-            (self.functions, other.functions),
-        ):
-            for name, value in theirs.items():
-                if name in mine and mine[name] != value:
-                    ambiguous.add(name)
-                mine[name] = value  # type: ignore[assignment]
+        _merge_into(self.values, other.values, ambiguous)
+        _merge_into(self.differentials, other.differentials, ambiguous)
+        _merge_into(self.functions, other.functions, ambiguous)
 
     def drop(self, names: Iterable[str]) -> None:
         for name in names:
             self.values.pop(name, None)
             self.differentials.pop(name, None)
             self.functions.pop(name, None)
+
+
+def _merge_into(mine: dict[str, T], theirs: dict[str, T], ambiguous: set[str]) -> None:
+    for name, value in theirs.items():
+        if name in mine and mine[name] != value:
+            ambiguous.add(name)
+        mine[name] = value
 
 
 # ---------------------------------------------------------------------------------------------- finding statements
@@ -852,24 +853,30 @@ class _Evaluator:
         return self._decided(claim, outcome, how, "wrong antiderivative", expected, wrong)
 
     def _value(self, claim: Claim) -> Finding:
-        calls = [node for node in subexpressions(claim.left) if isinstance(node, Call) and node.name == "log"]
-        bases: tuple[int | None, ...] = (None, 10) if any(len(c.args) == 1 for c in calls) else (None,)
-        finding: Finding | None = None
-        for base in bases:  # a bare "log" is natural in SymPy, base 10 in many texts: either reading holds
-            lhs, rhs = self.build(claim.left, log_base=base), self.build(claim.right, log_base=base)
-            rounded = _approximates(lhs, claim.right, claim.relation)
-            if rounded is not None:
-                outcome = Outcome.PASS if rounded else Outcome.FAIL
-                how = "rounded" if rounded else f"the left side is {lhs.evalf(12)}"
-            else:
-                outcome, how = compare(lhs, rhs)
-            reading = " with log in base 10" if base == 10 else ""
-            expected = str(lhs.evalf(10))
-            finding = self._decided(claim, outcome, how + reading, "wrong value", expected, f"the left side is {lhs}")
-            if outcome is Outcome.PASS:
-                return finding
-        assert finding is not None
-        return finding
+        logs = [
+            node
+            for side in (claim.left, claim.right)
+            for node in subexpressions(side)
+            if isinstance(node, Call) and node.name == "log" and len(node.args) == 1
+        ]
+        # a bare "log" is natural in SymPy and base 10 in many texts: it fails only if both readings fail
+        findings = [self._value_read(claim, base) for base in ((None, 10) if logs else (None,))]
+        passed = [f for f in findings if f.outcome is Outcome.PASS]
+        if passed:
+            return passed[0]
+        return findings[0] if all(f.outcome is Outcome.FAIL for f in findings) else findings[-1]
+
+    def _value_read(self, claim: Claim, base: int | None) -> Finding:
+        lhs, rhs = self.build(claim.left, log_base=base), self.build(claim.right, log_base=base)
+        rounded = _approximates(lhs, claim.right, claim.relation)
+        if rounded is not None:
+            outcome = Outcome.PASS if rounded else Outcome.FAIL
+            how = "rounded" if rounded else f"the left side is {lhs.evalf(12)}"
+        else:
+            outcome, how = compare(lhs, rhs)
+        reading = " with log in base 10" if base == 10 else ""
+        expected = str(lhs.evalf(10))
+        return self._decided(claim, outcome, how + reading, "wrong value", expected, f"the left side is {lhs}")
 
     def _result(self, claim: Claim) -> Finding:
         sympy = self.sympy
