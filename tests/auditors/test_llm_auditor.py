@@ -5,6 +5,7 @@ server. The small model proves the wiring: its verdicts are checked for form, ne
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from trust.auditors.local_model import LocalModelServer
 from trust.errors import ConfigError, LlmError
 from trust.graphs.cig import AgentTurn, ReplyContract, Role
 from trust.graphs.hdag import HdagNode, Level, Tier
+from trust.graphs.llm_decompose import ChatMessage
 from trust.graphs.refinement import ErrorType
 from trust.llm import LlmClient, StructuredOutput
 from trust.settings import AuditSettings, LlmSettings
@@ -218,6 +220,21 @@ def test_parse_answer_reads_exact_fields_only() -> None:
     assert parse_answer(raw, AuditLayer.NODE).critique == "line one\nline two"
 
 
+@pytest.mark.parametrize("schema", [VERDICT_SCHEMA_NODE, VERDICT_SCHEMA_EDGE])
+def test_the_schema_keeps_to_the_portable_subset(schema: dict[str, Any]) -> None:
+    """Every field required, nothing else allowed, no numeric or length keywords (strict modes refuse
+    some); the score grid and the critique pattern steer decoding."""
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert schema["required"] == ["critique", "error_type", "score", "verdict"] == list(schema["properties"])
+    keywords = {key for field in schema["properties"].values() for key in field}
+    assert keywords <= {"type", "enum", "pattern"}
+    assert schema["properties"]["score"]["enum"] == [i / 10 for i in range(11)]
+    critique = re.compile(schema["properties"]["critique"]["pattern"])
+    assert critique.search("17 * 23 is 391, not 409.") and critique.search("x" * 300)
+    for bad in ("", " leading space", 'a "quoted" word', "a back\\slash", "two\nlines", "x" * 301):
+        assert not critique.search(bad)
+
+
 # ---------------------------------------------------------------------------------------- combining
 
 
@@ -403,6 +420,11 @@ REAL_SEGMENTS = [
     pytest.param(AuditRequest(WRONG, (GOAL,)), id="operation-409"),
     pytest.param(AuditRequest(REVIEWER, (CODER,)), id="cig-reviewer-turn"),
     pytest.param(AuditRequest(REVIEWER, (CODER,), layer=AuditLayer.EDGE), id="cig-edge"),
+    pytest.param(AuditRequest(CODER, ()), id="cig-turn-without-parents"),
+    pytest.param(
+        AuditRequest(HdagNode("s2", Level.STEP, "17 * 20 = 340 and 17 * 3 = 51, so 391.", domain="math"), (GOAL, PLAN)),
+        id="step-two-parents",
+    ),
 ]
 
 
@@ -423,3 +445,21 @@ async def test_the_local_server_refuses_the_openai_schema_shape_with_a_hint(loca
     async with LlmClient(settings, structured_output=StructuredOutput.JSON_SCHEMA) as client:
         with pytest.raises(LlmError, match=r"'text' or 'json_object'.*structured_output="):
             await LlmAuditor(client, AUDIT).audit(AuditRequest(RIGHT, (GOAL,)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("layer", "schema"), [(AuditLayer.NODE, VERDICT_SCHEMA_NODE), (AuditLayer.EDGE, VERDICT_SCHEMA_EDGE)]
+)
+async def test_the_schema_constrains_the_real_model_to_parseable_answers(
+    local_judge: LocalModelServer, layer: AuditLayer, schema: dict[str, Any]
+) -> None:
+    """Free-form the small model ignores the answer format; held to the schema, its first answer parses."""
+    messages = [
+        ChatMessage("system", "You check calculations. Reply with JSON."),
+        ChatMessage("user", "Is 17 * 23 = 409 right? Explain at length, with examples."),
+    ]
+    async with local_judge.client(timeout_seconds=120) as client:
+        reply = await client.complete(messages, temperature=0.0, schema=schema, max_tokens=MAX_ANSWER_TOKENS)
+    answer = parse_answer(reply, layer)
+    assert answer.critique and 0.0 <= answer.score <= 1.0

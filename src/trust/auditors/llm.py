@@ -23,17 +23,21 @@ constraint where it can):
     {"critique": str, "error_type": <an ErrorType value allowed for the layer> | null,
      "score": <one of 0, 0.1, ..., 1>, "verdict": "pass" | "fail"}
 
-The critique comes first so that a model writes its reasons before it commits to a number. The
-score is one of eleven steps because a weak model constrained to "a number" writes 5.68; the
-schema keeps to what OpenAI's strict mode, vLLM, Ollama and llama.cpp all accept (every field
-required, no extra fields, no numeric or length keywords, some of which strict modes refuse). The
-reply is then read strictly with pydantic (`JudgeAnswer`): exactly these fields, exact types (a
+The critique comes first so that a model writes its reasons before it commits to a number. Two
+parts of the schema only steer decoding, and the parse does not require them of an endpoint that
+does not enforce schemas: the score is one of eleven steps, because a weak model constrained to "a
+number" writes 5.68, and the critique matches a pattern (a letter or digit first, no quote,
+backslash or control character, at most `ASKED_CRITIQUE_CHARS`) that a grammar can only complete
+as a valid, non-empty, closed JSON string. The schema keeps to what OpenAI's strict mode, vLLM,
+Ollama and llama.cpp all accept (every field required, no extra fields, no numeric or length
+keywords, some of which strict modes refuse).
+
+The reply is then read strictly with pydantic (`JudgeAnswer`): exactly these fields, exact types (a
 score of `true` or `"0.5"` is not a number), a score in [0, 1], a non-blank critique of at most
-`MAX_CRITIQUE_CHARS` (the prompt asks for `ASKED_CRITIQUE_CHARS`). The only leniencies are
-surrounding whitespace, one enclosing Markdown code fence, and raw control characters inside
-strings (see `parse_answer`). A malformed
-answer is asked again, with what was wrong fed back, up to `max_attempts` times in all; then the
-audit raises `LlmError` naming the model, the endpoint, the node and an excerpt of the last answer.
+`MAX_CRITIQUE_CHARS`. The only leniencies are surrounding whitespace, one enclosing Markdown code
+fence, and raw control characters inside strings (see `parse_answer`). A malformed answer is asked
+again, with what was wrong fed back, up to `max_attempts` times in all; then the audit raises
+`LlmError` naming the model, the endpoint, the node and an excerpt of the last answer.
 A model that cannot answer must not pass a node silently.
 
 Bias. Position bias is reduced by asking each question twice: first with the context (parents in
@@ -97,15 +101,15 @@ __all__ = [
     "parse_answer",
 ]
 
-ASKED_CRITIQUE_CHARS: Final = 400
-"""The critique length the prompt asks for, in characters (about 100 to 130 tokens)."""
+ASKED_CRITIQUE_CHARS: Final = 300
+"""The critique length the prompt asks for and the schema's pattern allows, in characters."""
 MAX_CRITIQUE_CHARS: Final = 600
 """The longest critique accepted from the judge, in characters: the asked length with a margin, so a
-judge that overshoots a little is not asked again."""
-MAX_ANSWER_TOKENS: Final = 256
-"""`max_tokens` of a judge request: the asked critique and the JSON around it (~40 tokens) with room
-to spare. A runaway answer (a small model that rambles inside the critique string) is cut here,
-fails to parse and is asked again, instead of filling the context."""
+judge that does not enforce the schema and overshoots a little is not asked again."""
+MAX_ANSWER_TOKENS: Final = 400
+"""`max_tokens` of a judge request: a critique of `ASKED_CRITIQUE_CHARS` at worst one token per
+character, the JSON around it (~40 tokens) and a margin. A runaway answer of a judge that does not
+enforce the schema is cut here, fails to parse and is asked again, instead of filling the context."""
 SCORE_STEPS: Final = 10
 """The score is one of 0, 1/SCORE_STEPS, ..., 1 (tenths)."""
 DISAGREEMENT_GAP: Final = 0.3
@@ -127,6 +131,13 @@ _FENCE = re.compile(r"\A```[A-Za-z]*\s*\n(?P<body>.*)\n\s*```\Z", re.DOTALL)
 _NODE_ERROR_TYPES: Final = (ErrorType.FACTUAL, ErrorType.LOGICAL, ErrorType.STRATEGY, ErrorType.NEGLIGENCE)
 _EDGE_ERROR_TYPES: Final = (ErrorType.PROTOCOL,)
 _SCORE_VALUES: Final = [round(i / SCORE_STEPS, 2) for i in range(SCORE_STEPS + 1)]
+# The critique, as a decoding constraint: it starts with a letter or digit (a weak model otherwise
+# answers ""), holds no quote, backslash or control character and ends within ASKED_CRITIQUE_CHARS,
+# so that a grammar built from the schema can only produce a valid, closed JSON string
+# (llama-cpp-python's own string rule lets raw newlines through, and a small model that rambles
+# never closes its string). OpenAI's strict mode, vLLM and llama.cpp accept regular expressions in
+# `pattern`; the bound lives there because strict modes refuse `maxLength`.
+_CRITIQUE_PATTERN: Final = rf'^[A-Za-z0-9][^"\\\x00-\x1f]{{0,{ASKED_CRITIQUE_CHARS - 1}}}$'
 
 
 def _schema(name: str, error_types: Sequence[ErrorType]) -> dict[str, Any]:
@@ -134,7 +145,7 @@ def _schema(name: str, error_types: Sequence[ErrorType]) -> dict[str, Any]:
         "title": name,
         "type": "object",
         "properties": {
-            "critique": {"type": "string"},
+            "critique": {"type": "string", "pattern": _CRITIQUE_PATTERN},
             "error_type": {"enum": [*(e.value for e in error_types), None]},
             "score": {"type": "number", "enum": list(_SCORE_VALUES)},
             "verdict": {"type": "string", "enum": ["pass", "fail"]},
