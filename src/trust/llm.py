@@ -74,7 +74,7 @@ class LlmClient:
         *,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0,
-        structured_output: StructuredOutput = StructuredOutput.JSON_SCHEMA,
+        structured_output: StructuredOutput | None = None,
     ) -> None:
         if settings.base_url is None:
             raise ConfigError(
@@ -86,7 +86,7 @@ class LlmClient:
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         self._backoff = backoff_seconds
         self._max_backoff = max_backoff_seconds
-        self.structured_output = StructuredOutput(structured_output)
+        self.structured_output = StructuredOutput(structured_output or settings.structured_output)
         headers = {"Accept": "application/json"}
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"

@@ -216,6 +216,11 @@ class LlmSettings(BaseModel):
     # The most likely structure, as repeatable as the endpoint allows; the paper's 0.7 + 0.1 per
     # round schedule (RefinementSettings) is for repairs, not for decomposition.
     decomposition_temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature of HDAG requests")
+    structured_output: Literal["json_schema", "json_object", "prompt"] = Field(
+        "json_schema",
+        description="how a JSON schema is sent: json_schema (OpenAI, vLLM, Ollama), json_object "
+        "(llama-cpp-python's server), prompt (not at all; the schema is only in the prompt)",
+    )
 
     @property
     def configured(self) -> bool:

@@ -38,7 +38,7 @@ from trust.errors import GraphError
 from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.hdag import Hdag, HdagNode, Level, Tier
 from trust.graphs.refinement import ErrorType
-from trust.graphs.serialization import node_from_dict, node_to_dict
+from trust.graphs.serialization import node_from_dict, node_to_dict, parse_json
 from trust.privacy.segments import TURN_FORMAT, loads_turn, turn_to_dict
 
 __all__ = [
@@ -284,11 +284,7 @@ def _node_to(node: Node) -> dict[str, Any]:
 
 def parse_segment_plaintext(plaintext: bytes, *, path: str = "segment") -> Node:
     """The node a decrypted segment holds: an HDAG node JSON or a CIG turn JSON."""
-    try:
-        data = json.loads(plaintext)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GraphError(f"{path}: the decrypted segment is not JSON ({exc})") from None
-    return _node_from(data, path)
+    return _node_from(parse_json(plaintext, MAX_SEGMENT_BYTES, path), path)
 
 
 def request_from_plaintexts(node_id: str, plaintexts: Mapping[str, bytes], *, question: str = "") -> AuditRequest:
@@ -322,12 +318,7 @@ def request_for(
 
 def loads_request(text: str | bytes) -> AuditRequest:
     """Reads a segment file (see the module docstring); `GraphError` naming the field otherwise."""
-    if len(text) > MAX_SEGMENT_BYTES:
-        raise GraphError(f"segment: {len(text)} bytes, more than the {MAX_SEGMENT_BYTES} a segment may hold")
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GraphError(f"segment: not valid JSON ({exc})") from None
+    data = parse_json(text, MAX_SEGMENT_BYTES, "segment")
     if not isinstance(data, dict):
         raise GraphError(f"segment: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(_SEGMENT_FIELDS))

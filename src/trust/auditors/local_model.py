@@ -343,7 +343,11 @@ class LocalModelServer:
     def endpoint_settings(self, *, timeout_seconds: float = 60.0, max_retries: int = 2) -> LlmSettings:
         """`LlmSettings` pointing at this server: its base URL and the model name it reports."""
         return LlmSettings(
-            base_url=self.base_url, model=self.model_id, timeout_seconds=timeout_seconds, max_retries=max_retries
+            base_url=self.base_url,
+            model=self.model_id,
+            timeout_seconds=timeout_seconds,
+            max_retries=max_retries,
+            structured_output=STRUCTURED_OUTPUT.value,
         )
 
     def client(self, *, timeout_seconds: float = 60.0, max_retries: int = 2) -> LlmClient:

@@ -54,6 +54,7 @@ __all__ = [
     "loads_node",
     "node_from_dict",
     "node_to_dict",
+    "parse_json",
 ]
 
 FORMAT = "trust.hdag"
@@ -230,7 +231,10 @@ def _depth(text: str) -> int:
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
-def _parse(text: str | bytes, max_bytes: int, what: str) -> Any:
+def parse_json(text: str | bytes, max_bytes: int, what: str) -> Any:
+    """Strict JSON for untrusted documents: at most `max_bytes`, UTF-8, nested at most 32 deep
+    (checked before parsing), no duplicate keys, no NaN or Infinity. `GraphError` starting with
+    `what` otherwise."""
     if isinstance(text, bytes):
         if len(text) > max_bytes:
             raise GraphError(
@@ -257,7 +261,7 @@ def _parse(text: str | bytes, max_bytes: int, what: str) -> Any:
 
 def loads_node(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> HdagNode:
     """The node a `dumps_node` text describes (for example a decrypted segment); `GraphError` otherwise."""
-    return node_from_dict(_parse(text, max_bytes, "node"), path="node")
+    return node_from_dict(parse_json(text, max_bytes, "node"), path="node")
 
 
 def loads(
@@ -271,7 +275,7 @@ def loads(
     A structurally invalid graph raises `GraphValidationError` (a `GraphError`) listing every
     violation. `max_bytes` bounds the UTF-8 size of the text, `max_nodes` the number of nodes.
     """
-    document = _fields(_parse(text, max_bytes, "document"), "", _DOCUMENT_FIELDS)
+    document = _fields(parse_json(text, max_bytes, "document"), "", _DOCUMENT_FIELDS)
     stated = document["format"]
     if stated != FORMAT:
         shown = _show(stated) if isinstance(stated, str) else _kind(stated)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 import httpx
+from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
 from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
@@ -50,7 +51,7 @@ from trust.worker.identity import AuditorIdentity
 from trust.worker.keys import vote_salt
 from trust.worker.store import SeatKey, SeatRecord, SeatState, WorkerStore
 
-__all__ = ["TRANSIENT_ERRORS", "Worker"]
+__all__ = ["TRANSIENT_ERRORS", "Worker", "claim_seat_rewards"]
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (IpfsError, LlmError, httpx.HTTPError, OSError, TimeoutError)
 """Failures worth retrying. `ChainError` is transient too, except `ContractReverted` (the chain said no)."""
@@ -60,6 +61,11 @@ _ACTIVE = (SeatState.DRAWN, SeatState.VOTED, SeatState.COMMITTING, SeatState.COM
 # Seats that ended their round without a vote: they keep their state and get an `outcome` once the
 # round is settled on chain.
 _SILENT = (SeatState.ABSTAINED, SeatState.REJECTED, SeatState.MISSED, SeatState.FAILED)
+
+
+FINALIZE_STAGGER_SECONDS = 2
+"""How much longer seat i of a committee waits than seat i - 1 before it finalizes the round or
+settles the session: anyone may, the first call wins, and the others would pay for a revert."""
 
 
 def _transient(exc: BaseException) -> bool:
@@ -93,6 +99,7 @@ class Worker:
         adversary: Adversary | None = None,
         auto_claim: bool = False,
         logger: logging.Logger | None = None,
+        on_event: Callable[[SeatKey, str, str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.protocol = protocol
@@ -105,6 +112,7 @@ class Worker:
         self.auto_claim = auto_claim
         self.log = logger or logging.getLogger("trust.worker")
         self._clock = clock
+        self._on_event = on_event
         self._address = to_checksum_address(identity.address)
         self._audits: dict[SeatKey, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(settings.audits_in_parallel)
@@ -154,7 +162,7 @@ class Worker:
         await self._commit(now)
         await self._reveal(now)
         await self._finalize(now)
-        await self._settle()
+        await self._settle(now)
 
     async def wait_idle(self) -> None:
         """Waits for the audits in flight (tests and benchmarks drive `tick` themselves)."""
@@ -542,8 +550,10 @@ class Worker:
             if seat.key in self._audits:
                 continue
             # A round may be finalized early once every seat revealed; only a revealed seat checks.
-            early = seat.state is SeatState.REVEALED and now.timestamp > seat.commit_deadline
-            if now.timestamp > seat.reveal_deadline or early:
+            # Seat i waits i staggers more, so that the committee does not race to pay for one call.
+            stagger = FINALIZE_STAGGER_SECONDS * seat.seat_index
+            early = seat.state is SeatState.REVEALED and now.timestamp > seat.commit_deadline + stagger
+            if now.timestamp > seat.reveal_deadline + stagger or early:
                 due[seat.session_id].append(seat)
         for session_id, seats in due.items():
             infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
@@ -597,10 +607,15 @@ class Worker:
 
     # ------------------------------------------------------------------------------------ settle
 
-    async def _settle(self) -> None:
+    async def _settle(self, now: _ChainTime) -> None:
         unsettled = {s.session_id for s in self._unsettled()}
-        recorded = {s.session_id for s in self.store.seats() if s.outcome is not None}
+        seats = self.store.seats()
+        recorded = {s.session_id for s in seats if s.outcome is not None}
         for session_id in sorted(recorded - unsettled - self._settled_sessions):
+            mine = [s for s in seats if s.session_id == session_id]
+            last_deadline = max(s.reveal_deadline for s in mine)
+            if now.timestamp < last_deadline + FINALIZE_STAGGER_SECONDS * min(s.seat_index for s in mine):
+                continue
             session = await self.protocol.audit.session(session_id)
             try:
                 if session.status is SessionStatus.OPEN and session.finalized_count == session.segment_count:
@@ -614,7 +629,9 @@ class Worker:
                     self.log.info("s%d: fee distributed in %s", session_id, sent.tx_hash)
                     session = await self.protocol.audit.session(session_id)
             except ContractReverted as exc:
-                self.log.info("s%d: settling was refused (%s); another worker was first", session_id, exc.error_name)
+                self.log.info(
+                    "s%d: settling was refused (%s); another worker was first", session_id, exc.error_name or "reverted"
+                )
                 session = await self.protocol.audit.session(session_id)
             if session.status is SessionStatus.DISTRIBUTED:
                 if self.auto_claim:
@@ -622,46 +639,9 @@ class Worker:
                 self._settled_sessions.add(session_id)
 
     async def claim(self, session_id: int | None = None) -> int:
-        """Claims the reward of every aligned, finalized seat (of one session, or all distributed
+        """Claims the reward of every aligned, finalized seat (of one session, or of all distributed
         sessions); returns the wei received."""
-        seats = [
-            s
-            for s in self.store.seats([SeatState.FINALIZED])
-            if (s.outcome or "").startswith("aligned") and (session_id is None or s.session_id == session_id)
-        ]
-        by_session: dict[int, list[SeatRecord]] = defaultdict(list)
-        for seat in seats:
-            by_session[seat.session_id].append(seat)
-        total = 0
-        for sid, group in sorted(by_session.items()):
-            if (await self.protocol.audit.session(sid)).status is not SessionStatus.DISTRIBUTED:
-                continue
-            unclaimed = []
-            for seat in group:
-                info = await self.protocol.audit.seat(sid, seat.segment_id, seat.round, seat.seat_index)
-                if info.claimed:
-                    self.store.update(seat.key, state=SeatState.CLAIMED)
-                else:
-                    unclaimed.append(seat)
-            if not unclaimed:
-                continue
-            sent = await self.protocol.audit.claim_rewards(
-                self.identity.account, sid, [(s.segment_id, s.seat_index) for s in unclaimed]
-            )
-            paid = self.protocol.audit.rewards_claimed_in(sent)
-            total += paid
-            for seat in unclaimed:
-                self.store.update(seat.key, state=SeatState.CLAIMED, reward_wei=paid // len(unclaimed))
-            self.store.log(None, "reward", f"s{sid}: {paid / 10**18:.6f} ETH for {len(unclaimed)} seats")
-            self.log.info(
-                "s%d: reward %.6f ETH for %d seat%s in %s",
-                sid,
-                paid / 10**18,
-                len(unclaimed),
-                "" if len(unclaimed) == 1 else "s",
-                sent.tx_hash,
-            )
-        return total
+        return await claim_seat_rewards(self.protocol, self.identity.account, self.store, session_id, log=self.log)
 
     # ------------------------------------------------------------------------------------ logging
 
@@ -673,6 +653,8 @@ class Worker:
 
     def _say(self, key: SeatKey, event: str, detail: str, *, warn: bool = False) -> None:
         self.store.log(key, event, detail)
+        if self._on_event is not None:
+            self._on_event(key, event, detail)
         (self.log.warning if warn else self.log.info)("%s %s: %s", key, event, detail)
 
 
@@ -686,3 +668,41 @@ async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
     except TimeoutError:
         pass
+
+
+async def claim_seat_rewards(
+    protocol: Protocol,
+    account: LocalAccount,
+    store: WorkerStore,
+    session_id: int | None = None,
+    *,
+    log: logging.Logger | None = None,
+) -> int:
+    """Claims the reward of every aligned, finalized seat in `store` whose session is distributed
+    (one session, or all); returns the wei received. A seat already claimed on chain is marked so."""
+    log = log or logging.getLogger("trust.worker")
+    by_session: dict[int, list[SeatRecord]] = defaultdict(list)
+    for seat in store.seats([SeatState.FINALIZED]):
+        if (seat.outcome or "").startswith("aligned") and session_id in (None, seat.session_id):
+            by_session[seat.session_id].append(seat)
+    total = 0
+    for sid, group in sorted(by_session.items()):
+        if (await protocol.audit.session(sid)).status is not SessionStatus.DISTRIBUTED:
+            continue
+        unclaimed = []
+        for seat in group:
+            if (await protocol.audit.seat(sid, seat.segment_id, seat.round, seat.seat_index)).claimed:
+                store.update(seat.key, state=SeatState.CLAIMED)
+            else:
+                unclaimed.append(seat)
+        if not unclaimed:
+            continue
+        sent = await protocol.audit.claim_rewards(account, sid, [(s.segment_id, s.seat_index) for s in unclaimed])
+        paid = protocol.audit.rewards_claimed_in(sent)
+        total += paid
+        for seat in unclaimed:
+            store.update(seat.key, state=SeatState.CLAIMED, reward_wei=paid // len(unclaimed))
+        seats = f"{len(unclaimed)} seat{'' if len(unclaimed) == 1 else 's'}"
+        store.log(None, "reward", f"s{sid}: {paid / 10**18:.6f} ETH for {seats} in {sent.tx_hash}")
+        log.info("s%d reward: %.6f ETH for %s in %s", sid, paid / 10**18, seats, sent.tx_hash)
+    return total

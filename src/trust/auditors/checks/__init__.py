@@ -2,13 +2,21 @@
 
 from trust.auditors.checks.arithmetic import ArithmeticCheck
 from trust.auditors.checks.expressions import EvaluationError, ParseError
+from trust.auditors.checks.grounding import GroundingCheck
+from trust.auditors.checks.sandbox import RunReason, RunResult, SandboxCheck, SandboxLayer, run_python
 from trust.auditors.checks.schema import SchemaCheck
 from trust.auditors.checks.symbolic import SymbolicCheck
 
 __all__ = [
     "ArithmeticCheck",
     "EvaluationError",
+    "GroundingCheck",
     "ParseError",
+    "RunReason",
+    "RunResult",
+    "SandboxCheck",
+    "SandboxLayer",
     "SchemaCheck",
     "SymbolicCheck",
+    "run_python",
 ]

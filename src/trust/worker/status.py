@@ -1,0 +1,112 @@
+"""`trust worker status`: what a worker's state file says, read-only, while the daemon runs."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trust.errors import ConfigError
+from trust.settings import Settings
+from trust.worker.store import SeatState, WorkerStore
+
+__all__ = ["find_states", "render_status", "status_report"]
+
+_RECENT = 20
+
+
+def find_states(settings: Settings, address: str | None, data_dir: Path | None) -> list[Path]:
+    """The state files of a worker: `data_dir`, else HOME/worker/<address>, one per chain."""
+    base = data_dir or settings.worker.data_dir
+    if base is None:
+        if address is None:
+            raise ConfigError("give the worker's address, keystore or data directory")
+        base = settings.home / "worker" / address.lower()
+    found = sorted(base.glob("chain-*.sqlite3"))
+    if not found:
+        raise ConfigError(f"no worker state in {base}: has `trust worker run` been started with this wallet?")
+    return found
+
+
+def _when(unix: float | None) -> str | None:
+    return None if unix is None else datetime.fromtimestamp(unix).isoformat(timespec="seconds")
+
+
+def status_report(path: Path) -> dict[str, Any]:
+    """Everything `trust worker status` shows, as JSON-ready data."""
+    with WorkerStore.open_existing(path) as store:
+        identity = store.identity
+        seats = store.seats()
+        counts = store.counts()
+        recent = store.recent(_RECENT)
+    rewards = sum(s.reward_wei or 0 for s in seats)
+    return {
+        "state_file": str(path),
+        "auditor": identity.get("auditor"),
+        "chain_id": int(identity.get("chain_id", 0)),
+        "audit_contract": identity.get("audit_contract"),
+        "last_block": None if identity.get("last_block") is None else int(identity["last_block"]),
+        "seats": {state.value: counts.get(state, 0) for state in SeatState},
+        "rewards_wei": rewards,
+        "open": [
+            {
+                "seat": str(s.key),
+                "state": s.state.value,
+                "tier": s.tier,
+                "commit_deadline": _when(s.commit_deadline),
+                "reveal_deadline": _when(s.reveal_deadline),
+                "vote": None if s.vote is None else ("pass" if s.vote else "fail"),
+                "attempts": s.attempts,
+                "last_error": s.last_error,
+            }
+            for s in seats
+            if s.state.open
+        ],
+        "problems": [
+            {"seat": str(s.key), "state": s.state.value, "reason": s.last_error, "outcome": s.outcome}
+            for s in seats
+            if s.state in (SeatState.FAILED, SeatState.REJECTED, SeatState.MISSED)
+        ],
+        "recent": [
+            {"at": _when(e.at), "seat": None if e.seat is None else str(e.seat), "event": e.event, "detail": e.detail}
+            for e in recent
+        ],
+        "read_at": _when(time.time()),
+    }
+
+
+def render_status(report: dict[str, Any], console: Console) -> None:
+    console.print(
+        f"[bold]worker {report['auditor']}[/bold] on chain {report['chain_id']} "
+        f"(audit contract {report['audit_contract']}), events read through block {report['last_block']}"
+    )
+    counts = ", ".join(f"{n} {state}" for state, n in report["seats"].items() if n) or "no seats yet"
+    console.print(f"seats: {counts}; rewards claimed: {report['rewards_wei'] / 10**18:.6f} ETH")
+    if report["open"]:
+        table = Table(title="open seats")
+        for column in ("seat", "state", "tier", "commit by", "reveal by", "vote", "tries", "last error"):
+            table.add_column(column)
+        for seat in report["open"]:
+            table.add_row(
+                seat["seat"],
+                seat["state"],
+                str(seat["tier"]),
+                seat["commit_deadline"],
+                seat["reveal_deadline"],
+                seat["vote"] or "-",
+                str(seat["attempts"]),
+                escape(seat["last_error"] or ""),
+            )
+        console.print(table)
+    for problem in report["problems"]:
+        console.print(f"[red]{problem['state']}[/red] {problem['seat']}: {escape(problem['reason'] or '')}")
+    if report["recent"]:
+        console.print("[bold]recent[/bold]")
+        for entry in report["recent"]:
+            seat = f"{entry['seat']} " if entry["seat"] else ""
+            console.print(f"  {entry['at']} {seat}{entry['event']}: {escape(entry['detail'])}", soft_wrap=True)

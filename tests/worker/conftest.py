@@ -1,0 +1,107 @@
+"""A small audit network for worker tests: Anvil with the protocol deployed under short windows,
+tier-1 auditors with keystores, a provider, the local IPFS node, and blocks every second (the
+windows are timestamps, and only mined blocks move the chain's clock)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from eth_account.signers.local import LocalAccount
+
+from trust.chain.client import ChainClient
+from trust.chain.deployment import Deployment, deploy_protocol
+from trust.chain.protocol import Protocol
+from trust.chain.types import CommitteeDrawn
+from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
+from trust.devnet import AuditorAccount, dev_account, provision_auditors
+from trust.graphs.decompose import from_steps
+from trust.graphs.hdag import Hdag
+from trust.privacy import merkle
+from trust.settings import GovernanceSettings, ProtocolSettings
+from trust.storage.kubo import KuboClient
+
+PASSWORD = "worker-test-only"
+COMMIT_WINDOW_SECONDS = 14
+REVEAL_WINDOW_SECONDS = 10
+PROTOCOL = ProtocolSettings(
+    committee_size_tier1=3,
+    committee_size_tier2=3,
+    committee_size_tier3=3,
+    commit_window_seconds=COMMIT_WINDOW_SECONDS,
+    reveal_window_seconds=REVEAL_WINDOW_SECONDS,
+)
+
+
+@dataclass
+class Network:
+    protocol: Protocol
+    deployment: Deployment
+    deployer: LocalAccount
+    provider: LocalAccount
+    auditors: list[AuditorAccount]
+    keystore_dir: Path
+
+
+@pytest.fixture
+async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
+    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as client:
+        yield client
+
+
+@pytest.fixture
+async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> AsyncIterator[Network]:
+    deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
+    await chain.rpc("evm_setAutomine", [True])
+    deployment = await deploy_protocol(chain, deployer, PROTOCOL, GovernanceSettings())
+    protocol = Protocol.bind(chain, deployment)
+    auditors = await provision_auditors(protocol, deployer, [1, 1, 1], keystore_dir, PASSWORD, scrypt_n=2**10)
+    await chain.rpc("evm_setIntervalMining", [1])
+    yield Network(protocol, deployment, deployer, provider, auditors, keystore_dir)
+    await chain.rpc("evm_setIntervalMining", [0])
+
+
+def products() -> Hdag:
+    """Four tier-1 segments: a goal and three calculations, the second one wrong (17 * 23 is 391)."""
+    return from_steps(
+        "Check the products 17 * 23 = 391 and 12 * 12 = 144.",
+        ["17 * 23 = 391", "17 * 23 = 409", "12 * 12 = 144"],
+    )
+
+
+def tier1_profiles(graph: Hdag) -> dict[str, SegmentProfile]:
+    return {node.id: SegmentProfile(1) for node in graph.nodes()}
+
+
+async def open_session(network: Network, stored: StoredTrace) -> tuple[int, list[CommitteeDrawn]]:
+    """Creates the session, waits for its randomness block and draws every committee."""
+    audit, chain = network.protocol.audit, network.protocol.chain
+    session_id, _ = await audit.create_session(network.provider, stored.root, stored.specs())
+    while await chain.block_number() <= (await audit.session(session_id)).randomness_block:
+        await chain.rpc("evm_mine", [])
+    drawn = await audit.assign_auditors(network.provider, session_id, range(len(stored.segments)))
+    return session_id, audit.committees_in(drawn)
+
+
+async def submit(
+    network: Network, kubo: KuboClient, graph: Hdag, *, tamper: Sequence[int] = ()
+) -> tuple[int, StoredTrace, list[CommitteeDrawn]]:
+    """The provider's side: store, register, draw and deliver the keys. Segments in `tamper` are
+    replaced on IPFS by a copy with one ciphertext byte flipped, registered under the copy's CID
+    (so the chain and the envelope agree on where it lies, but not on what it holds)."""
+    stored = await store_trace(kubo, graph, profiles=tier1_profiles(graph))
+    if tamper:
+        segments, leaves = list(stored.segments), list(stored.leaves)
+        for index in tamper:
+            blob = bytearray(await kubo.cat(segments[index].cid))
+            blob[-20] ^= 0x01
+            cid = await kubo.add(bytes(blob))
+            segments[index] = dataclasses.replace(segments[index], cid=cid)
+            leaves[index] = dataclasses.replace(leaves[index], cid=merkle.cid_bytes(cid))
+        stored = StoredTrace(stored.trace_id, tuple(segments), tuple(leaves), merkle.build(leaves))
+    session_id, committees = await open_session(network, stored)
+    await deliver_keys(network.protocol, kubo, network.provider, session_id, graph, stored, committees)
+    return session_id, stored, committees

@@ -1,0 +1,200 @@
+"""The worker daemon in-process, three tier-1 auditors on Anvil and the local IPFS node.
+
+Each worker runs its own `Worker.run` with its own wallet and state file; the test plays the
+provider. Every vote goes through the real chain and every segment through IPFS and AES-GCM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+
+from trust.auditors.computational import ComputationalAuditor
+from trust.auditors.tiers import default_checks
+from trust.chain.types import SegmentStatus, SessionStatus
+from trust.chain.wallets import load_keystore
+from trust.errors import ConfigError
+from trust.graphs.hdag import Tier
+from trust.settings import SandboxSettings, WorkerSettings
+from trust.storage.kubo import KuboClient
+from trust.worker.adversary import Adversary, ensure_local_chain
+from trust.worker.daemon import Worker
+from trust.worker.identity import AuditorIdentity, ensure_registered
+from trust.worker.keys import load_encryption_key, vote_salt
+from trust.worker.store import SeatState, WorkerStore
+
+from .conftest import PASSWORD, Network, products, submit
+
+pytestmark = [pytest.mark.chain, pytest.mark.slow]
+
+# products(): g0, s1, s1.op1, s2, s2.op1, s3, s3.op1; the step s2 and its operation state 17 * 23 = 409.
+SEGMENTS = 7
+WRONG = (3, 4)
+VOTES = [i not in WRONG for i in range(SEGMENTS)]
+SETTINGS = WorkerSettings(poll_seconds=0.3, commit_margin_seconds=3, backoff_seconds=0.2, max_attempts=3)
+
+
+def _worker(network: Network, kubo: KuboClient, index: int, state_dir: Path, **kwargs: object) -> Worker:
+    auditor = network.auditors[index]
+    account = load_keystore(Path(auditor.keystore), PASSWORD)
+    identity = AuditorIdentity(account, load_encryption_key(Path(auditor.encryption_key_file), PASSWORD), "test")
+    store = WorkerStore(
+        state_dir / f"{index}.sqlite3",
+        chain_id=network.protocol.chain.chain_id,
+        audit_contract=network.protocol.audit.address,
+        auditor=account.address,
+    )
+    return Worker(
+        network.protocol,
+        kubo,
+        identity,
+        ComputationalAuditor(default_checks(SandboxSettings())),
+        store,
+        SETTINGS,
+        logger=logging.getLogger(f"trust.worker.{index}"),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def workers(network: Network, kubo: KuboClient, tmp_path: Path) -> AsyncIterator[list[Worker]]:
+    made = [_worker(network, kubo, i, tmp_path, auto_claim=True) for i in range(3)]
+    yield made
+    for worker in made:
+        worker.store.close()
+
+
+async def _run_until(workers: list[Worker], done: asyncio.Future[None] | None, condition, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+    try:
+        async with asyncio.timeout(timeout):
+            while not await condition():
+                await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
+async def test_three_workers_vote_a_session_end_to_end(
+    network: Network, kubo: KuboClient, workers: list[Worker]
+) -> None:
+    session_id, stored, _ = await submit(network, kubo, products())
+    audit = network.protocol.audit
+
+    async def settled() -> bool:
+        states = [s.state for w in workers for s in w.store.seats()]
+        return len(states) == 3 * SEGMENTS and all(state is SeatState.CLAIMED for state in states)
+
+    await _run_until(workers, None, settled, timeout=120)
+
+    statuses = [(await audit.segment(session_id, i)).status for i in range(SEGMENTS)]
+    assert statuses == [SegmentStatus.FAILED if i in WRONG else SegmentStatus.PASSED for i in range(SEGMENTS)]
+    session = await audit.session(session_id)
+    assert session.status is SessionStatus.DISTRIBUTED and session.aligned_seats == 3 * SEGMENTS
+    for worker in workers:
+        seats = worker.store.seats()
+        assert [s.vote for s in seats] == VOTES
+        assert all(s.reward_wei and s.reward_wei > 0 for s in seats)
+        wrong = seats[WRONG[0]]
+        assert wrong.error_type == "factual" and "391" in (wrong.critique or "")
+        # The salt on disk is the one the wallet derives: the reveal never depended on the disk alone.
+        assert wrong.salt == vote_salt(
+            worker.identity.account,
+            chain_id=network.protocol.chain.chain_id,
+            audit_contract=audit.address,
+            session_id=session_id,
+            segment_id=WRONG[0],
+            round_id=0,
+        )
+        events = [e.event for e in worker.store.recent(200) if e.seat == wrong.key]
+        assert events == ["drawn", "fetched", "voted", "committed", "revealed", "finalized"]
+
+
+async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
+    network: Network, kubo: KuboClient, workers: list[Worker]
+) -> None:
+    leaf = SEGMENTS - 1  # s3.op1: no other seat reads it as a parent
+    session_id, _, _ = await submit(network, kubo, products(), tamper=[leaf])
+
+    async def settled() -> bool:
+        seats = [s for w in workers for s in w.store.seats()]
+        return len(seats) == 3 * SEGMENTS and all(s.outcome is not None for s in seats)
+
+    await _run_until(workers, None, settled, timeout=120)
+    for worker in workers:
+        seats = worker.store.seats()
+        assert seats[leaf].state is SeatState.REJECTED
+        assert "not the committed segment" in (seats[leaf].last_error or "")
+        assert [seats[i].state for i in range(leaf)] == [SeatState.FINALIZED] * leaf
+    # Nobody voted on the tampered segment: it escalates (here to a tier with no auditors).
+    assert (await network.protocol.audit.segment(session_id, leaf)).status is not SegmentStatus.PASSED
+
+
+async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
+    network: Network, kubo: KuboClient, tmp_path: Path
+) -> None:
+    first = [_worker(network, kubo, i, tmp_path / "before") for i in range(3)]
+    session_id, _, committees = await submit(network, kubo, products())
+    deadline = committees[0].commit_deadline
+
+    async def committed() -> bool:
+        return all(len(w.store.seats([SeatState.COMMITTED])) == SEGMENTS for w in first)
+
+    await _run_until(first, None, committed, timeout=60)
+    for worker in first:
+        worker.store.close()
+    # The disks are gone: fresh state files, scanning from before the draw.
+    fresh_settings = SETTINGS.model_copy(update={"start_block": committees[0].block_number})
+    again = [_worker(network, kubo, i, tmp_path / "after") for i in range(3)]
+    for worker in again:
+        worker.settings = fresh_settings
+    while (await network.protocol.chain.w3.eth.get_block("latest"))["timestamp"] <= deadline:
+        await asyncio.sleep(0.5)
+
+    async def revealed() -> bool:
+        return all(len(w.store.seats([SeatState.REVEALED, SeatState.FINALIZED])) == SEGMENTS for w in again)
+
+    await _run_until(again, None, revealed, timeout=60)
+    for worker in again:
+        assert [s.vote for s in worker.store.seats()] == VOTES
+        assert any(e.event == "recovered" for e in worker.store.recent(100))
+        worker.store.close()
+    assert (await network.protocol.audit.session(session_id)).segment_count == SEGMENTS
+
+
+async def test_adversarial_modes_run_only_on_a_local_chain(network: Network) -> None:
+    ensure_local_chain(31337, "http://127.0.0.1:8545")
+    with pytest.raises(ConfigError, match="local chain only"):
+        ensure_local_chain(1, "http://127.0.0.1:8545")
+    with pytest.raises(ConfigError, match="local chain only"):
+        ensure_local_chain(31337, "https://rpc.example.org")
+    assert Adversary("silent") is Adversary.SILENT
+
+
+async def test_registration_problems_are_clear_errors(network: Network, tmp_path: Path) -> None:
+    protocol = network.protocol
+    auditor = network.auditors[0]
+    account = load_keystore(Path(auditor.keystore), PASSWORD)
+    key = load_encryption_key(Path(auditor.encryption_key_file), PASSWORD)
+    identity = AuditorIdentity(account, key, "test")
+    info = await ensure_registered(protocol, identity, Tier.COMPUTATIONAL)
+    assert info.registered and info.tier == 1
+    with pytest.raises(ConfigError, match="registered as a tier-1 auditor, not tier 2"):
+        await ensure_registered(protocol, identity, Tier.LLM)
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    from trust.errors import WalletError
+
+    with pytest.raises(WalletError, match="registered the encryption key"):
+        await ensure_registered(
+            protocol, AuditorIdentity(account, X25519PrivateKey.generate(), "other"), Tier.COMPUTATIONAL
+        )
+    stranger = Account.create()
+    with pytest.raises(ConfigError, match="no ETH"):
+        await ensure_registered(protocol, AuditorIdentity(stranger, key, "test"), Tier.COMPUTATIONAL)
