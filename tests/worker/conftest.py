@@ -26,7 +26,7 @@ from trust.storage.kubo import KuboClient
 
 PASSWORD = "worker-test-only"
 COMMIT_WINDOW_SECONDS = 14
-REVEAL_WINDOW_SECONDS = 10
+REVEAL_WINDOW_SECONDS = 16
 PROTOCOL = ProtocolSettings(
     committee_size_tier1=3,
     committee_size_tier2=3,
