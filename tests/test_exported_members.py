@@ -10,7 +10,16 @@ import pytest
 
 import trust
 
-PACKAGES = ["trust.graphs", "trust.chain", "trust.evaluation", "trust.privacy", "trust.storage"]
+PACKAGES = [
+    "trust.graphs",
+    "trust.chain",
+    "trust.evaluation",
+    "trust.privacy",
+    "trust.storage",
+    "trust.auditors",
+    "trust.auditors.checks",
+    "trust.worker",
+]
 
 
 def _public_names(module: ModuleType) -> set[str]:

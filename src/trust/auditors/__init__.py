@@ -1,8 +1,12 @@
 """Auditors: one interface (`trust.auditors.base`), three tiers (paper 3.1.1).
 
 - tier 1, computational: deterministic checks (`trust.auditors.computational`, `trust.auditors.checks`)
-- tier 2, LLM: an OpenAI-compatible chat endpoint (`trust.auditors.llm`)
-- tier 3, human: a review page served by the worker (`trust.auditors.human`)
+- tier 2, LLM: an OpenAI-compatible chat endpoint (`trust.auditors.llm`), by default the embedded
+  SmolLM2 model on a local llama.cpp server (`trust.auditors.local_model`)
+- tier 3, human: a review page served by the worker (`trust.auditors.human`, `trust.auditors.review`)
+
+`trust.auditors.tiers` builds each tier's auditor from the settings. The tier-2 and tier-3 modules
+pull in their web stacks, so they are imported from their modules, not from this package.
 """
 
 from trust.auditors.base import (
@@ -19,6 +23,7 @@ from trust.auditors.base import (
     request_for,
     request_from_plaintexts,
 )
+from trust.auditors.computational import ComputationalAuditor
 
 __all__ = [
     "AuditLayer",
@@ -26,6 +31,7 @@ __all__ = [
     "Auditor",
     "Check",
     "CheckResult",
+    "ComputationalAuditor",
     "Outcome",
     "Verdict",
     "default_question",
