@@ -825,12 +825,11 @@ def worker_status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     home: HomeOption = None,
 ) -> None:
-    """Show a worker's seats, their states and deadlines, failures and its recent log (works while it runs)."""
+    """Show a worker's seats, their states and deadlines, failures and its recent log (works while it
+    runs). Without --keystore, --address or --data-dir: every worker under HOME/worker."""
     from trust.worker.status import find_states, render_status, status_report
 
     settings = _settings(home)
-    if keystore is None and address is None and data_dir is None:
-        raise typer.BadParameter("give --keystore, --address or --data-dir")
     who = address or (_keystore_address(keystore) if keystore is not None else None)
     reports = [status_report(path) for path in find_states(settings, who, data_dir)]
     if as_json:

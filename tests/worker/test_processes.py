@@ -131,6 +131,10 @@ async def test_a_worker_killed_between_commit_and_reveal_reveals_after_a_restart
     assert status.returncode == 0, status.stderr
     (report,) = json.loads(status.stdout)
     assert report["seats"]["committed"] == SEGMENTS and report["auditor"] == victim.lower()
+    everyone = workers.trust("worker", "status")  # every worker under TRUST_HOME, as a person reads it
+    assert everyone.returncode == 0, everyone.stderr
+    assert all(a.address.lower() in everyone.stdout for a in network.auditors)
+    assert "open seats" in everyone.stdout and "recent" in everyone.stdout
 
     # Restarted in the reveal window, it reveals from its state file.
     while (await protocol.chain.w3.eth.get_block("latest"))["timestamp"] <= commit_deadline:

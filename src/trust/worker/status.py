@@ -21,15 +21,19 @@ _RECENT = 20
 
 
 def find_states(settings: Settings, address: str | None, data_dir: Path | None) -> list[Path]:
-    """The state files of a worker: `data_dir`, else HOME/worker/<address>, one per chain."""
+    """The state files of a worker, one per chain: in `data_dir`, else HOME/worker/<address>; with
+    neither, every worker's under HOME/worker."""
     base = data_dir or settings.worker.data_dir
-    if base is None:
-        if address is None:
-            raise ConfigError("give the worker's address, keystore or data directory")
+    if base is not None:
+        found = sorted(base.glob("chain-*.sqlite3"))
+    elif address is not None:
         base = settings.home / "worker" / address.lower()
-    found = sorted(base.glob("chain-*.sqlite3"))
+        found = sorted(base.glob("chain-*.sqlite3"))
+    else:
+        base = settings.home / "worker"
+        found = sorted(base.glob("*/chain-*.sqlite3"))
     if not found:
-        raise ConfigError(f"no worker state in {base}: has `trust worker run` been started with this wallet?")
+        raise ConfigError(f"no worker state in {base}: has `trust worker run` been started here (same --home)?")
     return found
 
 
