@@ -198,3 +198,38 @@ async def test_registration_problems_are_clear_errors(network: Network, tmp_path
     stranger = Account.create()
     with pytest.raises(ConfigError, match="no ETH"):
         await ensure_registered(protocol, AuditorIdentity(stranger, key, "test"), Tier.COMPUTATIONAL)
+
+
+async def test_an_ipfs_outage_is_retried_and_a_seat_that_keeps_failing_is_reported(
+    network: Network, kubo: KuboClient, tmp_path: Path
+) -> None:
+    """Worker 0 never reaches IPFS and gives up after two tries per seat; worker 1 loses IPFS until
+    its first failure is on record, then gets it back and votes; worker 2 is healthy."""
+    dead = KuboClient("http://127.0.0.1:9", max_retries=0, connect_timeout_seconds=0.5)
+    await dead.__aenter__()
+    try:
+        workers = [_worker(network, kubo, i, tmp_path) for i in range(3)]
+        workers[0].kubo = dead
+        workers[0].settings = SETTINGS.model_copy(update={"max_attempts": 2})
+        workers[1].kubo = dead
+        workers[1].settings = SETTINGS.model_copy(update={"max_attempts": 50})
+        await submit(network, kubo, products())
+
+        async def outage_seen() -> bool:
+            return any(s.attempts >= 1 and "IpfsError" in (s.last_error or "") for s in workers[1].store.seats())
+
+        async def done() -> bool:
+            if await outage_seen():
+                workers[1].kubo = kubo  # the node is back
+            failed = workers[0].store.seats([SeatState.FAILED])
+            voted = workers[1].store.seats([SeatState.COMMITTED, SeatState.REVEALED, SeatState.FINALIZED])
+            return len(failed) == SEGMENTS and len(voted) == SEGMENTS
+
+        await _run_until(workers, None, done, timeout=90)
+        for seat in workers[0].store.seats():
+            assert "after 2 attempts" in (seat.last_error or "") and "127.0.0.1:9" in (seat.last_error or "")
+        assert any(e.event == "failed" for e in workers[0].store.recent(50))
+        for worker in workers:
+            worker.store.close()
+    finally:
+        await dead.aclose()

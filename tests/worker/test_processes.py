@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from trust.chain.types import SessionStatus
 from trust.chain.wallets import load_keystore
 from trust.settings import Settings
 from trust.storage.kubo import KuboClient
@@ -156,6 +157,24 @@ async def test_a_worker_killed_between_commit_and_reveal_reveals_after_a_restart
     assert info.stake == stake_before and info.locked == 0
     log = workers.log(0)
     assert "revealed: fail" in log and "finalized: segment failed; our fail vote is aligned" in log
+
+    # Once the session is paid out, the auditor withdraws its rewards on request.
+    async def distributed() -> bool:
+        return (await protocol.audit.session(session_id)).status is SessionStatus.DISTRIBUTED
+
+    deadline = time.monotonic() + 60
+    while not await distributed():
+        assert time.monotonic() < deadline, "the session was never distributed"
+        await asyncio.sleep(0.5)
+    workers.processes[0].send_signal(signal.SIGTERM)
+    assert workers.processes[0].wait(timeout=30) == 0
+    balance = await protocol.chain.balance(victim)
+    withdrawn = workers.trust("worker", "withdraw", "--keystore", workers.keystore(0))
+    assert withdrawn.returncode == 0, withdrawn.stderr
+    paid_eth = float(withdrawn.stdout.split("seat rewards:")[1].split("ETH")[0])
+    assert paid_eth > 0
+    assert await protocol.chain.balance(victim) > balance  # the reward is more than the claim's gas
+    assert workers.seats(0) == [SeatState.CLAIMED] * SEGMENTS
 
 
 async def test_sigterm_stops_a_worker_cleanly(network: Network, workers: Workers) -> None:
