@@ -60,6 +60,7 @@ from trust.auditors.checks.expressions import (
     parse_expression,
     parse_statement,
     render,
+    split_relations,
     subexpressions,
 )
 from trust.graphs.cig import AgentTurn, Role
@@ -178,31 +179,6 @@ def _normalize(text: str) -> str:
     return _LIST_MARKER.sub(" ", text)
 
 
-def _split_sides(segment: str) -> tuple[list[str], list[str]]:
-    """The sides and relations of a run, split at relations outside brackets."""
-    sides: list[str] = []
-    ops: list[str] = []
-    depth = 0
-    start = 0
-    index = 0
-    while index < len(segment):
-        char = segment[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0:
-            match = _RELATION.match(segment, index)
-            if match is not None:
-                sides.append(segment[start:index])
-                ops.append(_RELATION_NAMES.get(match.group(), match.group()))
-                index = start = match.end()
-                continue
-        index += 1
-    sides.append(segment[start:])
-    return sides, ops
-
-
 def _is_literal(expr: Expr) -> bool:
     """A number as stated, maybe signed or a percentage: "391", "-3", "25%"."""
     while isinstance(expr, Negate | Percent):
@@ -262,7 +238,7 @@ def _from_segment(text: str, start: int, end: int, source: str) -> list[Calculat
     while segment.endswith("!"):  # an exclamation, not a factorial: "2 + 3 = 5!"
         segment = segment[:-1].rstrip()
         end = start + len(segment)
-    sides, ops = _split_sides(segment)
+    sides, ops = split_relations(segment, _RELATION, _RELATION_NAMES, strict_brackets=True)
     if not ops:
         return []
     parsed: list[Expr | None] = [_parse_side(side) for side in sides]

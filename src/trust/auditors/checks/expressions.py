@@ -54,14 +54,6 @@ from typing import Any, Final
 from trust.errors import GraphError
 
 __all__ = [
-    "FUNCTIONS",
-    "MAX_EXACT_BITS",
-    "MAX_EXACT_EXPONENT",
-    "MAX_EXPRESSION_CHARS",
-    "MAX_FACTORIAL",
-    "MAX_NESTING_DEPTH",
-    "MAX_ROOT_INDEX",
-    "MAX_SYMPY_EXPONENT",
     "Apply",
     "Call",
     "Constant",
@@ -69,8 +61,16 @@ __all__ = [
     "Differential",
     "EvaluationError",
     "Expr",
+    "FUNCTIONS",
     "Factorial",
     "Integral",
+    "MAX_EXACT_BITS",
+    "MAX_EXACT_EXPONENT",
+    "MAX_EXPRESSION_CHARS",
+    "MAX_FACTORIAL",
+    "MAX_NESTING_DEPTH",
+    "MAX_ROOT_INDEX",
+    "MAX_SYMPY_EXPONENT",
     "Negate",
     "Number",
     "ParseError",
@@ -87,6 +87,7 @@ __all__ = [
     "parse_statement",
     "render",
     "size",
+    "split_relations",
     "subexpressions",
     "to_sympy",
 ]
@@ -1386,3 +1387,33 @@ class _SympyBuilder:
         if len(args) != 1 or not args[0].is_Symbol:
             raise EvaluationError(f"{render(expr)}: a prime needs a function of one variable")
         return sympy.Derivative(function, args[0], expr.primes)
+
+
+def split_relations(
+    text: str, relation: re.Pattern[str], names: Mapping[str, str], *, strict_brackets: bool = False
+) -> tuple[list[str], list[str]]:
+    """`text` split at the matches of `relation` outside brackets: its sides, and the relations
+    between them spelled as `names` says (a match not in `names` as written). "a = (b = c) = d"
+    gives three sides. An unmatched closing bracket is ignored, or with `strict_brackets` stops the
+    splitting for the rest of the text (a run whose brackets do not balance is not trusted)."""
+    sides: list[str] = []
+    ops: list[str] = []
+    depth = 0
+    start = 0
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = depth - 1 if strict_brackets else max(0, depth - 1)
+        elif depth == 0:
+            match = relation.match(text, index)
+            if match is not None:
+                sides.append(text[start:index])
+                ops.append(names.get(match.group(), match.group()))
+                index = start = match.end()
+                continue
+        index += 1
+    sides.append(text[start:])
+    return sides, ops

@@ -73,6 +73,7 @@ from trust.auditors.checks.expressions import (
     parse_statement,
     render,
     size,
+    split_relations,
     subexpressions,
     to_sympy,
 )
@@ -252,30 +253,6 @@ def _clauses(text: str) -> list[str]:
     return [clause for clause in (c.strip() for c in clauses) if clause]
 
 
-def _split_relations(clause: str) -> tuple[list[str], list[str]]:
-    sides: list[str] = []
-    ops: list[str] = []
-    depth = 0
-    start = 0
-    index = 0
-    while index < len(clause):
-        char = clause[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            match = _RELATION.match(clause, index)
-            if match is not None:
-                sides.append(clause[start:index])
-                ops.append(_RELATION_NAMES.get(match.group(), match.group()))
-                index = start = match.end()
-                continue
-        index += 1
-    sides.append(clause[start:])
-    return sides, ops
-
-
 def _parse(text: str) -> Expr | None:
     text = text.strip()
     if not text:
@@ -317,7 +294,7 @@ def _statements(text: str) -> list[_Found]:
     found: list[_Found] = []
     previous: tuple[Expr | None, str] = (None, "")
     for clause in _clauses(_prepare(text)):
-        raw_sides, ops = _split_relations(clause)
+        raw_sides, ops = split_relations(clause, _RELATION, _RELATION_NAMES)
         if not ops:
             parsed, written = _longest_suffix(clause.rstrip(_TRAILING))
             if parsed is not None:
