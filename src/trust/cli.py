@@ -688,6 +688,40 @@ def bench_theory_cmd(
     render(bench, console)
 
 
+@bench_app.command("worker")
+def bench_worker_cmd(
+    seats: Annotated[
+        list[int] | None, typer.Option("--seats", min=2, help="seats of a full-worker run on a fresh chain (repeat)")
+    ] = None,
+    tier2_segments: Annotated[int, typer.Option(min=0, help="segments the tier-2 model audits (0: skip)")] = 6,
+    tier2_seats: Annotated[int, typer.Option(min=0, help="seats of a full tier-2 worker run (0: skip)")] = 0,
+    through_finalize: Annotated[bool, typer.Option(help="also time the first reveal and finalization")] = False,
+    poll_seconds: Annotated[float | None, typer.Option(min=0.05, help="the worker's poll interval")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Seats per second per tier (the auditors alone, and one worker on a fresh chain and IPFS node)
+    and the time from a committee's draw to the worker's commit; ends with one JSON line."""
+    from trust.bench.worker import DEFAULT_PIPELINE_SEATS, render, run_worker_benchmark
+
+    settings = _settings(home)
+    try:
+        with err_console.status("benchmarking the worker") as status:
+            bench = asyncio.run(
+                run_worker_benchmark(
+                    settings,
+                    tier2_segments=tier2_segments,
+                    pipeline_seats=tuple(seats or DEFAULT_PIPELINE_SEATS),
+                    tier2_pipeline_seats=tier2_seats,
+                    through_finalize=through_finalize,
+                    poll_seconds=poll_seconds,
+                    progress=status.update,
+                )
+            )
+    except ValueError as exc:  # ParameterError included: a bad combination of options
+        raise typer.BadParameter(str(exc)) from None
+    render(bench, console)
+
+
 @ipfs_app.command("up")
 def ipfs_up_cmd(
     repo: Annotated[Path | None, typer.Option("--repo", help="blocks and pins (default HOME/ipfs)")] = None,

@@ -118,6 +118,7 @@ class Worker:
         self._slots = asyncio.Semaphore(settings.audits_in_parallel)
         self._envelopes: dict[SeatKey, KeyEnvelope] = {}
         self._settled_sessions: set[int] = set()
+        self._wake = asyncio.Event()  # set when an audit finishes: its vote is committed at once
 
     # ------------------------------------------------------------------------------------ loop
 
@@ -149,10 +150,20 @@ class Worker:
                     self.log.warning("chain or IPFS unavailable (%s); retrying in %.1f s", exc, delay)
                     await _sleep_or_stop(stop, delay)
                     continue
-                await _sleep_or_stop(stop, self.settings.poll_seconds)
+                await self._pause(stop, self.settings.poll_seconds)
         finally:
             await self._cancel_audits()
             self.log.info("worker %s stopped; %s", self._address, self._summary())
+
+    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
+        """Sleeps `seconds`, or less when the worker is stopped or an audit finished."""
+        waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            self._wake.clear()
 
     async def tick(self) -> None:
         """One pass over the chain and every open seat."""
@@ -260,6 +271,7 @@ class Worker:
                 await self._attempt(seat, "audit", lambda: self._audit_once(seat))
         finally:
             self._audits.pop(seat.key, None)
+            self._wake.set()
 
     async def _audit_once(self, seat: SeatRecord) -> None:
         verdict: Verdict | None = None
