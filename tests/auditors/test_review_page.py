@@ -422,6 +422,7 @@ async def test_the_expert_votes_in_chromium(site: Site) -> None:
         assert "committed" in row and "tx 0x5f3c" in row and critique in row and "factual error" in row
 
         await page.click("text=Queue (1)")
+        await page.wait_for_url(f"{site.url}/queue")  # the click navigates; count on the new page
         assert await page.locator("#queue tbody tr").count() == 1
     await stop([sooner])
 

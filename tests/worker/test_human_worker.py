@@ -103,6 +103,7 @@ async def test_experts_vote_on_their_review_pages_and_their_workers_commit_and_r
                     await page.goto(f"{url}/sign-in")
                     await page.fill("#password", EXPERT_PASSWORD)
                     await page.click("button[type=submit]")
+                    await page.wait_for_url(f"{url}/queue")
                     for _ in range(segments):
                         await page.goto(f"{url}/queue")
                         link = page.locator("a[href^='/review/']").first
@@ -111,7 +112,7 @@ async def test_experts_vote_on_their_review_pages_and_their_workers_commit_and_r
                         await page.check("input[name=vote][value=pass]")
                         await page.fill("#critique", "Checked by hand: 2 + 2 is 4.")
                         await page.click("button:has-text('Submit vote')")
-                        await page.wait_for_load_state()
+                        await page.wait_for_url(f"{url}/history**")
                     await page.close()
 
                 async def revealed() -> bool:
@@ -125,6 +126,7 @@ async def test_experts_vote_on_their_review_pages_and_their_workers_commit_and_r
                 await page.goto(f"{urls[0]}/sign-in")
                 await page.fill("#password", EXPERT_PASSWORD)
                 await page.click("button[type=submit]")
+                await page.wait_for_url(f"{urls[0]}/queue")
                 await page.goto(f"{urls[0]}/history")
                 history = await page.content()
                 assert history.count("revealed") >= segments and "finalized" in history
