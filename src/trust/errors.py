@@ -41,6 +41,7 @@ __all__ = [
     "TrustError",
     "VerificationError",
     "WalletError",
+    "excerpt",
 ]
 
 
@@ -124,3 +125,16 @@ class VerificationError(TrustError):
 
     Nothing that raised this was decrypted or used.
     """
+
+
+EXCERPT_CHARS = 300
+"""How much of a peer's answer an error message quotes."""
+
+
+def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
+    """`text` (bytes are read as UTF-8, bad bytes replaced) on one line, whitespace runs folded, cut
+    to `limit` characters with "..." after it: what a message quotes of a body or a model's answer."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else f"{flat[:limit]}..."

@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from trust.errors import ConfigError, LlmError
+from trust.errors import ConfigError, LlmError, excerpt
 from trust.graphs.llm_decompose import ChatMessage
 from trust.settings import LlmSettings
 
@@ -46,7 +46,6 @@ __all__ = ["LlmClient", "StructuredOutput"]
 
 # Rate limits and server-side failures pass; 501 and 505 say the request itself will never work.
 _RETRY_STATUSES = frozenset({429}) | (frozenset(range(500, 600)) - {501, 505})
-_EXCERPT_CHARS = 300
 # OpenAI's rule for `json_schema.name`; a schema whose title breaks it is sent as "response".
 _SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _DEFAULT_SCHEMA_NAME = "response"
@@ -58,11 +57,6 @@ class StructuredOutput(StrEnum):
     JSON_SCHEMA = "json_schema"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else f"{flat[:_EXCERPT_CHARS]}..."
 
 
 class LlmClient:
@@ -198,7 +192,7 @@ class LlmClient:
             if response.status_code >= 400:
                 tried = f" after {attempts} attempt(s)" if response.status_code in _RETRY_STATUSES else ""
                 raise LlmError(
-                    f"chat endpoint {self.url} answered HTTP {response.status_code}{tried}: {_excerpt(response.text)}"
+                    f"chat endpoint {self.url} answered HTTP {response.status_code}{tried}: {excerpt(response.text)}"
                 )
             return response
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -217,14 +211,14 @@ class LlmClient:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LlmError(
                 f"chat endpoint {self.url} answered HTTP {response.status_code} with a body that is not JSON: "
-                f"{_excerpt(response.text)}"
+                f"{excerpt(response.text)}"
             ) from exc
         try:
             content = document["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise LlmError(
-                f"chat endpoint {self.url} answered without choices[0].message.content: {_excerpt(response.text)}"
+                f"chat endpoint {self.url} answered without choices[0].message.content: {excerpt(response.text)}"
             ) from None
         if not isinstance(content, str):
-            raise LlmError(f"chat endpoint {self.url} answered a non-text message content: {_excerpt(response.text)}")
+            raise LlmError(f"chat endpoint {self.url} answered a non-text message content: {excerpt(response.text)}")
         return content

@@ -79,7 +79,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
-from trust.errors import ConfigError, LlmError
+from trust.errors import ConfigError, LlmError, excerpt
 from trust.graphs.cig import AgentTurn, Role
 from trust.graphs.hdag import HdagNode, Level, Tier
 from trust.graphs.llm_decompose import ChatMessage
@@ -124,7 +124,6 @@ tokens, the context of the embedded SmolLM2 server."""
 DEFAULT_CONCURRENCY: Final = 4
 """Judge requests in flight at once (two orders times a few incoming messages)."""
 _MIN_PART_CHARS: Final = 200  # a parent's share of the context never falls below this
-_EXCERPT_CHARS: Final = 300
 _CUT_MARKER = "[... {n} characters cut by the auditor ...]"
 _FENCE = re.compile(r"\A```[A-Za-z]*\s*\n(?P<body>.*)\n\s*```\Z", re.DOTALL)
 
@@ -259,11 +258,6 @@ async def _all_or_nothing(awaitables: Sequence[Awaitable[_T]]) -> list[_T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else f"{flat[:_EXCERPT_CHARS]}..."
 
 
 def _clip(text: str, limit: int) -> str:
@@ -579,7 +573,7 @@ class LlmAuditor:
         raise LlmError(
             f"tier-2 judge {self._model.model!r} at {self._model.endpoint} gave no valid answer on "
             f"{question.label} ({order}) of segment {request.node_id!r} in {self._max_attempts} attempt(s): "
-            f"{problem}; it last answered {_excerpt(reply)!r}. Check that the endpoint honours response_format "
+            f"{problem}; it last answered {excerpt(reply)!r}. Check that the endpoint honours response_format "
             "(TRUST_AUDITOR_LLM__*), or point the auditor at a stronger model"
         )
 

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trust.errors import ContentNotFound, IpfsError, VerificationError
+from trust.errors import ContentNotFound, IpfsError, VerificationError, excerpt
 from trust.settings import IpfsSettings, Settings
 from trust.storage.cid import CHUNK_SIZE_BYTES, MAX_LINKS, Cid, UnixfsHasher, parse_cid
 
@@ -84,7 +84,6 @@ _NOT_FOUND_PHRASES = (
     "no link named",
 )
 _NOT_FOUND_CODE = 3  # go-ipfs-cmds ErrNotFound
-_EXCERPT_CHARS = 300
 _READ_PIECE_BYTES = 65_536
 
 
@@ -434,7 +433,7 @@ class KuboClient:
             return model.model_validate_json(body)
         except ValidationError as exc:
             raise IpfsError(
-                f"the IPFS node at {self.api_url} answered {command} with an unexpected body: {_excerpt(body)} "
+                f"the IPFS node at {self.api_url} answered {command} with an unexpected body: {excerpt(body)} "
                 f"({exc.error_count()} problem(s), first: {exc.errors()[0]['msg']}); is it a Kubo RPC API?"
             ) from exc
 
@@ -447,7 +446,7 @@ class KuboClient:
                 document = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise IpfsError(
-                    f"the IPFS node at {self.api_url} answered add with a line that is not JSON: {_excerpt(line)}"
+                    f"the IPFS node at {self.api_url} answered add with a line that is not JSON: {excerpt(line)}"
                 ) from exc
             if isinstance(document, dict) and document.get("Type") == "error":
                 raise IpfsError(f"the IPFS node at {self.api_url} failed to add the blob: {document.get('Message')}")
@@ -455,7 +454,7 @@ class KuboClient:
             if event.Hash:
                 answered = event.Hash
         if answered is None:
-            raise IpfsError(f"the IPFS node at {self.api_url} answered add without a Hash: {_excerpt(body)}")
+            raise IpfsError(f"the IPFS node at {self.api_url} answered add without a Hash: {excerpt(body)}")
         return answered
 
     @asynccontextmanager
@@ -547,7 +546,7 @@ class KuboClient:
             hint = "check the node's logs"
         tried = f" after {attempts} attempt(s)" if status >= 500 else ""
         return IpfsError(
-            f"the IPFS node at {self.api_url} answered {subject} with HTTP {status}{tried}: {_excerpt(body)}; {hint}"
+            f"the IPFS node at {self.api_url} answered {subject} with HTTP {status}{tried}: {excerpt(body)}; {hint}"
         )
 
 
@@ -571,9 +570,3 @@ def _same_cid(answered: str | Cid, expected: str | Cid) -> bool:
 
 def _flag(value: bool) -> str:
     return "true" if value else "false"
-
-
-def _excerpt(body: bytes | str) -> str:
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else f"{flat[:_EXCERPT_CHARS]}..."

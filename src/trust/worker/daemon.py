@@ -39,10 +39,19 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
 from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
-from trust.chain.protocol import KeyEnvelope, Protocol
+from trust.chain.protocol import Protocol
 from trust.chain.types import Phase, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
 from trust.delivery import open_granted
-from trust.errors import ChainError, ContractReverted, GraphError, IpfsError, LlmError, TrustError, VerificationError
+from trust.errors import (
+    ChainError,
+    ContractReverted,
+    GraphError,
+    IpfsError,
+    LlmError,
+    TrustError,
+    VerificationError,
+    excerpt,
+)
 from trust.privacy.envelopes import MAX_ENVELOPE_BYTES, open_envelope
 from trust.settings import WorkerSettings
 from trust.storage.kubo import KuboClient
@@ -62,6 +71,9 @@ _ACTIVE = (SeatState.DRAWN, SeatState.VOTED, SeatState.COMMITTING, SeatState.COM
 # round is settled on chain.
 _SILENT = (SeatState.ABSTAINED, SeatState.REJECTED, SeatState.MISSED, SeatState.FAILED)
 
+
+_LOG_CRITIQUE_CHARS = 157
+"""How much of a critique the "voted" log line quotes (with "...", 160 characters at most)."""
 
 FINALIZE_STAGGER_SECONDS = 2
 """How much longer seat i of a committee waits than seat i - 1 before it finalizes the round or
@@ -116,7 +128,6 @@ class Worker:
         self._address = to_checksum_address(identity.address)
         self._audits: dict[SeatKey, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(settings.audits_in_parallel)
-        self._envelopes: dict[SeatKey, KeyEnvelope] = {}
         self._settled_sessions: set[int] = set()
         self._wake = asyncio.Event()  # set when an audit finishes: its vote is committed at once
 
@@ -236,8 +247,8 @@ class Worker:
                 )
             for envelope in envelopes:
                 key = SeatKey(envelope.session_id, envelope.segment_id, envelope.round)
-                self._envelopes[key] = envelope  # a later publication for the seat replaces it
                 try:
+                    # A later publication for the seat replaces the earlier one.
                     self.store.update(key, envelope_cid=envelope.envelope_cid)
                 except KeyError:
                     self.log.warning("%s: an envelope for a seat this worker never saw drawn; ignored", key)
@@ -309,7 +320,9 @@ class Worker:
             attempts=0,
             last_error=None,
         )
-        self._say(seat.key, "voted", f"{verdict.vote.value}, score {verdict.score:.2f}: {_short(verdict.critique)}")
+        self._say(
+            seat.key, "voted", f"{verdict.vote.value}, score {verdict.score:.2f}: {excerpt(verdict.critique, 157)}"
+        )
 
     async def _open(self, seat: SeatRecord) -> tuple[str, dict[str, bytes]] | None:
         """Opens the seat's envelope and its segments; None when the seat was rejected."""
@@ -668,11 +681,6 @@ class Worker:
         if self._on_event is not None:
             self._on_event(key, event, detail)
         (self.log.warning if warn else self.log.info)("%s %s: %s", key, event, detail)
-
-
-def _short(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
