@@ -1,5 +1,5 @@
 // The subset of Kubo's RPC API (https://docs.ipfs.tech/reference/kubo/rpc/) that TRUST uses,
-// served from a Helia node: add, cat, pin/add, pin/ls, block/stat, version.
+// served from a Helia node: add, cat, pin/add, pin/ls, pin/rm, block/stat, version.
 //
 // Wire behaviour follows Kubo so that one client works against this node, a Kubo daemon or a
 // pinning service's Kubo-compatible endpoint:
@@ -344,6 +344,19 @@ export function kuboRpc ({ helia, fs, maxUploadBytes, versionInfo }) {
     sendJson(res, { Pins: args.map(({ cid }) => cid.toString()) })
   }
 
+  // Kubo's pin/rm: removes a recursive (or direct) pin; the blocks stay until garbage collection.
+  // A CID that is not pinned is an error, as in Kubo ("not pinned or pinned indirectly").
+  async function pinRm (req, res, params) {
+    const args = cidArgs(params, 'ipfs-path')
+    for (const { cid } of args) {
+      await serialPins(async () => {
+        if (await existingPin(cid) == null) throw new CommandError(`${cid} is not pinned or pinned indirectly`)
+        for await (const _ of helia.pins.rm(cid)) {} // eslint-disable-line no-unused-vars
+      })
+    }
+    sendJson(res, { Pins: args.map(({ cid }) => cid.toString()) })
+  }
+
   async function pinLs (req, res, params) {
     const type = params.get('type') ?? 'all'
     if (!['all', 'recursive', 'direct', 'indirect'].includes(type)) {
@@ -418,6 +431,7 @@ export function kuboRpc ({ helia, fs, maxUploadBytes, versionInfo }) {
     cat,
     'pin/add': pinAdd,
     'pin/ls': pinLs,
+    'pin/rm': pinRm,
     'block/stat': blockStat,
     version
   }

@@ -216,6 +216,15 @@ async def test_unpinned_add_is_not_pinned_until_pin_add(client: KuboClient) -> N
     assert cid in await client.pin_ls(pin_type="recursive")
 
 
+async def test_pin_rm_unpins_and_says_when_nothing_was_pinned(client: KuboClient) -> None:
+    cid = await client.add(blob(3 * KB, seed=b"unpin"))
+    assert await client.pin_ls(cid) == {cid: "recursive"}
+    assert await client.pin_rm(cid) is True
+    assert await client.pin_ls(cid) == {}
+    assert await client.pin_rm(cid) is False
+    assert await client.cat(cid) == blob(3 * KB, seed=b"unpin")  # unpinned, not deleted
+
+
 async def test_version_names_the_node(client: KuboClient) -> None:
     version = await client.version()
     assert version.version

@@ -267,7 +267,8 @@ class KuboClient:
         }
         if ipfs.api_token is not None:
             options["headers"] = {"Authorization": f"Bearer {ipfs.api_token.get_secret_value()}"}
-        return cls(ipfs.api_url or ipfs.local_url, **(options | overrides))
+        url = overrides.pop("api_url", None) or ipfs.api_url or ipfs.local_url
+        return cls(url, **(options | overrides))
 
     async def __aenter__(self) -> KuboClient:
         self._check_open("open")
@@ -368,6 +369,18 @@ class KuboClient:
             raise IpfsError(
                 f"the IPFS node at {self.api_url} answered pin/add for {parsed.text} with pins {answer.Pins}"
             )
+
+    async def pin_rm(self, cid: str) -> bool:
+        """Unpin `cid` (its blocks stay until the node collects garbage). False when it was not pinned."""
+        self._check_open("pin_rm")
+        parsed = parse_cid(cid)
+        try:
+            await self._json("pin/rm", {"arg": parsed.text, "recursive": "true"}, _PinAdd, cid=None)
+        except IpfsError as exc:
+            if "not pinned" in str(exc):
+                return False
+            raise
+        return True
 
     async def pin_ls(self, cid: str | None = None, *, pin_type: str = "all") -> dict[str, str]:
         """Pinned CIDs and their pin type (`recursive`, `direct`, `indirect`); only `cid` when given.
