@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuditError",
+    "AuditTimeout",
     "ChainError",
     "CompileError",
     "ConfigError",
@@ -32,8 +34,10 @@ __all__ = [
     "ContractReverted",
     "DeploymentNotFound",
     "DevnetError",
+    "FeeTooLow",
     "GraphError",
     "GraphValidationError",
+    "InsufficientAuditors",
     "IpfsError",
     "LlmError",
     "ParameterError",
@@ -125,6 +129,27 @@ class VerificationError(TrustError):
 
     Nothing that raised this was decrypted or used.
     """
+
+
+class AuditError(TrustError):
+    """A provider's audit could not be submitted or did not finish (the SDK, `trust submit`, the gateway)."""
+
+
+class InsufficientAuditors(AuditError):
+    """A tier the trace needs has fewer eligible auditors than one committee; nothing was submitted."""
+
+
+class FeeTooLow(AuditError):
+    """The fee offered is below the contract's minimum for the trace's seats; nothing was submitted."""
+
+
+class AuditTimeout(AuditError):
+    """The verdict did not come within the latency budget. The session goes on on chain: resume it
+    with `TrustClient.resume(session_id)` (`trust submit --resume`)."""
+
+    def __init__(self, message: str, session_id: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 EXCERPT_CHARS = 300

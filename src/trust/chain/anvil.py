@@ -61,13 +61,17 @@ class AnvilNode:
         log_file: Path | None = None,
         detached: bool = False,
         genesis_timestamp: int | None = None,
+        block_seconds: float | None = None,
         startup_timeout_seconds: float = 30.0,
     ) -> AnvilNode:
         """Starts Anvil and waits until it answers JSON-RPC.
 
         With `state_file`, Anvil loads the chain from it at start and writes it back every
         `state_interval_seconds` and on exit. `detached` puts it in its own session so it outlives
-        the command that started it.
+        the command that started it. With `block_seconds`, Anvil mines in mixed mode: every
+        transaction at once (automine) and an empty block every `block_seconds` when idle, so the
+        chain's clock and block height move on their own (commit windows and randomness blocks)
+        while transactions never wait for the next interval.
         """
         port = port or free_port(host)
         if rpc_ready(f"http://{host}:{port}") is not None:
@@ -79,6 +83,10 @@ class AnvilNode:
             cmd += ["--mnemonic", mnemonic]
         if genesis_timestamp is not None:
             cmd += ["--timestamp", str(genesis_timestamp)]
+        if block_seconds is not None:
+            if not block_seconds > 0:
+                raise DevnetError(f"block_seconds must be positive, got {block_seconds}")
+            cmd += ["--block-time", f"{block_seconds:g}", "--mixed-mining"]
         if state_file is not None:
             state_file.parent.mkdir(parents=True, exist_ok=True)
             cmd += ["--state", str(state_file)]

@@ -12,11 +12,12 @@ import os
 from pathlib import Path
 
 from eth_account import Account
+from eth_account.messages import encode_typed_data
 from eth_account.signers.local import LocalAccount
 
 from trust.errors import WalletError
 
-__all__ = ["create_keystore", "load_keystore", "read_password", "write_keystore"]
+__all__ = ["create_keystore", "load_keystore", "read_password", "sign_typed", "write_keystore"]
 
 
 def write_keystore(path: Path, account: LocalAccount, password: str, *, scrypt_n: int = 2**18) -> Path:
@@ -66,3 +67,15 @@ def read_password(password_file: Path | None, *, env_var: str = "TRUST_KEYSTORE_
         except (OSError, IndexError) as exc:
             raise WalletError(f"cannot read a password from {password_file}: {exc}") from exc
     return os.environ.get(env_var)
+
+
+def sign_typed(
+    account: LocalAccount, domain: dict[str, object], types: dict[str, list[dict[str, str]]], message: dict[str, object]
+) -> bytes:
+    """The account's EIP-712 signature (65 bytes) over `message` of `types` in `domain`.
+
+    secp256k1 signatures from eth-account are deterministic (RFC 6979): the same wallet signs the same
+    message to the same bytes, which is what lets secrets be derived from a wallet alone.
+    """
+    signable = encode_typed_data(domain_data=domain, message_types=types, message_data=message)
+    return bytes(account.sign_message(signable).signature)
