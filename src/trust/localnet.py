@@ -1,0 +1,312 @@
+"""A whole TRUST network on this machine, for the demo, the end-to-end benchmark and the tests.
+
+`LocalNetwork` starts, in a folder of its own:
+
+- Anvil in mixed mining (every transaction mined at once, an empty block every `block_seconds`), with
+  the protocol deployed under `protocol` (short windows, small committees) and its deployment file
+  written where worker processes find it;
+- the local IPFS node (`ipfs/`);
+- one auditor per `WorkerSpec`, each with its own keystore, X25519 key, ETH for gas and staked
+  tokens, registered at its tier (tier-3 auditors credentialed first), and one `trust worker run`
+  process per auditor, started with that auditor's keystore only;
+- for tier-2 workers, one local model server (SmolLM2, `trust.auditors.local_model`) they share,
+  unless `llm` names an OpenAI-compatible endpoint;
+- for tier-3 workers, each worker's review page on a port of its own with a password of its own
+  (`review_pages`), for a person, or for the scripted expert of `trust.demo.expert`.
+
+The provider is account `provider_index` of Anvil's development mnemonic. Everything stops, in
+reverse order, when the context exits; the folder keeps the logs (`workers/*.log`, `anvil.log`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eth_account.signers.local import LocalAccount
+
+from trust.auditors.local_model import LocalModelServer
+from trust.chain.anvil import AnvilNode
+from trust.chain.client import ChainClient
+from trust.chain.compiler import compile_protocol
+from trust.chain.deployment import Deployment, deploy_protocol
+from trust.chain.protocol import Protocol
+from trust.devnet import AuditorAccount, dev_account, provision_auditors
+from trust.errors import DevnetError
+from trust.processes import alive, free_port, terminate
+from trust.settings import DevnetSettings, GovernanceSettings, LlmSettings, ProtocolSettings, Settings
+from trust.storage.node import IpfsNode
+from trust.toolchain import Toolchain
+
+__all__ = ["LOCAL_PROTOCOL", "LocalNetwork", "ReviewPage", "WorkerSpec"]
+
+log = logging.getLogger("trust.localnet")
+
+LOCAL_PROTOCOL = ProtocolSettings(
+    committee_size_tier1=3,
+    committee_size_tier2=3,
+    committee_size_tier3=3,
+    max_rounds=2,
+    commit_window_seconds=120,
+    reveal_window_seconds=120,
+    randomness_delay_blocks=1,
+    unbonding_delay_seconds=60,
+)
+"""The protocol of a local network: the paper's thresholds, fees and penalties, committees of three,
+two rounds, windows of two minutes (a committee that has all committed reveals at once, so honest
+audits never wait them out) and the randomness of the next block."""
+
+_KEYSTORE_PASSWORD_BYTES = 18
+_WORKER_STOP_SECONDS = 20.0
+_READY_TIMEOUT_SECONDS = 120.0
+_READY_LINE = ") following "
+"""What a worker logs when its loop starts (`Worker.run`: "worker 0x.. (tier t) following <rpc> ...")."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """One auditor and its worker process: its tier, and an adversarial mode (`trust worker run
+    --adversary`: wrong, random, copy or silent) or None for an honest worker."""
+
+    tier: int
+    adversary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewPage:
+    """The review page of one tier-3 worker: where it answers and the expert's password."""
+
+    auditor: str
+    url: str
+    password: str
+
+
+@dataclass
+class _Worker:
+    spec: WorkerSpec
+    auditor: AuditorAccount
+    process: subprocess.Popen[bytes]
+    log_file: Path
+    review: ReviewPage | None = None
+
+
+@dataclass
+class LocalNetwork:
+    """See the module docstring. Use as `async with LocalNetwork(folder, workers) as network:`."""
+
+    folder: Path
+    workers: Sequence[WorkerSpec]
+    protocol_settings: ProtocolSettings = LOCAL_PROTOCOL
+    block_seconds: float = 0.25
+    worker_poll_seconds: float = 0.2
+    provider_index: int = 3
+    llm: LlmSettings | None = None
+    equal_stakes: bool = False
+    rpc_port: int | None = None
+    ipfs_port: int | None = None
+    deployments_dir: Path | None = None
+    settings: Settings = field(init=False)
+    provider: LocalAccount = field(init=False)
+    auditors: list[AuditorAccount] = field(init=False, default_factory=list)
+    deployment: Deployment = field(init=False)
+    rpc_url: str = field(init=False, default="")
+    ipfs_url: str = field(init=False, default="")
+    _anvil: AnvilNode | None = field(init=False, default=None)
+    _ipfs: IpfsNode | None = field(init=False, default=None)
+    _model: LocalModelServer | None = field(init=False, default=None)
+    _workers: list[_Worker] = field(init=False, default_factory=list)
+    _password: str = field(init=False, default="")
+
+    @property
+    def review_pages(self) -> list[ReviewPage]:
+        return [w.review for w in self._workers if w.review is not None]
+
+    @property
+    def worker_logs(self) -> dict[str, Path]:
+        return {w.auditor.address: w.log_file for w in self._workers}
+
+    def adversaries(self) -> dict[str, str]:
+        """Auditor address -> adversarial mode, for the workers that have one."""
+        return {w.auditor.address: w.spec.adversary for w in self._workers if w.spec.adversary}
+
+    async def __aenter__(self) -> LocalNetwork:
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _start(self) -> None:
+        folder = self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        toolchain = Toolchain.discover()
+        mnemonic = DevnetSettings().mnemonic
+        self._password = secrets.token_urlsafe(_KEYSTORE_PASSWORD_BYTES)
+        (folder / "keystore-password").write_text(self._password + "\n")
+        os.chmod(folder / "keystore-password", 0o600)
+        self._anvil = AnvilNode.start(
+            toolchain,
+            port=self.rpc_port,
+            mnemonic=mnemonic,
+            log_file=folder / "anvil.log",
+            block_seconds=self.block_seconds,
+        )
+        self.rpc_url = self._anvil.rpc_url
+        self._ipfs = await asyncio.to_thread(IpfsNode.start, folder / "ipfs", port=self.ipfs_port)
+        self.ipfs_url = self._ipfs.api_url
+        deployments = self.deployments_dir or folder / "deployments"
+        self.settings = Settings(
+            home=folder / "home",
+            deployments_dir=deployments,
+            rpc_url=self.rpc_url,
+            ipfs={"api_url": self.ipfs_url},
+        )
+        self.provider = dev_account(mnemonic, self.provider_index)
+        deployer = dev_account(mnemonic, 0)
+        async with ChainClient(self.rpc_url, compile_protocol(toolchain)) as chain:
+            self.deployment = await deploy_protocol(
+                chain,
+                deployer,
+                self.protocol_settings,
+                GovernanceSettings(),
+                treasury=dev_account(mnemonic, 1).address,
+                insurance_fund=dev_account(mnemonic, 2).address,
+            )
+            self.deployment.save(deployments)
+            protocol = Protocol.bind(chain, self.deployment)
+            params = await protocol.params.params()
+            minimum = {tier: int(params[f"minStakeTier{tier}"]) for tier in (1, 2, 3)}
+            stake_for = (lambda _index, tier: minimum[tier] * 2) if self.equal_stakes else None
+            self.auditors = await provision_auditors(
+                protocol,
+                deployer,
+                [spec.tier for spec in self.workers],
+                folder / "keystores",
+                self._password,
+                stake_for=stake_for,
+                scrypt_n=2**10,
+            )
+        if any(spec.tier == 2 for spec in self.workers) and self.llm is None:
+            self._model = await asyncio.to_thread(LocalModelServer.ensure, folder / "llm")
+            self.llm = self._model.endpoint_settings()
+        for spec, auditor in zip(self.workers, self.auditors, strict=True):
+            self._workers.append(self._spawn(spec, auditor))
+        await self._wait_ready()
+
+    def _environment(self, spec: WorkerSpec, review: ReviewPage | None) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("TRUST_")}
+        env |= {
+            "TRUST_HOME": str(self.folder / "home"),
+            "TRUST_DEPLOYMENTS_DIR": str(self.settings.deployments_path(self.folder)),
+            "TRUST_WORKER__POLL_SECONDS": str(self.worker_poll_seconds),
+            "TRUST_WORKER__BACKOFF_SECONDS": "0.5",
+            "TRUST_WORKER__START_BLOCK": "0",
+            "TRUST_IPFS__API_URL": self.ipfs_url,
+        }
+        if spec.tier == 2 and self.llm is not None:
+            env |= {
+                "TRUST_AUDITOR_LLM__BASE_URL": str(self.llm.base_url),
+                "TRUST_AUDITOR_LLM__MODEL": self.llm.model,
+                "TRUST_AUDITOR_LLM__STRUCTURED_OUTPUT": self.llm.structured_output,
+                "TRUST_AUDITOR_LLM__TIMEOUT_SECONDS": str(self.llm.timeout_seconds),
+            }
+            if self.llm.api_key:
+                env["TRUST_AUDITOR_LLM__API_KEY"] = self.llm.api_key
+        if review is not None:
+            port = review.url.rsplit(":", 1)[1]
+            env |= {"TRUST_WORKER__REVIEW__PORT": port, "TRUST_WORKER__REVIEW__PASSWORD": review.password}
+        return env
+
+    def _spawn(self, spec: WorkerSpec, auditor: AuditorAccount) -> _Worker:
+        logs = self.folder / "workers"
+        logs.mkdir(exist_ok=True)
+        review = None
+        if spec.tier == 3:
+            review = ReviewPage(auditor.address, f"http://127.0.0.1:{free_port()}", secrets.token_urlsafe(12))
+        command = [
+            sys.executable,
+            "-m",
+            "trust",
+            "worker",
+            "run",
+            "--keystore",
+            auditor.keystore,
+            "--password-file",
+            str(self.folder / "keystore-password"),
+            "--tier",
+            str(spec.tier),
+            "--rpc",
+            self.rpc_url,
+            "--ipfs",
+            self.ipfs_url,
+            "--auto-claim",
+        ]
+        if spec.adversary:
+            command += ["--adversary", spec.adversary]
+        log_file = logs / f"{auditor.address.lower()}.log"
+        with open(log_file, "ab") as out:
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._environment(spec, review),
+            )
+        return _Worker(spec, auditor, process, log_file, review)
+
+    async def _wait_ready(self) -> None:
+        """Until every worker logged its start (its auditor line), or one died."""
+        deadline = time.monotonic() + _READY_TIMEOUT_SECONDS
+        pending = list(self._workers)
+        while pending:
+            for worker in list(pending):
+                if worker.process.poll() is not None:
+                    tail = worker.log_file.read_text(errors="replace")[-2000:]
+                    raise DevnetError(f"worker {worker.auditor.address} (tier {worker.spec.tier}) exited:\n{tail}")
+                if _READY_LINE in worker.log_file.read_text(errors="replace"):
+                    pending.remove(worker)
+            if pending and time.monotonic() > deadline:
+                raise DevnetError(f"{len(pending)} workers did not start within {_READY_TIMEOUT_SECONDS:.0f} s")
+            if pending:
+                await asyncio.sleep(0.2)
+
+    async def stop(self) -> None:
+        for worker in self._workers:
+            if worker.process.poll() is None:
+                worker.process.terminate()
+        for worker in self._workers:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(terminate, worker.process.pid, worker.process, _WORKER_STOP_SECONDS)
+        self._workers.clear()
+        if self._model is not None:
+            await asyncio.to_thread(self._model.stop)
+            self._model = None
+        if self._ipfs is not None:
+            await asyncio.to_thread(self._ipfs.stop)
+            self._ipfs = None
+        if self._anvil is not None:
+            self._anvil.stop()
+            self._anvil = None
+
+    def alive_workers(self) -> int:
+        return sum(1 for w in self._workers if w.process.poll() is None and alive(w.process.pid))
+
+
+@contextlib.asynccontextmanager
+async def local_network(folder: Path, workers: Sequence[WorkerSpec], **options: object) -> AsyncIterator[LocalNetwork]:
+    """`LocalNetwork(folder, workers, **options)` as an async context manager."""
+    async with LocalNetwork(folder, workers, **options) as network:  # type: ignore[arg-type]
+        yield network
