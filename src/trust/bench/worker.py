@@ -73,6 +73,8 @@ from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import KeyEnvelope, Protocol
 from trust.chain.wallets import load_keystore
 from trust.delivery import SegmentProfile, deliver_keys, gather_bounded, store_trace
+from trust.demo.clinical import GOAL as CHA2DS2_VASC_GOAL
+from trust.demo.clinical import STRATEGY as CHA2DS2_VASC_STRATEGY
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
 from trust.errors import ParameterError, TrustError, VerificationError
 from trust.graphs.decompose import from_steps
@@ -160,29 +162,6 @@ def _node(node_id: str, level: Level, content: str, domain: str = "math", stakes
     return HdagNode(node_id, level, content, domain=domain, stakes=stakes, tier=Tier.COMPUTATIONAL)
 
 
-# The paper's CHA2DS2-VASc example (section 1.3): the clinical input, the task and its eight rules.
-_CHA2DS2_VASC_GOAL = "\n".join(
-    (
-        "Clinical Input",
-        "Patient Note: 58-year-old male admitted with atrial fibrillation. Weight: 85 kg; serum creatinine: "
-        "1.4 mg/dL; no active bleeding; no history of stroke.",
-        "Clinical Note: Patient has hypertension (on BP medications) and type 2 diabetes (on metformin). "
-        "No heart failure, no prior stroke/TIA, no vascular disease.",
-        "Task: Calculate CHA2DS2-VASc score to determine anticoagulation need using the following scoring rules:",
-        "Congestive heart failure: +1 point if present",
-        "Hypertension: +1 point if present",
-        "Age ≥75 years: +2 points if applicable",
-        "Age 65-74 years: +1 point if applicable",
-        "Diabetes mellitus: +1 point if present",
-        "Prior stroke/TIA: +2 points if present",
-        "Vascular disease: +1 point if present",
-        "Female sex: +1 point if female",
-    )
-)
-_CHA2DS2_VASC_STRATEGY = (
-    "Running score: 0. Evaluate each scoring rule of the task independently, in turn, extracting its "
-    "evidence from the notes, and keep a running score."
-)
 _CHF_STEP = "CHF rule: Extract from clinical note: “No heart failure” → Add 0 points. Score: 0"
 
 _SOUND_CODE = """Sum the even numbers of a list.
@@ -205,8 +184,8 @@ def benchmark_segments() -> tuple[BenchSegment, ...]:
     """The tier-1 mix, two to four segments per kind, sound and flawed, in a fixed order that
     interleaves the kinds (so the first few segments cover every kind)."""
     medical = partial(_node, domain="medical", stakes="high")
-    goal = medical("goal", Level.GOAL, _CHA2DS2_VASC_GOAL)
-    strategy = medical("strategy", Level.STRATEGY, _CHA2DS2_VASC_STRATEGY)
+    goal = medical("goal", Level.GOAL, CHA2DS2_VASC_GOAL)
+    strategy = medical("strategy", Level.STRATEGY, CHA2DS2_VASC_STRATEGY)
     chf = medical("chf", Level.STEP, _CHF_STEP)
     tactic = _node("v2", Level.TACTIC, "First application: u = x^2, dv = e^x dx")
     task = _node("task", Level.STEP, "Write sum_even(values), the sum of the even numbers of a list.", "code")
