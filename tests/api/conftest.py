@@ -1,0 +1,38 @@
+"""Fixtures of the explorer tests: one story per test module (a deployment, auditors and a session
+driven through its whole life on the module's Anvil and IPFS node), and the explorer served by
+uvicorn over it. Module-scoped, so they live in the module's event loop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from tests.api.story import Story, build_world, run_story, serve
+from trust.api.explorer import create_explorer_app
+from trust.chain.anvil import AnvilNode
+from trust.chain.client import ChainClient
+from trust.chain.compiler import Artifact
+from trust.storage.kubo import KuboClient
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def story(
+    anvil: AnvilNode,
+    artifacts: dict[str, Artifact],
+    mnemonic: str,
+    ipfs_api_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Story]:
+    async with ChainClient(anvil.rpc_url, artifacts) as chain, KuboClient(ipfs_api_url) as kubo:
+        world = await build_world(chain, mnemonic, tmp_path_factory.mktemp("keystores"))
+        yield await run_story(world, kubo)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def site(story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact]) -> AsyncIterator[str]:
+    """The explorer as `create_explorer_app` runs it (its own chain client, index and lifespan)."""
+    app = create_explorer_app(anvil.rpc_url, story.world.deployment, artifacts=artifacts)
+    async with serve(app) as url:
+        yield url

@@ -1,0 +1,308 @@
+"""A protocol deployment on Anvil with real auditors, and one audit session driven through its whole
+life with real transactions, recording what happened so that tests can hold the explorer to it.
+
+The session (four segments of a trace stored on the local IPFS node with `store_trace`):
+- segment 0, tier 1: pass, pass, fail -> passed (one misaligned seat, slashed or not by its roll);
+- segment 1, tier 1, critical: fail x3 -> failed (the trace is invalid);
+- segment 2, tier 1: pass, fail, one seat commits and never reveals -> escalates to 7 tier-2 seats,
+  six pass and one stays silent -> passed;
+- segment 3, tier 2: pass, fail, one seat never commits -> escalates to tier 3, where one auditor
+  cannot fill 7 seats: three draws short of auditors -> undetermined.
+Then the trace is finalized, the fee distributed, every auditor but one claims its aligned seats,
+one claims its stakers' share, and governance slashes a tier-2 auditor with a hostile reason. A
+tier-3 auditor's metadata URI is hostile HTML.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from eth_account.signers.local import LocalAccount
+from fastapi import FastAPI
+
+from trust.chain.client import ChainClient, SentTransaction
+from trust.chain.deployment import Deployment, deploy_protocol
+from trust.chain.protocol import KeyEnvelope, Protocol
+from trust.chain.types import CommitteeDrawn
+from trust.chain.wallets import load_keystore
+from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
+from trust.devnet import dev_account, provision_auditors
+from trust.graphs.decompose import from_steps
+from trust.settings import GovernanceSettings, ProtocolSettings
+from trust.storage.kubo import KuboClient
+
+PASSWORD = "explorer-test-only"
+COMMIT_WINDOW_SECONDS = 300
+REVEAL_WINDOW_SECONDS = 300
+PROTOCOL = ProtocolSettings(
+    committee_size_tier1=3,
+    committee_size_tier2=3,
+    committee_size_tier3=3,
+    max_rounds=3,
+    commit_window_seconds=COMMIT_WINDOW_SECONDS,
+    reveal_window_seconds=REVEAL_WINDOW_SECONDS,
+)
+TIERS = [1, 1, 1] + [2] * 7 + [3]
+"""Three tier-1 auditors (one committee), seven tier-2 (an escalated committee of 2k+1), and one
+tier-3 auditor, too few for any tier-3 committee."""
+HOSTILE_URI = 'javascript:alert(1)//"><script>document.title="pwned"</script><img src=x onerror=alert(2)>'
+GOVERNANCE_REASON = '<b>copied votes</b> & "collusion"'
+GOVERNANCE_SLASH_UNITS = 5 * 10**18
+
+Vote = bool | None
+"""A planned vote: True pass, False fail, None for a seat that commits nothing."""
+
+
+@dataclass
+class World:
+    chain: ChainClient
+    protocol: Protocol
+    deployment: Deployment
+    deployer: LocalAccount
+    provider: LocalAccount
+    wallets: dict[str, LocalAccount]
+    tier1: list[str]
+    tier2: list[str]
+    hostile: str
+    initial_stake: dict[str, int]
+
+
+@dataclass
+class Story:
+    """What the test did, as the transactions' receipts say."""
+
+    world: World
+    session_id: int
+    stored: StoredTrace
+    fee_wei: int
+    created: SentTransaction
+    committees: dict[tuple[int, int], CommitteeDrawn] = field(default_factory=dict)
+    draws: dict[tuple[int, int], SentTransaction] = field(default_factory=dict)
+    commits: dict[tuple[int, int, str], SentTransaction] = field(default_factory=dict)
+    reveals: dict[tuple[int, int, str], tuple[bool, SentTransaction]] = field(default_factory=dict)
+    silent_committers: set[tuple[int, int, str]] = field(default_factory=set)
+    envelopes: list[KeyEnvelope] = field(default_factory=list)
+    finalizations: list[SentTransaction] = field(default_factory=list)
+    unavailable_draws: list[SentTransaction] = field(default_factory=list)
+    trace_finalized: SentTransaction | None = None
+    distributed: SentTransaction | None = None
+    claims: dict[str, SentTransaction] = field(default_factory=dict)
+    unclaimed: str = ""
+    staker_claimer: str = ""
+    staker_claim: SentTransaction | None = None
+    governance_slashed: str = ""
+
+
+async def build_world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> World:
+    deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
+    await chain.rpc("evm_setAutomine", [True])
+    deployment = await deploy_protocol(chain, deployer, PROTOCOL, GovernanceSettings())
+    protocol = Protocol.bind(chain, deployment)
+    # Equal stakes within a tier: the stake-weighted threshold reads as a head count.
+    accounts = await provision_auditors(
+        protocol,
+        deployer,
+        TIERS,
+        keystore_dir,
+        PASSWORD,
+        stake_for=lambda _index, tier: PROTOCOL.min_stake(tier) * 2,
+        scrypt_n=2**10,
+    )
+    wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in accounts}
+    hostile = accounts[-1].address
+    registry = protocol.registry
+    key = (await registry.auditor(hostile)).encryption_key
+    await chain.transact(registry.contract.functions.updateProfile(key, HOSTILE_URI), wallets[hostile])
+    return World(
+        chain=chain,
+        protocol=protocol,
+        deployment=deployment,
+        deployer=deployer,
+        provider=provider,
+        wallets=wallets,
+        tier1=[a.address for a in accounts if a.tier == 1],
+        tier2=[a.address for a in accounts if a.tier == 2],
+        hostile=hostile,
+        initial_stake={a.address: a.stake for a in accounts},
+    )
+
+
+async def mine_past(chain: ChainClient, block: int) -> None:
+    while await chain.block_number() <= block:
+        await chain.rpc("evm_mine", [])
+
+
+async def warp(chain: ChainClient, seconds: int) -> None:
+    await chain.rpc("evm_increaseTime", [seconds])
+    await chain.rpc("evm_mine", [])
+
+
+GRAPH_QUESTION = "Is the dosing plan sound?"
+GRAPH_STEPS = ["The patient weighs 70 kg.", "The dose is 5 mg per kg.", "So the dose is 350 mg."]
+PROFILES = {
+    "g0": SegmentProfile(1),
+    "s1": SegmentProfile(1, critical=True),
+    "s2": SegmentProfile(1),
+    "s3": SegmentProfile(2),
+}
+
+
+async def now_seconds(chain: ChainClient) -> int:
+    return int((await chain.w3.eth.get_block("latest"))["timestamp"])
+
+
+async def vote_round(
+    story: Story, round_id: int, plans: dict[int, dict[str, Vote]], silent: set[tuple[int, str]]
+) -> None:
+    """One round of several segments: commits every planned vote (None: no commit), reveals all but
+    the `silent` (segment, member) seats' once each segment's commit window is over, and leaves the chain past every
+    reveal deadline. Works whether a window closes early (every seat committed) or at its deadline."""
+    world, audit, chain = story.world, story.world.protocol.audit, story.world.chain
+    salts: dict[tuple[int, str], bytes] = {}
+    for segment_id, plan in plans.items():
+        for member, vote in plan.items():
+            if vote is None:
+                continue
+            salts[(segment_id, member)] = salt = audit.new_salt()
+            commitment = audit.commitment(story.session_id, segment_id, round_id, member, vote, salt)
+            story.commits[(segment_id, round_id, member)] = await audit.commit_vote(
+                world.wallets[member], story.session_id, segment_id, commitment
+            )
+    waiting = set(plans)
+    while waiting:
+        deadlines = {g: (await audit.segment(story.session_id, g)).commit_deadline for g in waiting}
+        now = await now_seconds(chain)
+        for segment_id in sorted(g for g, deadline in deadlines.items() if deadline < now):
+            waiting.discard(segment_id)
+            for member, vote in plans[segment_id].items():
+                if vote is None:
+                    continue
+                if (segment_id, member) in silent:
+                    story.silent_committers.add((segment_id, round_id, member))
+                    continue
+                salt = salts[(segment_id, member)]
+                sent = await audit.reveal_vote(world.wallets[member], story.session_id, segment_id, vote, salt)
+                story.reveals[(segment_id, round_id, member)] = (vote, sent)
+        if waiting:
+            await warp(chain, min(deadlines[g] for g in waiting) - now + 1)
+    last = max([(await audit.segment(story.session_id, g)).reveal_deadline for g in plans])
+    now = await now_seconds(chain)
+    if last >= now:
+        await warp(chain, last - now + 1)
+
+
+async def run_story(world: World, kubo: KuboClient) -> Story:
+    audit, chain = world.protocol.audit, world.chain
+    graph = from_steps(GRAPH_QUESTION, GRAPH_STEPS)
+    stored = await store_trace(kubo, graph, profiles=PROFILES)
+    fee = await audit.minimum_fee(stored.specs())
+    session_id, created = await audit.create_session(world.provider, stored.root, stored.specs(), fee_wei=fee)
+    story = Story(world, session_id, stored, fee, created)
+
+    await mine_past(chain, (await audit.session(session_id)).randomness_block)
+    drawn = await audit.assign_auditors(world.provider, session_id, [0, 1, 2, 3])
+    for committee in audit.committees_in(drawn):
+        story.committees[(committee.segment_id, committee.round)] = committee
+        story.draws[(committee.segment_id, committee.round)] = drawn
+    first = [story.committees[(g, 0)] for g in range(4)]
+    story.envelopes += await deliver_keys(world.protocol, kubo, world.provider, session_id, graph, stored, first)
+    # The provider corrects segment 0's envelopes: the latest publication per seat wins.
+    story.envelopes += await deliver_keys(world.protocol, kubo, world.provider, session_id, graph, stored, first[:1])
+
+    m0, m1, m2, m3 = (story.committees[(g, 0)].members for g in range(4))
+    plans: dict[int, dict[str, Vote]] = {
+        0: {m0[0]: True, m0[1]: True, m0[2]: False},
+        1: {m: False for m in m1},
+        2: {m2[0]: True, m2[1]: False, m2[2]: True},
+        3: {m3[0]: True, m3[1]: False, m3[2]: None},
+    }
+    await vote_round(story, 0, plans, silent={(2, m2[2])})
+    # One batch: the index must give each AuditorSlashed to the right segment.
+    story.finalizations.append(await audit.finalize_segments(world.deployer, session_id, [0, 1, 2, 3]))
+
+    # Round 1: segment 2 escalated to tier 2 (7 seats), segment 3 to tier 3 (7 seats, 1 auditor).
+    escalated = [await audit.segment(session_id, g) for g in (2, 3)]
+    await mine_past(chain, max(s.randomness_block for s in escalated))
+    drawn = await audit.assign_auditors(world.deployer, session_id, [2, 3])
+    story.unavailable_draws.append(drawn)
+    (committee,) = audit.committees_in(drawn)
+    story.committees[(2, 1)] = committee
+    story.draws[(2, 1)] = drawn
+    story.envelopes += await deliver_keys(world.protocol, kubo, world.provider, session_id, graph, stored, [committee])
+    for _attempt in (2, 3):
+        await mine_past(chain, (await audit.segment(session_id, 3)).randomness_block)
+        story.unavailable_draws.append(await audit.assign_auditors(world.deployer, session_id, [3]))
+    members = committee.members
+    await vote_round(story, 1, {2: {m: (True if i < len(members) - 1 else None) for i, m in enumerate(members)}}, set())
+    story.finalizations.append(await audit.finalize_segments(world.deployer, session_id, [2]))
+
+    _, story.trace_finalized = await audit.finalize_trace(world.deployer, session_id)
+    story.distributed = await audit.distribute_rewards(world.deployer, session_id)
+
+    aligned = aligned_seats(story)
+    story.unclaimed = world.tier1[0]
+    for auditor, seats in sorted(aligned.items()):
+        if auditor != story.unclaimed:
+            story.claims[auditor] = await audit.claim_rewards(world.wallets[auditor], session_id, seats)
+    story.staker_claimer = world.tier2[0]
+    story.staker_claim = await world.protocol.registry.claim_staker_reward(world.wallets[story.staker_claimer])
+    story.governance_slashed = world.tier2[1]
+    slash = audit.contract.functions.slashAuditor(story.governance_slashed, GOVERNANCE_SLASH_UNITS, GOVERNANCE_REASON)
+    await chain.transact(slash, world.deployer)
+    return story
+
+
+FINAL_RESULTS = {0: True, 1: False, 2: True}
+"""The decided segments' verdicts (segment 3 ends undetermined)."""
+FINAL_ROUND = {0: 0, 1: 0, 2: 1}
+
+
+def aligned_seats(story: Story) -> dict[str, list[tuple[int, int]]]:
+    """(segment, seat index) of each auditor's aligned seats: revealed the decided outcome in the
+    segment's final round."""
+    seats: dict[str, list[tuple[int, int]]] = {}
+    for segment_id, outcome in FINAL_RESULTS.items():
+        committee = story.committees[(segment_id, FINAL_ROUND[segment_id])]
+        for index, member in enumerate(committee.members):
+            revealed = story.reveals.get((segment_id, committee.round, member))
+            if revealed is not None and revealed[0] == outcome:
+                seats.setdefault(member, []).append((segment_id, index))
+    return seats
+
+
+# ---------------------------------------------------------------------------------------- a server
+
+
+class _LoopServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the test owns the process's signals."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.asynccontextmanager
+async def serve(app: FastAPI) -> AsyncIterator[str]:
+    """Serves `app` with uvicorn (lifespan on) in this event loop on a free port; yields its URL."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, http="h11", ws="none")
+    server = _LoopServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            sock.close()
+            task.result()
+            raise RuntimeError("the explorer server stopped while starting")
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
