@@ -242,7 +242,6 @@ class SessionOut(_Out):
     claims: list[RewardClaimOut]
     aligned_seats: int
     refund_wei: str | None
-    reports: int | None
 
 
 class SessionPageOut(_Out):
@@ -606,17 +605,21 @@ def explorer_router(index: ChainIndex) -> APIRouter:
         _security_headers(response, None)
         return response
 
+    def html_page(path: str, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A page route: HTML, left out of the OpenAPI schema (which describes the JSON)."""
+        return router.get(path, response_class=HTMLResponse, name=name, include_in_schema=False)
+
     # -- pages
 
     @router.get("/explorer", include_in_schema=False)
     async def explorer_root(request: Request) -> RedirectResponse:
         return RedirectResponse(url(request, "explorer_sessions_page"), status_code=307)
 
-    @router.get("/explorer/", response_class=HTMLResponse, name="explorer_home", include_in_schema=False)
+    @html_page("/explorer/", "explorer_home")
     async def explorer_home(request: Request) -> HTMLResponse:
         return await sessions_page(request)
 
-    @router.get("/explorer/sessions", response_class=HTMLResponse, name="explorer_sessions_page")
+    @html_page("/explorer/sessions", "explorer_sessions_page")
     async def sessions_page(request: Request) -> HTMLResponse:
         async def build() -> HTMLResponse:
             number = _parse_int_query(request, "page", 1, 1, 10**9)
@@ -628,7 +631,7 @@ def explorer_router(index: ChainIndex) -> APIRouter:
 
         return await page(request, build)
 
-    @router.get("/explorer/sessions/{session_id}", response_class=HTMLResponse, name="explorer_session_page")
+    @html_page("/explorer/sessions/{session_id}", "explorer_session_page")
     async def session_page(request: Request, session_id: str) -> HTMLResponse:
         async def build() -> HTMLResponse:
             detail = await index.session(_parse_id(session_id, "session id", 1))
@@ -636,11 +639,7 @@ def explorer_router(index: ChainIndex) -> APIRouter:
 
         return await page(request, build)
 
-    @router.get(
-        "/explorer/sessions/{session_id}/segments/{segment_id}",
-        response_class=HTMLResponse,
-        name="explorer_segment_page",
-    )
+    @html_page("/explorer/sessions/{session_id}/segments/{segment_id}", "explorer_segment_page")
     async def segment_page(request: Request, session_id: str, segment_id: str) -> HTMLResponse:
         async def build() -> HTMLResponse:
             sid = _parse_id(session_id, "session id", 1)
@@ -651,7 +650,7 @@ def explorer_router(index: ChainIndex) -> APIRouter:
 
         return await page(request, build)
 
-    @router.get("/explorer/auditors", response_class=HTMLResponse, name="explorer_auditors_page")
+    @html_page("/explorer/auditors", "explorer_auditors_page")
     async def auditors_page(request: Request) -> HTMLResponse:
         async def build() -> HTMLResponse:
             sort, descending = _parse_sort(request)
@@ -664,7 +663,7 @@ def explorer_router(index: ChainIndex) -> APIRouter:
 
         return await page(request, build)
 
-    @router.get("/explorer/auditors/{address}", response_class=HTMLResponse, name="explorer_auditor_page")
+    @html_page("/explorer/auditors/{address}", "explorer_auditor_page")
     async def auditor_page(request: Request, address: str) -> HTMLResponse:
         async def build() -> HTMLResponse:
             detail = await index.auditor(_parse_auditor(address))

@@ -38,10 +38,10 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal, TypeVar
+from functools import partial, wraps
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from eth_utils import is_hex_address, to_checksum_address
 from multiformats import CID
@@ -408,7 +408,6 @@ class SessionDetail:
     claims: tuple[RewardClaim, ...]
     aligned_seats: int
     refund_wei: int | None
-    reports: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -658,6 +657,24 @@ def _page_bounds(page: int, per_page: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------------------------- the index
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _serialized(
+    method: Callable[Concatenate[ChainIndex, P], Awaitable[R]],
+) -> Callable[Concatenate[ChainIndex, P], Coroutine[Any, Any, R]]:
+    """Runs a read method under the index's lock: it awaits view calls between reading the model,
+    and a refresh running in between could change what it already read (a round drawn, a cache
+    entry dropped)."""
+
+    @wraps(method)
+    async def locked(self: ChainIndex, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with self._lock:
+            return await method(self, *args, **kwargs)
+
+    return locked
+
 
 class ChainIndex:
     """The explorer's model of one deployment, refreshed incrementally from the chain.
@@ -665,8 +682,8 @@ class ChainIndex:
     `start_block` is the first block read (the deployment's block by default: nothing of the
     protocol happened before it). `block_range` bounds each `eth_getLogs` request; lower it for a
     provider that caps ranges. `confirmations` keeps the newest blocks out (0 on a devnet).
-    Concurrent `refresh()` calls are serialized; the read methods may run at any time and see the
-    model as of the last refresh.
+    `refresh()` and the read methods run one at a time (a lock): a read sees the model as of the last
+    refresh, never half of one.
     """
 
     def __init__(
@@ -691,7 +708,6 @@ class ChainIndex:
         self.view_concurrency = view_concurrency
         self._lock = asyncio.Lock()
         self._events = self._event_table()
-        self._has_reports = hasattr(protocol.segment_keys, "reports_for")
         self._reset()
 
     def _reset(self) -> None:
@@ -1174,6 +1190,7 @@ class ChainIndex:
     def session_count(self) -> int:
         return len(self._sessions)
 
+    @_serialized
     async def sessions(self, *, page: int = 1, per_page: int = DEFAULT_PAGE_SIZE) -> SessionPage:
         """Sessions, newest (highest id) first. Raises `ValueError` for a page or size out of range."""
         start, stop = _page_bounds(page, per_page)
@@ -1182,6 +1199,7 @@ class ChainIndex:
         items = tuple(self._session_summary(self._sessions[i], fees[i]) for i in ids)
         return SessionPage(items, len(self._sessions), page, per_page)
 
+    @_serialized
     async def session(self, session_id: int) -> SessionDetail:
         """One session. Raises `UnknownEntity` when the index holds no such session."""
         session = self._session_state(session_id)
@@ -1196,9 +1214,6 @@ class ChainIndex:
             for a in s.current.members
             if s.current.outcome(a) is SeatOutcome.ALIGNED
         )
-        reports = None
-        if self._has_reports:
-            reports = len(await self.protocol.segment_keys.reports_for(session_id))  # type: ignore[attr-defined]
         return SessionDetail(
             session=self._session_summary(session, fee),
             segments=tuple(self._segment_summary(s) for s in segments),
@@ -1220,9 +1235,9 @@ class ChainIndex:
             claims=tuple(session.claims),
             aligned_seats=aligned,
             refund_wei=session.refund_wei,
-            reports=reports,
         )
 
+    @_serialized
     async def segment(self, session_id: int, segment_id: int) -> SegmentDetail:
         """One segment with every round, its seats' weights and claimed flags read from the chain.
         Raises `UnknownEntity` for an unknown session or segment."""
@@ -1381,6 +1396,7 @@ class ChainIndex:
     def auditor_count(self) -> int:
         return len(self._auditors)
 
+    @_serialized
     async def auditors(
         self,
         *,
@@ -1403,6 +1419,7 @@ class ChainIndex:
         summaries.sort(key=key, reverse=descending)  # stable: ties keep address order
         return AuditorPage(tuple(summaries[start:stop]), len(summaries), page, per_page, sort, descending)
 
+    @_serialized
     async def auditor(self, address: str) -> AuditorDetail:
         """One auditor. Raises `ValueError` for a malformed address and `UnknownEntity` for an
         address that never registered."""
