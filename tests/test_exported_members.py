@@ -19,6 +19,7 @@ PACKAGES = [
     "trust.auditors",
     "trust.auditors.checks",
     "trust.worker",
+    "trust.api",
 ]
 
 
