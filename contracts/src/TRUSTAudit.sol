@@ -68,14 +68,18 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint32 paramsVersion;
     }
 
-    /// @dev Slot layout (everything a vote touches lives in slot 0, so a reveal writes one slot):
+    /// @dev Slot layout (everything a vote touches lives in slot 0, so a commit or a reveal writes
+    ///      one slot of the segment):
     ///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
-    ///         commitDeadline 48 | randomnessBlock 40 | entropy 80 | drawAttempts 8
+    ///         commitDeadline 48 | randomnessBlock 40 | entropy 72 | committedCount 8 | drawAttempts 8
     ///      1: contentDigest
-    ///      The reveal deadline is commitDeadline + the session's reveal window. `entropy` is the low
-    ///      80 bits of the draw seed, XORed with every revealed salt: slash rolls come from it, so no
-    ///      auditor can predict its own roll when it commits. `drawAttempts` counts the round's
-    ///      draws that found too few members.
+    ///      The reveal deadline is commitDeadline + the session's reveal window. `committedCount`
+    ///      counts the round's seats that committed at least once; when it reaches the committee size
+    ///      the commit window closes early (commitDeadline = that block's timestamp - 1). `entropy` is
+    ///      the low 72 bits of the draw seed, XORed with every revealed salt: slash rolls come from
+    ///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 72
+    ///      leave 2^72 values no seat can steer). `drawAttempts` counts the round's draws that found
+    ///      too few members.
     struct Segment {
         uint8 tier;
         uint8 flags;
@@ -86,7 +90,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint32 weight;
         uint48 commitDeadline;
         uint40 randomnessBlock;
-        uint80 entropy;
+        uint72 entropy;
+        uint8 committedCount;
         uint8 drawAttempts;
         bytes32 contentDigest;
     }
@@ -561,7 +566,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
         g.status = SegmentStatus.Voting;
         g.commitDeadline = commitDeadline;
-        g.entropy = uint80(uint256(seed)); // the low 80 bits
+        g.entropy = uint72(uint256(seed)); // the low 72 bits
         emit CommitteeDrawn(
             sessionId, segmentId, g.round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds
         );
@@ -650,6 +655,16 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             revert AuditOutsideCommitWindow(sessionId, segmentId, block.timestamp, g.commitDeadline);
         }
         Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
+        // A seat's commitment is zero until its first commit (reveals, which clear it, only come
+        // after the window), so this counts each seat once.
+        if (st.commitment == bytes32(0)) {
+            uint8 committed = g.committedCount + 1; // at most committeeSize, a uint8
+            g.committedCount = committed;
+            // Every seat holds a commitment: none can change any more, so nothing a reveal shows can
+            // be copied. Close the window now instead of making everyone wait out the deadline;
+            // reveals are accepted from this block on, and the reveal window starts here.
+            if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
+        }
         st.commitment = commitment; // a later commit in the window replaces an earlier one
         emit VoteCommitted(sessionId, segmentId, msg.sender);
     }
@@ -671,7 +686,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         st.state = vote ? _SEAT_PASS : _SEAT_FAIL;
         st.commitment = bytes32(0); // opened: no longer needed
         g.revealedCount += 1; // at most committeeSize, a uint8
-        g.entropy ^= uint80(uint256(salt));
+        g.entropy ^= uint72(uint256(salt));
         emit VoteRevealed(sessionId, segmentId, msg.sender, vote);
     }
 
@@ -767,7 +782,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
 
         bool decided = outcome == SegmentStatus.Passed || outcome == SegmentStatus.Failed;
         uint8 alignedState = outcome == SegmentStatus.Passed ? _SEAT_PASS : _SEAT_FAIL;
-        uint80 entropy = g.entropy;
+        uint72 entropy = g.entropy;
         for (uint256 i; i < size; ++i) {
             uint8 state = states[i];
             if (state == _SEAT_SEATED) {
@@ -796,6 +811,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         g.committeeSize = size;
         g.status = SegmentStatus.AwaitingDraw;
         g.revealedCount = 0;
+        g.committedCount = 0;
         g.commitDeadline = 0;
         g.drawAttempts = 0;
         g.randomnessBlock = randomnessBlock;

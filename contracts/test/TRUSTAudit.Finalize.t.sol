@@ -52,8 +52,8 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     /// @notice The slash roll of a seat: uniform in [0, 10_000) from TRUSTAudit's `Segment.entropy`,
-    ///         the low 88 bits of the draw seed XOR the low 88 bits of every revealed salt, hashed
-    ///         as `abi.encode(uint80 entropy, uint256 seatIndex)`. `revealers` must list every seat
+    ///         the low 72 bits of the draw seed XOR the low 72 bits of every revealed salt, hashed
+    ///         as `abi.encode(uint72 entropy, uint256 seatIndex)`. `revealers` must list every seat
     ///         that revealed.
     function slashRoll(uint256 id, uint256 segmentId, address[] memory revealers, uint256 seatIndex)
         internal
@@ -62,9 +62,9 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     {
         ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
         bytes32 seed = keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
-        uint80 entropy = uint80(uint256(seed));
+        uint72 entropy = uint72(uint256(seed));
         for (uint256 i; i < revealers.length; ++i) {
-            entropy ^= uint80(uint256(saltFor(revealers[i], id, segmentId, g.round)));
+            entropy ^= uint72(uint256(saltFor(revealers[i], id, segmentId, g.round)));
         }
         return uint256(keccak256(abi.encode(entropy, seatIndex))) % BPS;
     }
@@ -460,6 +460,47 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertEq(audit.session(id).alignedSeats, 7, "only the deciding round's seats are aligned");
     }
 
+    /// @notice The escalated round counts its own first commits from zero: round 0's three
+    ///         commitments (one of them never revealed) do not close round 1's window early.
+    function test_finalizeSegment_escalatedRoundCountsCommitsFromZero() public {
+        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        addAuditors("t2-", 2, 7, 2_000e18);
+        uint256 id = drawnSingle();
+        commitAs(a, id, 0, true);
+        commitAs(b, id, 0, false);
+        commitAs(c, id, 0, true); // closes round 0's window; c will not reveal
+        revealAs(a, id, 0, true);
+        revealAs(b, id, 0, false);
+        toRevealEnd(id, 0);
+        assertFalse(audit.finalizeSegment(id, 0)); // Pass 1/3, Fail 1/3: escalate
+
+        address[] memory round1 = drawSegment(id, 0);
+        uint48 drawnDeadline = audit.segment(id, 0).commitDeadline;
+        assertEq(drawnDeadline, block.timestamp + 1 hours);
+        for (uint256 i; i < 6; ++i) {
+            commitAs(round1[i], id, 0, true);
+        }
+        assertEq(audit.segment(id, 0).commitDeadline, drawnDeadline, "six seats of seven: still open");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+        commitAs(round1[6], id, 0, true);
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1, "the seventh closes it");
+        revealAll(id, 0, true);
+        assertTrue(audit.finalizeSegment(id, 0));
+    }
+
+    /// @notice With every seat committing and revealing at once, a segment is decided in the block
+    ///         of its draw: nobody waits out a window.
+    function test_finalizeSegment_decidedInTheBlockOfTheDraw() public {
+        trio(1_000e18, 1_000e18, 1_000e18);
+        uint256 id = drawnSingle();
+        uint256 drawnAt = block.timestamp;
+        commitAll(id, 0, false);
+        revealAll(id, 0, false);
+        assertFalse(audit.finalizeSegment(id, 0));
+        assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
+        assertEq(block.timestamp, drawnAt);
+    }
+
     function test_finalizeSegment_roundCommitmentDoesNotOpenInTheNextRound() public {
         address[] memory t2 = addAuditors("t2-", 2, 7, 2_000e18);
         (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
@@ -841,15 +882,20 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
             }
             if (outcome[s] != 2) commitAs(c, id, s, outcome[s] == 0);
         }
-        toCommitEnd(id, 0);
-        for (uint256 s; s < rounds; ++s) {
-            address[] memory members = audit.committee(id, s);
-            for (uint256 i; i < members.length; ++i) {
-                if (members[i] != c) revealAs(members[i], id, s, true);
+        // A segment where c committed too closed its commit window at once: it reveals now. The
+        // others (c silent) reveal once their deadline has passed.
+        for (uint256 pass; pass < 2; ++pass) {
+            if (pass == 1) toLatestCommitEnd(id);
+            for (uint256 s; s < rounds; ++s) {
+                if ((outcome[s] == 2) != (pass == 1)) continue;
+                address[] memory members = audit.committee(id, s);
+                for (uint256 i; i < members.length; ++i) {
+                    if (members[i] != c) revealAs(members[i], id, s, true);
+                }
+                if (outcome[s] != 2) revealAs(c, id, s, outcome[s] == 0);
             }
-            if (outcome[s] != 2) revealAs(c, id, s, outcome[s] == 0);
         }
-        toRevealEnd(id, 0);
+        toLatestRevealEnd(id);
 
         uint256 rA = p.initialReputationWad;
         uint256 rC = p.initialReputationWad;

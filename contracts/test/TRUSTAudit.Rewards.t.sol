@@ -539,16 +539,18 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         commitAll(id1, 2, false);
         commitAs(a, id2, 0, true);
         commitAs(c, id2, 0, true);
-        toCommitEnd(id1, 0);
+        // Every seat of session 1 committed, so its windows closed at once; b's silence keeps
+        // session 2's open until its deadline.
         revealAll(id1, 0, true);
         revealAs(a, id1, 1, true);
         revealAs(b, id1, 1, true);
         revealAs(c, id1, 1, false);
         revealAll(id1, 2, false);
-        revealAs(a, id2, 0, true);
-        revealAs(c, id2, 0, true);
         audit.finalizeSegments(id1, ids(0, 2));
         assertFalse(audit.finalizeSegment(id1, 1)); // 50/50: escalates
+        toCommitEnd(id2, 0);
+        revealAs(a, id2, 0, true);
+        revealAs(c, id2, 0, true);
         toRevealEnd(id2, 0);
         assertTrue(audit.finalizeSegment(id2, 0));
         audit.finalizeTrace(id2);

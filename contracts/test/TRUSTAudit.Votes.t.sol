@@ -281,15 +281,14 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
     function test_revealVote_everySeatRevealedMakesTheSegmentFinalizable() public {
         commitWith(a, 0, true, "sa");
         commitWith(b, 0, true, "sb");
-        commitWith(c, 0, false, "sc");
-        toRevealWindow();
+        commitWith(c, 0, false, "sc"); // the last seat: the commit window closes
         revealWith(a, 0, true, "sa");
         revealWith(b, 0, true, "sb");
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
         revealWith(c, 0, false, "sc");
         assertEq(audit.segment(id, 0).revealedCount, 3);
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
-        assertLt(block.timestamp, revealDeadline);
+        assertLt(block.timestamp, audit.segment(id, 0).revealDeadline);
     }
 
     // ------------------------------------------------------------------ commitVotes
@@ -451,6 +450,149 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         audit.revealVotes(batch);
     }
 
+    // ------------------------------------------------------------------ early close
+
+    /// forge-config: default.isolate = true
+    /// forge-config: ci.isolate = true
+    function test_commitVote_lastFirstCommitClosesTheWindow() public {
+        commitWith(a, 0, true, "sa");
+        commitWith(b, 0, true, "sb");
+        assertEq(audit.segment(id, 0).commitDeadline, commitDeadline, "two seats of three: still open");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+
+        vm.warp(block.timestamp + 10 minutes);
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, c, false, "sc");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteCommitted(id, 0, c);
+        vm.prank(c);
+        audit.commitVote(id, 0, commitment);
+        vm.snapshotGasLastCall("TRUSTAudit", "commitVote_closesWindow");
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(g.commitDeadline, block.timestamp - 1, "closed in the block of the last first commit");
+        assertEq(g.revealDeadline, block.timestamp - 1 + 1 hours, "a full reveal window from the close");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        assertEq(audit.segment(id, 1).commitDeadline, commitDeadline, "the other segment's window is its own");
+
+        // Every seat reveals in the block of the last commit.
+        revealWith(a, 0, true, "sa");
+        revealWith(b, 0, true, "sb");
+        revealWith(c, 0, false, "sc");
+        assertEq(audit.segment(id, 0).revealedCount, 3);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+    }
+
+    function test_commitVote_refusedOnceEverySeatCommitted() public {
+        commitWith(a, 0, true, "sa");
+        commitWith(b, 0, true, "sb");
+        commitWith(c, 0, true, "sc");
+        uint256 closedAt = block.timestamp - 1;
+
+        // No commitment can change any more: not singly, not in a batch.
+        bytes32 changed = audit.commitmentOf(id, 0, 0, a, false, "sa");
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, block.timestamp, closedAt)
+        );
+        vm.prank(a);
+        audit.commitVote(id, 0, changed);
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, a), changed);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, block.timestamp, closedAt)
+        );
+        vm.prank(a);
+        audit.commitVotes(batch);
+
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, false, "sa");
+        revealWith(a, 0, true, "sa"); // the commitment made before the close opens
+        assertTrue(audit.seat(id, 0, 0, seatIndexOf(id, 0, a)).vote);
+    }
+
+    function test_commitVote_recommitsCountEachSeatOnce() public {
+        commitWith(a, 0, true, "first");
+        commitWith(a, 0, false, "second");
+        commitWith(b, 0, true, "sb");
+        commitWith(b, 0, true, "sb again");
+        commitWith(a, 0, true, "third");
+        assertEq(audit.segment(id, 0).commitDeadline, commitDeadline, "c has not committed: still open");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+
+        commitWith(c, 0, false, "sc");
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1);
+        vm.expectRevert(mismatch(0, a));
+        revealWith(a, 0, false, "second");
+        revealWith(a, 0, true, "third"); // the latest commitment is the one revealed
+    }
+
+    function test_commitVote_partialCommitteeWaitsForTheDeadline() public {
+        commitWith(a, 0, true, "sa");
+        commitWith(b, 0, false, "sb"); // c stays silent
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector, id, 0, block.timestamp, commitDeadline, revealDeadline
+            )
+        );
+        revealWith(a, 0, true, "sa");
+
+        vm.warp(commitDeadline);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideRevealWindow.selector, id, 0, commitDeadline, commitDeadline, revealDeadline
+            )
+        );
+        revealWith(a, 0, true, "sa");
+
+        toRevealWindow();
+        revealWith(a, 0, true, "sa");
+        revealWith(b, 0, false, "sb");
+        assertEq(audit.segment(id, 0).commitDeadline, commitDeadline, "never moved");
+        assertEq(audit.segment(id, 0).revealDeadline, revealDeadline);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        // The silent seat cannot join late.
+        bytes32 late = audit.commitmentOf(id, 0, 0, c, true, "sc");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, uint256(commitDeadline) + 1, commitDeadline
+            )
+        );
+        vm.prank(c);
+        audit.commitVote(id, 0, late);
+    }
+
+    function test_commitVote_lastCommitAtTheDeadlineClosesTheWindowThere() public {
+        commitWith(a, 0, true, "sa");
+        commitWith(b, 0, true, "sb");
+        vm.warp(commitDeadline);
+        commitWith(c, 0, true, "sc");
+        assertEq(audit.segment(id, 0).commitDeadline, commitDeadline - 1);
+        assertEq(audit.segment(id, 0).revealDeadline, revealDeadline - 1);
+        revealWith(c, 0, true, "sc"); // in the same block
+        assertTrue(audit.seat(id, 0, 0, seatIndexOf(id, 0, c)).revealed);
+    }
+
+    function test_commitVotes_closesEverySegmentItsBatchCompletes() public {
+        commitWith(a, 0, true, "a0");
+        commitWith(b, 0, true, "b0");
+        commitWith(a, 1, false, "a1");
+        commitWith(b, 1, false, "b1");
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](2);
+        batch[0] = seatCommit(0, seatIndexOf(id, 0, c), audit.commitmentOf(id, 0, 0, c, true, "c0"));
+        batch[1] = seatCommit(1, seatIndexOf(id, 1, c), audit.commitmentOf(id, 1, 0, c, false, "c1"));
+        vm.prank(c);
+        audit.commitVotes(batch);
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1);
+        assertEq(audit.segment(id, 1).commitDeadline, block.timestamp - 1);
+
+        ITRUSTAudit.SeatReveal[] memory reveals = new ITRUSTAudit.SeatReveal[](2);
+        reveals[0] = seatReveal(0, seatIndexOf(id, 0, c), true, "c0");
+        reveals[1] = seatReveal(1, seatIndexOf(id, 1, c), false, "c1");
+        vm.prank(c);
+        audit.revealVotes(reveals);
+        assertTrue(audit.seat(id, 1, 0, seatIndexOf(id, 1, c)).revealed);
+    }
+
     // ------------------------------------------------------------------ fuzz
 
     /// @notice Any (vote, salt) opens its own commitment, and no other pair does.
@@ -489,5 +631,57 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         vm.prank(b);
         (bool revealed,) = address(audit).call(abi.encodeCall(ITRUSTAudit.revealVote, (id, 0, false, "b")));
         assertEq(revealed, t > commitDeadline && t <= revealDeadline);
+    }
+
+    /// @notice Seats commit in any order, at any times in the window, any number of times each:
+    ///         the window closes exactly when the last seat commits for the first time (its
+    ///         deadline becomes that block's time - 1, and every seat may reveal in that block);
+    ///         while a seat has not committed, the deadline fixed at the draw stands.
+    function testFuzz_commitWindow_closesExactlyWhenEverySeatCommitted(
+        uint256 order,
+        uint256 delays,
+        uint8 mask,
+        uint8 recommits
+    ) public {
+        address[3] memory seats = [a, b, c];
+        // A permutation of the three seats from `order`.
+        uint256 first = order % 3;
+        uint256 second = (first + 1 + (order >> 8) % 2) % 3;
+        uint256[3] memory perm = [first, second, 3 - first - second];
+        mask = uint8(bound(mask, 0, 7));
+        uint256 committers;
+        uint256 lastCommit;
+        for (uint256 k; k < 3; ++k) {
+            address who = seats[perm[k]];
+            if ((mask >> perm[k]) & 1 == 0) continue;
+            ++committers;
+            vm.warp(block.timestamp + (delays >> (16 * k)) % 1_200); // 3 x 1,199 s < the 1 h window
+            // A seat that is not the committee's last may change its commitment (the last one's
+            // first commit closes the window).
+            bool last = mask == 7 && committers == 3;
+            if (!last && (recommits >> k) & 1 == 1) commitWith(who, 0, false, "changed my mind");
+            commitWith(who, 0, true, bytes32(uint256(uint160(who))));
+            lastCommit = block.timestamp;
+        }
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        if (mask == 7) {
+            assertEq(g.commitDeadline, lastCommit - 1, "closed at the last first commit");
+            assertEq(g.revealDeadline, lastCommit - 1 + 1 hours, "a full reveal window from the close");
+            for (uint256 i; i < 3; ++i) {
+                revealWith(seats[i], 0, true, bytes32(uint256(uint160(seats[i]))));
+            }
+            assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        } else {
+            assertEq(g.commitDeadline, commitDeadline, "a seat has not committed: the draw's deadline");
+            assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit));
+            if (mask != 0) {
+                address anyCommitted = seats[mask & 1 == 1 ? 0 : mask & 2 == 2 ? 1 : 2];
+                vm.prank(anyCommitted);
+                (bool revealed,) = address(audit).call(
+                    abi.encodeCall(ITRUSTAudit.revealVote, (id, 0, true, bytes32(uint256(uint160(anyCommitted)))))
+                );
+                assertFalse(revealed, "revealed while a seat could still commit");
+            }
+        }
     }
 }

@@ -256,6 +256,29 @@ abstract contract TRUSTAuditBase is TRUSTBase {
         if (block.number < target) vm.roll(target);
     }
 
+    /// @notice Warps past the latest commit deadline among the session's segments (never back in
+    ///         time). Segments whose every seat committed closed their window early, and their
+    ///         reveal windows may end before this.
+    function toLatestCommitEnd(uint256 sessionId) internal {
+        uint256 latest = _latestDeadline(sessionId, false);
+        if (block.timestamp <= latest) vm.warp(latest + 1);
+    }
+
+    /// @notice Warps past the latest reveal deadline among the session's segments (never back in time).
+    function toLatestRevealEnd(uint256 sessionId) internal {
+        uint256 latest = _latestDeadline(sessionId, true);
+        if (block.timestamp <= latest) vm.warp(latest + 1);
+    }
+
+    function _latestDeadline(uint256 sessionId, bool reveal) private view returns (uint256 latest) {
+        uint256 segmentCount = audit.session(sessionId).segmentCount;
+        for (uint256 s; s < segmentCount; ++s) {
+            ITRUSTAudit.SegmentView memory g = audit.segment(sessionId, s);
+            uint256 deadline = reveal ? g.revealDeadline : g.commitDeadline;
+            if (deadline > latest) latest = deadline;
+        }
+    }
+
     /// @notice Mines past the segment's randomness block, draws its committee and returns it.
     function drawSegment(uint256 sessionId, uint256 segmentId) internal returns (address[] memory members) {
         rollPastRandomness(sessionId, segmentId);

@@ -159,7 +159,9 @@ interface ITRUSTAudit {
         bool contradiction,
         bytes32 contentDigest
     );
-    /// @notice A committee was seated: workers watch this for their seats.
+    /// @notice A committee was seated: workers watch this for their seats. The deadlines are those
+    ///         fixed at the draw; the commit window closes earlier once every seat has committed
+    ///         (see `commitVote`), so read the current ones from `segment`.
     event CommitteeDrawn(
         uint256 indexed sessionId,
         uint256 indexed segmentId,
@@ -240,10 +242,19 @@ interface ITRUSTAudit {
 
     /// @notice Commits the caller's vote on a segment: `commitment = commitmentOf(...)`.
     /// @dev Only seated auditors, only in the commit window; a second commit in the window replaces
-    ///      the first. Emits `VoteCommitted`.
+    ///      the first. When this is the first commit of the round's last seat without one (every
+    ///      seat now holds a commitment), the commit window closes at once: `commitDeadline`
+    ///      becomes `block.timestamp - 1`, so reveals are accepted from this block on, no commit
+    ///      is accepted any more, and the reveal deadline (`commitDeadline + revealWindowSeconds`)
+    ///      gives the full reveal window from here. Safe because no commitment can change once
+    ///      all are in, so nothing a reveal shows can be copied. Emits `VoteCommitted` (nothing
+    ///      else on the close: `segment` and `phase` show it).
+    ///      Gas: about 3.4k more for a seat's first commit (the count of committed seats).
     function commitVote(uint256 sessionId, uint256 segmentId, bytes32 commitment) external;
 
-    /// @notice Reveals the caller's committed vote. Only in the reveal window, once per seat.
+    /// @notice Reveals the caller's committed vote. Only in the reveal window (after the commit
+    ///         deadline, which moves to the current block once every seat has committed), once per
+    ///         seat.
     /// @dev Reverts with `AuditCommitmentMismatch` when (vote, salt) do not open the commitment.
     ///      Emits `VoteRevealed`.
     function revealVote(uint256 sessionId, uint256 segmentId, bool vote, bytes32 salt) external;
@@ -291,7 +302,8 @@ interface ITRUSTAudit {
     /// @notice `assignAuditors` for many segments of a session.
     function assignAuditorsBatch(uint256 sessionId, uint256[] calldata segmentIds) external;
 
-    /// @notice Commits several seats' votes in one transaction (seats named by index).
+    /// @notice Commits several seats' votes in one transaction (seats named by index); each closes
+    ///         its segment's window as `commitVote` does.
     function commitVotes(SeatCommit[] calldata commits) external;
 
     /// @notice Reveals several seats' votes in one transaction.

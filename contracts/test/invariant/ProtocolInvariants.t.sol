@@ -14,8 +14,8 @@ import {ProtocolHandler} from "./handlers/ProtocolHandler.sol";
 ///         seats, final verdicts that never change, payouts bounded by what came in, seat rewards
 ///         paid once per aligned seat, well-formed and backed committees seated with their weight at
 ///         the randomness block, draws that seat a committee exactly when the tier could, and
-///         otherwise retry and end the segment, and draw weights (now and by block) that follow
-///         the eligibility rules.
+///         otherwise retry and end the segment, draw weights (now and by block) that follow
+///         the eligibility rules, and commit windows that close once every seat committed.
 /// @dev Committees are small (2 / 3 / 3 seats, escalating once to 5 / 7 / 7) so that a run's depth
 ///      covers whole sessions. Deliberate bugs that these invariants catch are in ./bugs.
 contract ProtocolInvariantTest is TRUSTBase {
@@ -197,6 +197,31 @@ contract ProtocolInvariantTest is TRUSTBase {
                 assertEq(v.revealed, reveals != 0, "seat revealed flag");
             }
             assertEq(g.revealedCount, revealed, "revealedCount = seats revealed");
+        }
+    }
+
+    /// @notice A round's commit window closes the moment its last seat commits for the first time,
+    ///         and not before: once every seat committed, the commit deadline is that block's time
+    ///         minus one and the reveal window runs in full from there; until then it is the
+    ///         deadline fixed at the draw. No commit is accepted once the window closed.
+    function invariant_commitWindowClosesOnceEverySeatCommitted() public view {
+        assertEq(handler.ghost_commitsAfterClose(), 0, "a commit accepted after every seat committed");
+        ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
+        for (uint256 k; k < voting.length; ++k) {
+            uint256 id = voting[k].sessionId;
+            ITRUSTAudit.SegmentView memory g = audit.segment(id, voting[k].segmentId);
+            ProtocolHandler.RoundGhost memory round = handler.roundOf(id, voting[k].segmentId, g.round);
+            assertEq(round.committeeSize, g.committeeSize, "committee size");
+            if (round.committedSeats == g.committeeSize) {
+                assertEq(g.commitDeadline, round.closedAt - 1, "closed at the last first commit");
+                assertEq(
+                    g.revealDeadline,
+                    round.closedAt - 1 + audit.sessionParams(id).revealWindowSeconds,
+                    "a full reveal window from the close"
+                );
+            } else {
+                assertEq(g.commitDeadline, round.drawnCommitDeadline, "closed before every seat committed");
+            }
         }
     }
 

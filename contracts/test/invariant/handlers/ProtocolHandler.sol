@@ -49,11 +49,24 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @notice What the handler committed for a seat, and how many reveals of it succeeded.
+    ///         `everCommitted` is true once any commit of the seat succeeded (even one that opens to
+    ///         nothing): what the audit contract counts towards closing the commit window.
     struct SeatGhost {
         bool committed;
+        bool everCommitted;
         bool vote;
         bytes32 salt;
         uint256 reveals;
+    }
+
+    /// @notice A drawn round's commit window as the handler saw it: the deadline fixed at the draw,
+    ///         the committee size, the seats that committed at least once, and the time of the
+    ///         commit that completed the committee (0 while a seat has not committed).
+    struct RoundGhost {
+        uint48 drawnCommitDeadline;
+        uint8 committeeSize;
+        uint8 committedSeats;
+        uint256 closedAt;
     }
 
     /// @notice A seat that agreed with its decided segment's outcome: its reward is claimable.
@@ -147,6 +160,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_retryViolations;
     /// @dev Unavailable draws of a segment's round so far.
     mapping(bytes32 roundKey => uint256) internal _drawAttempts;
+    mapping(bytes32 roundKey => RoundGhost) internal _rounds;
+    /// @dev Commits accepted once every seat of their round had committed (the window is closed).
+    uint256 public ghost_commitsAfterClose;
     uint256 public ghost_settlementViolations;
     uint256 public ghost_traceVerdictMismatches;
     uint256 public ghost_refinalizations;
@@ -714,6 +730,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
         if (members.length != g.committeeSize || g.randomnessBlock != before.randomnessBlock) {
             ghost_committeeViolations += 1;
         }
+        RoundGhost storage round = _rounds[_roundKey(r, g.round)];
+        round.drawnCommitDeadline = g.commitDeadline;
+        round.committeeSize = g.committeeSize;
     }
 
     /// @dev The tier could not seat the round: attempts 1 and 2 fix a fresh block, the third ends
@@ -789,6 +808,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         bytes32 c = garbage
             ? keccak256(abi.encode("opens to nothing", salt))
             : audit.commitmentOf(r.sessionId, r.segmentId, round, member, vote, salt);
+        bool closed = _everySeatCommitted(r, round);
         bool ok;
         if (batch) {
             ITRUSTAudit.SeatCommit[] memory commits = new ITRUSTAudit.SeatCommit[](1);
@@ -807,9 +827,28 @@ contract ProtocolHandler is CommonBase, StdUtils {
             _count("commit (reverted)");
             return;
         }
+        if (closed) ghost_commitsAfterClose += 1;
+        _recordCommit(r, round, index, !garbage, vote, salt);
+    }
+
+    function _everySeatCommitted(SegmentRef memory r, uint8 round) internal view returns (bool) {
+        RoundGhost storage g = _rounds[_roundKey(r, round)];
+        return g.committedSeats == g.committeeSize;
+    }
+
+    /// @dev A commitment that opens to nothing is recorded as "not committed" (its reveal must
+    ///      fail), but it counts towards closing the window like any other.
+    function _recordCommit(SegmentRef memory r, uint8 round, uint256 index, bool opens, bool vote, bytes32 salt)
+        internal
+    {
         SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, round, index)];
-        // A commitment that opens to nothing is recorded as "not committed": its reveal must fail.
-        s.committed = !garbage;
+        if (!s.everCommitted) {
+            s.everCommitted = true;
+            RoundGhost storage g = _rounds[_roundKey(r, round)];
+            g.committedSeats += 1;
+            if (g.committedSeats == g.committeeSize) g.closedAt = block.timestamp;
+        }
+        s.committed = opens;
         s.vote = vote;
         s.salt = salt;
         _count("commit");
@@ -1067,6 +1106,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @notice How many reveals of the seat succeeded.
+    /// @notice The commit window of a segment's round as the handler saw it (see `RoundGhost`).
+    function roundOf(uint256 sessionId, uint256 segmentId, uint8 round) external view returns (RoundGhost memory) {
+        return _rounds[_roundKey(SegmentRef(sessionId, segmentId), round)];
+    }
+
     function revealsOf(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index) external view returns (uint256) {
         return _seats[_seatKey(sessionId, segmentId, round, index)].reveals;
     }
