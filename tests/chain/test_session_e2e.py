@@ -17,7 +17,7 @@ from eth_account.signers.local import LocalAccount
 from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
-from trust.chain.types import SegmentSpec, SegmentStatus, SessionStatus
+from trust.chain.types import Phase, SegmentSpec, SegmentStatus, SessionStatus
 from trust.chain.wallets import load_keystore
 from trust.devnet import dev_account, provision_auditors
 from trust.errors import ContractReverted
@@ -137,17 +137,27 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     silent = seg1.members[2]
     votes1 = {seg1.members[0]: True, seg1.members[1]: False, silent: True}  # Pass, Fail, (Pass unrevealed)
     salts: dict[tuple[int, str], bytes] = {}
-    for committee, votes in ((seg0, votes0), (seg1, votes1)):
-        for member in committee.members:
-            salts[(committee.segment_id, member)] = salt = audit.new_salt()
-            commitment = await audit.commitment_of(session_id, committee.segment_id, 0, member, votes[member], salt)
-            await audit.commit_vote(world.wallets[member], session_id, committee.segment_id, commitment)
 
-    # Revealing inside the commit window is refused; so is a wrong salt after it.
+    async def commit(segment_id: int, member: str, vote: bool) -> None:
+        salts[(segment_id, member)] = salt = audit.new_salt()
+        commitment = await audit.commitment_of(session_id, segment_id, 0, member, vote, salt)
+        await audit.commit_vote(world.wallets[member], session_id, segment_id, commitment)
+
+    for member in seg0.members[:2]:
+        await commit(0, member, votes0[member])
+    # Revealing inside the commit window is refused while a seat has not committed.
     with pytest.raises(ContractReverted) as early:
-        await audit.reveal_vote(world.wallets[minority0], session_id, 0, False, salts[(0, minority0)])
+        await audit.reveal_vote(world.wallets[seg0.members[0]], session_id, 0, True, salts[(0, seg0.members[0])])
     assert early.value.error_name == "AuditOutsideRevealWindow"
-    await _warp(chain, SETTINGS.commit_window_seconds + 1)
+    assert await audit.phase(session_id, 0) is Phase.COMMIT
+    # The last seat's commit closes the window at once: the reveal window opens in that block.
+    await commit(0, minority0, votes0[minority0])
+    closed = await audit.segment(session_id, 0)
+    assert closed.commit_deadline < seg0.commit_deadline and await audit.phase(session_id, 0) is Phase.REVEAL
+    assert closed.reveal_deadline == closed.commit_deadline + SETTINGS.reveal_window_seconds
+    for member in seg1.members:
+        await commit(1, member, votes1[member])
+    # A wrong salt is refused.
     with pytest.raises(ContractReverted) as wrong:
         await audit.reveal_vote(world.wallets[minority0], session_id, 0, False, b"\x00" * 31 + b"\x01")
     assert wrong.value.error_name == "AuditCommitmentMismatch"
@@ -203,7 +213,7 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
         salts[(2, member)] = salt = audit.new_salt()
         commitment = await audit.commitment_of(session_id, 1, 1, member, votes2[member], salt)
         await audit.commit_vote(world.wallets[member], session_id, 1, commitment)
-    await _warp(chain, SETTINGS.commit_window_seconds + 1)
+    assert await audit.phase(session_id, 1) is Phase.REVEAL  # all seven committed: the window closed
     for member in escalated.members:
         await audit.reveal_vote(world.wallets[member], session_id, 1, votes2[member], salts[(2, member)])
     # Every seat revealed: finalization need not wait for the reveal deadline.

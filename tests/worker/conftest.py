@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,16 +53,27 @@ async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
         yield client
 
 
-@pytest.fixture
-async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> AsyncIterator[Network]:
+@asynccontextmanager
+async def deployed_network(
+    chain: ChainClient, mnemonic: str, keystore_dir: Path, settings: ProtocolSettings = PROTOCOL
+) -> AsyncIterator[Network]:
+    """The protocol deployed under `settings`, three tier-1 auditors, and a block every second."""
     deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
     await chain.rpc("evm_setAutomine", [True])
-    deployment = await deploy_protocol(chain, deployer, PROTOCOL, GovernanceSettings())
+    deployment = await deploy_protocol(chain, deployer, settings, GovernanceSettings())
     protocol = Protocol.bind(chain, deployment)
     auditors = await provision_auditors(protocol, deployer, [1, 1, 1], keystore_dir, PASSWORD, scrypt_n=2**10)
     await chain.rpc("evm_setIntervalMining", [1])
-    yield Network(protocol, deployment, deployer, provider, auditors, keystore_dir)
-    await chain.rpc("evm_setIntervalMining", [0])
+    try:
+        yield Network(protocol, deployment, deployer, provider, auditors, keystore_dir)
+    finally:
+        await chain.rpc("evm_setIntervalMining", [0])
+
+
+@pytest.fixture
+async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> AsyncIterator[Network]:
+    async with deployed_network(chain, mnemonic, keystore_dir) as made:
+        yield made
 
 
 def products() -> Hdag:

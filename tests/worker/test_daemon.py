@@ -113,7 +113,8 @@ async def test_three_workers_vote_a_session_end_to_end(
             round_id=0,
         )
         events = [e.event for e in worker.store.recent(200) if e.seat == wrong.key]
-        assert events == ["drawn", "fetched", "voted", "committed", "revealed", "finalized"]
+        # Every seat committed: each worker saw the window close early and revealed at once.
+        assert events == ["drawn", "fetched", "voted", "committed", "closed", "revealed", "finalized"]
 
 
 async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
@@ -139,9 +140,10 @@ async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
 async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
     network: Network, kubo: KuboClient, tmp_path: Path
 ) -> None:
-    first = [_worker(network, kubo, i, tmp_path / "before") for i in range(3)]
+    # Silent: they commit their honest votes and stop there, as if killed before revealing (the
+    # window closes as soon as all three committed, so honest workers would reveal at once).
+    first = [_worker(network, kubo, i, tmp_path / "before", adversary=Adversary.SILENT) for i in range(3)]
     session_id, _, committees = await submit(network, kubo, products())
-    deadline = committees[0].commit_deadline
 
     async def committed() -> bool:
         return all(len(w.store.seats([SeatState.COMMITTED])) == SEGMENTS for w in first)
@@ -149,6 +151,9 @@ async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
     await _run_until(first, None, committed, timeout=60)
     for worker in first:
         worker.store.close()
+    # The chain's deadline, not the draw's: every seat committed, so the window closed early.
+    deadline = max([(await network.protocol.audit.segment(session_id, i)).commit_deadline for i in range(SEGMENTS)])
+    assert deadline < committees[0].commit_deadline
     # The disks are gone: fresh state files, scanning from before the draw.
     fresh_settings = SETTINGS.model_copy(update={"start_block": committees[0].block_number})
     again = [_worker(network, kubo, i, tmp_path / "after") for i in range(3)]

@@ -1,9 +1,9 @@
 """Workers as separate processes (`trust worker run`), killed and restarted like a real daemon.
 
-Three tier-1 workers audit a session on Anvil and the local IPFS node. One is killed with SIGKILL
-after it committed and before it revealed; restarted, it reveals in the reveal window from its
-state file and is not slashed. `trust worker status` reads a running worker's state, and SIGTERM
-stops a worker cleanly.
+Three tier-1 workers audit a session on Anvil and the local IPFS node. One (run silent, so that it
+commits and does not reveal) is killed with SIGKILL after it committed and before it revealed;
+restarted, it reveals in the reveal window from its state file and is not slashed. `trust worker
+status` reads a running worker's state, and SIGTERM stops a worker cleanly.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from trust.chain.client import ChainClient
 from trust.chain.types import SessionStatus
 from trust.chain.wallets import load_keystore
 from trust.settings import Settings
@@ -27,11 +28,22 @@ from trust.storage.kubo import KuboClient
 from trust.worker.runner import state_path
 from trust.worker.store import SeatState, WorkerStore
 
-from .conftest import PASSWORD, Network, products, submit
+from .conftest import PASSWORD, PROTOCOL, Network, deployed_network, products, submit
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 SEGMENTS = 7
+REVEAL_WINDOW_SECONDS = 60
+"""The reveal window opens when the last seat commits (the commit window closes early), a few
+seconds after the draw; killing a worker, reading its state with two `trust worker status` runs and
+starting a process again take a good part of the conftest's 16 s."""
+
+
+@pytest.fixture
+async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> AsyncIterator[Network]:
+    settings = PROTOCOL.model_copy(update={"reveal_window_seconds": REVEAL_WINDOW_SECONDS})
+    async with deployed_network(chain, mnemonic, keystore_dir, settings) as made:
+        yield made
 
 
 class Workers:
@@ -57,10 +69,21 @@ class Workers:
     def keystore(self, index: int) -> str:
         return self.network.auditors[index].keystore
 
-    def start(self, index: int) -> subprocess.Popen[bytes]:
+    def start(self, index: int, *extra: str) -> subprocess.Popen[bytes]:
         with (self.home / f"worker-{index}.log").open("ab") as log:  # the child keeps its own copy
             process = subprocess.Popen(
-                [sys.executable, "-m", "trust", "worker", "run", "--keystore", self.keystore(index), "--tier", "1"],
+                [
+                    sys.executable,
+                    "-m",
+                    "trust",
+                    "worker",
+                    "run",
+                    "--keystore",
+                    self.keystore(index),
+                    "--tier",
+                    "1",
+                    *extra,
+                ],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -117,10 +140,13 @@ async def test_a_worker_killed_between_commit_and_reveal_reveals_after_a_restart
     protocol = network.protocol
     victim = network.auditors[0].address
     stake_before = (await protocol.registry.auditor(victim)).stake
-    for index in range(3):
+    # Worker 0 first runs silent: it commits its honest votes and never reveals, so it is killed
+    # between commit and reveal for sure (every seat commits at once, which closes the commit
+    # window early, and an honest worker would reveal in its next tick).
+    workers.start(0, "--adversary", "silent")
+    for index in (1, 2):
         workers.start(index)
     session_id, _, committees = await submit(network, kubo, products())
-    commit_deadline = committees[0].commit_deadline
 
     await _until(lambda: workers.seats(0).count(SeatState.COMMITTED) == SEGMENTS, 60, "worker 0 to commit", workers)
     workers.processes[0].send_signal(signal.SIGKILL)
@@ -137,7 +163,9 @@ async def test_a_worker_killed_between_commit_and_reveal_reveals_after_a_restart
     assert all(a.address.lower() in everyone.stdout for a in network.auditors)
     assert "open seats" in everyone.stdout and "recent" in everyone.stdout
 
-    # Restarted in the reveal window, it reveals from its state file.
+    # Restarted in the reveal window (the chain's, which opened when the last seat committed), it
+    # reveals from its state file.
+    commit_deadline = max([(await protocol.audit.segment(session_id, i)).commit_deadline for i in range(SEGMENTS)])
     while (await protocol.chain.w3.eth.get_block("latest"))["timestamp"] <= commit_deadline:
         await asyncio.sleep(0.3)
     workers.start(0)

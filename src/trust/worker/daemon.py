@@ -11,7 +11,9 @@ One `Worker` per wallet. Each `tick` reads the chain once and moves every seat o
 3. commit: the salt is derived from the wallet (`trust.worker.keys.vote_salt`), the commitment is
    computed, and both are written durably before `commitVotes` is sent (one transaction for every
    seat ready in this tick).
-4. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat.
+4. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat. A
+   committed seat re-reads its segment's deadlines each tick: the window closes early, in the block
+   where the committee's last seat commits, and the worker reveals in the next tick.
 5. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
    `finalizeSegments`; then the trace is finalized and the fee distributed when the session is
    complete, and rewards are claimed when asked.
@@ -181,6 +183,7 @@ class Worker:
         now = await self._chain_time()
         await self._scan(now.block)
         self._start_audits(now)
+        await self._follow_windows(now)
         await self._commit(now)
         await self._reveal(now)
         await self._finalize(now)
@@ -220,10 +223,14 @@ class Worker:
             end = min(head, last + self.settings.log_blocks)
             drawn = await self.protocol.audit.committees_drawn(last + 1, to_block=end)
             envelopes = await self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end)
+            mine = [c for c in drawn if self._address in c.members]
+            # The event's deadlines are those of the draw; a window that closed early since (every
+            # seat committed: a scan that catches up after a restart) is read from the segment,
+            # which keeps its round's deadlines until the next round is drawn.
+            infos = await asyncio.gather(*(self.protocol.audit.segment(c.session_id, c.segment_id) for c in mine))
             seats = []
-            for committee in drawn:
-                if self._address not in committee.members:
-                    continue
+            for committee, info in zip(mine, infos, strict=True):
+                current = info.round == committee.round and info.commit_deadline != 0
                 seats.append(
                     SeatRecord(
                         session_id=committee.session_id,
@@ -231,8 +238,8 @@ class Worker:
                         round=committee.round,
                         seat_index=committee.members.index(self._address),
                         tier=committee.tier,
-                        commit_deadline=committee.commit_deadline,
-                        reveal_deadline=committee.reveal_deadline,
+                        commit_deadline=info.commit_deadline if current else committee.commit_deadline,
+                        reveal_deadline=info.reveal_deadline if current else committee.reveal_deadline,
                         drawn_block=committee.block_number,
                         drawn_at=self._clock(),
                         state=SeatState.DRAWN,
@@ -486,6 +493,12 @@ class Worker:
             )
         except ContractReverted as exc:
             if exc.error_name == "AuditOutsideCommitWindow":
+                # A commit sent before a restart may have landed, and closed the window itself.
+                info = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+                if info.committed:
+                    self.store.update(seat.key, state=SeatState.COMMITTED)
+                    self._say(seat.key, "committed", "confirmed on chain (an earlier commit landed)")
+                    return
                 self._finish(seat.key, SeatState.MISSED, "missed", "the commit window closed before the commit landed")
                 return
             self._failed_attempt([seat], "commit", exc)
@@ -497,6 +510,34 @@ class Worker:
         self._say(seat.key, "committed", f"in {sent.tx_hash}")
 
     # ------------------------------------------------------------------------------------ reveal
+
+    async def _follow_windows(self, now: _ChainTime) -> None:
+        """Reads the current windows of the seats that committed and wait for the reveal window.
+
+        The contract closes a round's commit window as soon as its last seat commits
+        (`commitDeadline` becomes that block's time - 1, the reveal window starts there), so the
+        deadlines of `CommitteeDrawn` are only the latest possible ones: a committed seat re-reads
+        its segment each tick until the window has closed, and reveals on the next tick after an
+        early close instead of waiting out the original deadline (and perhaps missing the reveal
+        window, which now ends earlier too)."""
+        waiting = [
+            s
+            for s in self.store.seats([SeatState.COMMITTING, SeatState.COMMITTED])
+            if now.timestamp <= s.commit_deadline
+        ]
+        if not waiting:
+            return
+        infos = await asyncio.gather(*(self.protocol.audit.segment(s.session_id, s.segment_id) for s in waiting))
+        for seat, info in zip(waiting, infos, strict=True):
+            if info.round != seat.round or info.status is not SegmentStatus.VOTING:
+                continue
+            if info.commit_deadline < seat.commit_deadline:
+                self.store.update(seat.key, commit_deadline=info.commit_deadline, reveal_deadline=info.reveal_deadline)
+                self._say(
+                    seat.key,
+                    "closed",
+                    f"every seat committed: the commit window closed early; reveal by {_clock(info.reveal_deadline)}",
+                )
 
     async def _reveal(self, now: _ChainTime) -> None:
         wall = self._clock()
