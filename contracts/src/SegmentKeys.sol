@@ -10,17 +10,21 @@ import {ISegmentKeys} from "./interfaces/ISegmentKeys.sol";
 import {ITRUSTAudit} from "./interfaces/ITRUSTAudit.sol";
 
 /// @title SegmentKeys
-/// @notice Key envelopes for seated auditors and segment inclusion proofs (paper sections 3.4.2
-///         and 3.4.3), kept out of `TRUSTAudit`, which is close to the EIP-170 code size limit.
+/// @notice Key envelopes for seated auditors, segment inclusion proofs (paper sections 3.4.2 and
+///         3.4.3) and the auditors' report announcements, kept out of `TRUSTAudit`, which is close
+///         to the EIP-170 code size limit.
 /// @dev Deployed behind an ERC-1967 proxy (UUPS); governance (a TimelockController) owns it, as it
 ///      owns the other protocol contracts, so a fix keeps the one address that workers watch.
 ///      Every check reads `TRUSTAudit`'s views; the only state is the audit contract's address.
-///      Envelopes live in events, not storage: a seated auditor finds its own by filtering
-///      `KeyEnvelopePublished` on its address, and nothing on chain ever needs to read them back.
+///      Envelopes and reports live in events, not storage: a seated auditor finds its own
+///      envelopes by filtering `KeyEnvelopePublished` on its address, a provider its session's
+///      reports by filtering `ReportPublished` on the session, and nothing on chain ever needs to
+///      read them back.
 contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpgradeable {
-    /// @notice The longest envelope CID accepted, in bytes. A CIDv1 of a SHA-256 multihash is 36
-    ///         bytes in binary and 59 characters in base32; 128 leaves room for longer hashes and
-    ///         refuses a provider that passes an envelope itself instead of its address.
+    /// @notice The longest envelope or report CID accepted, in bytes. A CIDv1 of a SHA-256
+    ///         multihash is 36 bytes in binary and 59 characters in base32; 128 leaves room for
+    ///         longer hashes and refuses a caller that passes an envelope or a report itself
+    ///         instead of its address.
     uint256 public constant MAX_ENVELOPE_CID_BYTES = 128;
 
     ITRUSTAudit private _audit;
@@ -63,6 +67,34 @@ contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpg
                 revert SegmentKeysEnvelopeTooLong(sessionId, segmentId, i, length, MAX_ENVELOPE_CID_BYTES);
             }
             emit KeyEnvelopePublished(sessionId, segmentId, round, i, members[i], envelopeCids[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------ reports
+
+    /// @inheritdoc ISegmentKeys
+    function publishReports(uint256 sessionId, ReportRef[] calldata refs) external {
+        if (refs.length == 0) revert SegmentKeysNoReports(sessionId);
+        ITRUSTAudit audit_ = _audit;
+        for (uint256 i; i < refs.length; ++i) {
+            ReportRef calldata ref = refs[i];
+            // The seat view answers an empty seat (auditor zero) for anything that is not a seat.
+            ITRUSTAudit.SeatView memory st = audit_.seat(sessionId, ref.segmentId, ref.round, ref.seatIndex);
+            if (st.auditor != msg.sender) {
+                revert SegmentKeysNotSeatHolder(
+                    sessionId, ref.segmentId, ref.round, ref.seatIndex, msg.sender, st.auditor
+                );
+            }
+            // Revealed: the vote is public, so the report cannot tell it before the commit window closed.
+            if (!st.revealed) revert SegmentKeysSeatNotRevealed(sessionId, ref.segmentId, ref.round, ref.seatIndex);
+            uint256 length = ref.reportCid.length;
+            if (length == 0) revert SegmentKeysEmptyReport(sessionId, ref.segmentId, ref.round, ref.seatIndex);
+            if (length > MAX_ENVELOPE_CID_BYTES) {
+                revert SegmentKeysReportTooLong(
+                    sessionId, ref.segmentId, ref.round, ref.seatIndex, length, MAX_ENVELOPE_CID_BYTES
+                );
+            }
+            emit ReportPublished(sessionId, ref.segmentId, ref.round, ref.seatIndex, msg.sender, ref.reportCid);
         }
     }
 

@@ -13,6 +13,9 @@ import {ITRUSTAudit} from "./ITRUSTAudit.sol";
 ///           provider cannot address a key to anyone who is not seated.
 ///         - Inclusion: `verifySegment` checks an OpenZeppelin `MerkleProof` (sorted pairs) of a
 ///           segment leaf against the session's trace root.
+///         - Reports: a seated auditor announces the CID of its audit report (its critique, sealed
+///           to the provider's per-session reply key), once its vote is revealed, so the chain's
+///           boolean votes come with their reasons for the provider.
 interface ISegmentKeys {
     // ------------------------------------------------------------------ types
 
@@ -37,6 +40,15 @@ interface ISegmentKeys {
         bool critical;
     }
 
+    /// @notice One audit report to announce: the seat (segment, round, index in that round's
+    ///         committee) and the binary CID of the sealed report on IPFS (as `SegmentLeaf.cid`).
+    struct ReportRef {
+        uint256 segmentId;
+        uint8 round;
+        uint8 seatIndex;
+        bytes reportCid;
+    }
+
     // ------------------------------------------------------------------ events
 
     /// @notice The provider published the key envelope of one seat of a drawn round. A later event
@@ -51,6 +63,20 @@ interface ISegmentKeys {
         uint256 seatIndex,
         address indexed auditor,
         bytes envelopeCid
+    );
+
+    /// @notice A seated auditor announced its audit report for a revealed seat. A later event for
+    ///         the same seat (session, segment, round, seat) supersedes an earlier one.
+    /// @param auditor The seat's auditor, the caller (indexed, as `sessionId` and `segmentId`: the
+    ///        provider filters its session's reports).
+    /// @param reportCid The report's binary CID.
+    event ReportPublished(
+        uint256 indexed sessionId,
+        uint256 indexed segmentId,
+        uint8 round,
+        uint8 seatIndex,
+        address indexed auditor,
+        bytes reportCid
     );
 
     // ------------------------------------------------------------------ errors
@@ -70,6 +96,20 @@ interface ISegmentKeys {
     error SegmentKeysEnvelopeTooLong(
         uint256 sessionId, uint256 segmentId, uint256 seatIndex, uint256 length, uint256 maximum
     );
+    /// @notice `publishReports` was called with no report.
+    error SegmentKeysNoReports(uint256 sessionId);
+    /// @notice The seat is not the caller's: `holder` is the seat's auditor (zero when there is no
+    ///         such seat: an unknown session or segment, a round not drawn, an index past the
+    ///         committee).
+    error SegmentKeysNotSeatHolder(
+        uint256 sessionId, uint256 segmentId, uint8 round, uint8 seatIndex, address caller, address holder
+    );
+    /// @notice The seat has not revealed its vote (it may still be in the commit window).
+    error SegmentKeysSeatNotRevealed(uint256 sessionId, uint256 segmentId, uint8 round, uint8 seatIndex);
+    error SegmentKeysEmptyReport(uint256 sessionId, uint256 segmentId, uint8 round, uint8 seatIndex);
+    error SegmentKeysReportTooLong(
+        uint256 sessionId, uint256 segmentId, uint8 round, uint8 seatIndex, uint256 length, uint256 maximum
+    );
 
     // ------------------------------------------------------------------ delivery
 
@@ -84,6 +124,19 @@ interface ISegmentKeys {
     ///      event wins. Each CID is 1 to `MAX_ENVELOPE_CID_BYTES` bytes. Stores nothing.
     ///      O(committee size). Emits `KeyEnvelopePublished` per seat.
     function publishEnvelopes(uint256 sessionId, uint256 segmentId, uint8 round, bytes[] calldata envelopeCids) external;
+
+    // ------------------------------------------------------------------ reports
+
+    /// @notice Announces the caller's audit reports: per ref, the CID of the report of one of its
+    ///         seats in `sessionId`.
+    /// @param refs The seats and report CIDs, in any order, of any segments and rounds.
+    /// @dev Each seat must be held by the caller (`ITRUSTAudit.seat`) and revealed: a report tells
+    ///      the vote and its reasons, so it may only appear once the vote is public, never while the
+    ///      commit window is open. Any time after the reveal is fine, also once the segment or the
+    ///      session is final. Each CID is 1 to `MAX_ENVELOPE_CID_BYTES` bytes. Republishing a seat's
+    ///      report is allowed; per seat the latest event wins. All or nothing. Stores nothing.
+    ///      O(refs): one `TRUSTAudit.seat` read each. Emits `ReportPublished` per ref.
+    function publishReports(uint256 sessionId, ReportRef[] calldata refs) external;
 
     // ------------------------------------------------------------------ inclusion proofs
 
