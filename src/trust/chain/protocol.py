@@ -26,6 +26,7 @@ from trust.chain.types import (
     AuditorInfo,
     CommitteeDrawn,
     Phase,
+    ReportRef,
     SeatCommit,
     SeatInfo,
     SeatReveal,
@@ -43,6 +44,7 @@ __all__ = [
     "KeyEnvelope",
     "ParamsContract",
     "Protocol",
+    "PublishedReport",
     "RegistryContract",
     "SegmentKeysContract",
     "TokenContract",
@@ -284,6 +286,30 @@ class KeyEnvelope:
         return (self.session_id, self.segment_id, self.round, self.seat_index)
 
 
+@dataclass(frozen=True, slots=True)
+class PublishedReport:
+    """One `ReportPublished` event: where the audit report of a revealed seat lies on IPFS.
+
+    `cid` is the CID's text form (as `KeyEnvelope.envelope_cid`); `auditor` is the seat's auditor,
+    who sent the transaction (the contract checked the seat is its own and revealed). A later
+    publication for the same seat, by (block, log index), supersedes an earlier one.
+    """
+
+    session_id: int
+    segment_id: int
+    round: int
+    seat_index: int
+    auditor: str
+    cid: str
+    block_number: int
+    log_index: int
+
+    @property
+    def seat(self) -> tuple[int, int, int, int]:
+        """(session, segment, round, seat index): what a republication replaces."""
+        return (self.session_id, self.segment_id, self.round, self.seat_index)
+
+
 def _cid_to_chain(cid: str | bytes) -> bytes:
     """The binary CID the contract takes: a text CID is parsed, bytes are passed as they are."""
     if isinstance(cid, bytes):
@@ -316,12 +342,26 @@ def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
     )
 
 
+def _published_report(args: Any, block_number: int, log_index: int) -> PublishedReport:
+    return PublishedReport(
+        session_id=int(args["sessionId"]),
+        segment_id=int(args["segmentId"]),
+        round=int(args["round"]),
+        seat_index=int(args["seatIndex"]),
+        auditor=to_checksum_address(args["auditor"]),
+        cid=_cid_from_chain(args["reportCid"]),
+        block_number=block_number,
+        log_index=log_index,
+    )
+
+
 def _leaf_tuple(leaf: SegmentLeaf) -> tuple[int, bytes, bytes, int, int, bool]:
     return (leaf.index, leaf.cid, leaf.ciphertext_digest, leaf.tier, leaf.weight, leaf.critical)
 
 
 class SegmentKeysContract:
-    """`SegmentKeys`: key envelope delivery to seated auditors and segment inclusion proofs."""
+    """`SegmentKeys`: key envelope delivery to seated auditors, the auditors' report announcements
+    and segment inclusion proofs."""
 
     def __init__(self, chain: ChainClient, address: str) -> None:
         self.chain = chain
@@ -387,6 +427,52 @@ class SegmentKeysContract:
             envelope = _key_envelope(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
             latest[envelope.seat] = envelope
         return sorted(latest.values(), key=lambda e: e.seat)
+
+    async def publish_reports(
+        self, auditor: LocalAccount, session_id: int, refs: Sequence[ReportRef]
+    ) -> SentTransaction:
+        """Announces the audit reports of `auditor`'s revealed seats in `session_id`, in one transaction.
+
+        Each ref must name a seat the signer holds whose vote is revealed, and a CID of 1 to
+        `MAX_ENVELOPE_CID_BYTES` bytes (a text CID is sent in its binary form). All or nothing;
+        reverts (`ContractReverted`) name the failed check and the seat: SegmentKeysNotSeatHolder,
+        SegmentKeysSeatNotRevealed, SegmentKeysEmptyReport, SegmentKeysReportTooLong,
+        SegmentKeysNoReports.
+        """
+        rows = [(r.segment_id, r.round, r.seat_index, _cid_to_chain(r.report_cid)) for r in refs]
+        fn = self.contract.functions.publishReports(session_id, rows)
+        return await self.chain.transact(fn, auditor)
+
+    def reports_in(self, sent: SentTransaction) -> list[PublishedReport]:
+        """The reports a `publish_reports` transaction announced, in the order of its refs."""
+        logs = self.contract.events.ReportPublished().process_receipt(sent.receipt, errors=DISCARD)
+        return [_published_report(log["args"], sent.block_number, int(log["logIndex"])) for log in logs]
+
+    async def reports_for(
+        self, session_id: int, *, from_block: int = 0, to_block: int | None = None
+    ) -> list[PublishedReport]:
+        """The current report of every seat of `session_id` that published one, by seat.
+
+        Reads `ReportPublished` filtered on the session (an indexed topic) and keeps the latest
+        publication per seat, ordered by (block, log index). `from_block` may be the session's
+        creation block, to spare the node a scan from genesis.
+        """
+        event = self.contract.events.ReportPublished()
+        try:
+            logs = await event.get_logs(
+                from_block=from_block,
+                to_block="latest" if to_block is None else to_block,
+                argument_filters={"sessionId": session_id},
+            )
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(
+                f"reading ReportPublished of session {session_id} from {self.chain.rpc_url} failed: {exc}"
+            ) from exc
+        latest: dict[tuple[int, int, int, int], PublishedReport] = {}
+        for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
+            report = _published_report(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+            latest[report.seat] = report
+        return sorted(latest.values(), key=lambda r: r.seat)
 
     async def verify_segment(self, session_id: int, leaf: SegmentLeaf, proof: Sequence[bytes]) -> bool:
         """Whether the chain accepts `proof` of `leaf` under the session's trace root

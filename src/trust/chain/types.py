@@ -14,6 +14,7 @@ __all__ = [
     "AuditorInfo",
     "CommitteeDrawn",
     "Phase",
+    "ReportRef",
     "SeatCommit",
     "SeatInfo",
     "SeatReveal",
@@ -98,6 +99,26 @@ class SeatReveal:
 
     def as_tuple(self) -> tuple[int, int, int, bool, bytes]:
         return (self.session_id, self.segment_id, self.seat_index, self.vote, self.salt)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRef:
+    """One audit report to announce (`ISegmentKeys.ReportRef`): a seat of the caller, named by
+    segment, round and index in that round's committee, and the report's CID on IPFS (text, or the
+    binary CID the contract takes)."""
+
+    segment_id: int
+    round: int
+    seat_index: int
+    report_cid: str | bytes
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.segment_id < 2**256:
+            raise ValueError(f"segment_id must be a uint256, not {self.segment_id}")
+        for name in ("round", "seat_index"):
+            value = getattr(self, name)
+            if not 0 <= value < 2**8:
+                raise ValueError(f"{name} must be a uint8 (0..255), not {value}")
 
 
 @dataclass(frozen=True, slots=True)
