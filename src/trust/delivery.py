@@ -175,11 +175,14 @@ async def deliver_keys(
     committees: Sequence[CommitteeDrawn],
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
+    reply_key: bytes | None = None,
 ) -> list[KeyEnvelope]:
     """Seals, stores and announces one key envelope per seat of `committees` (as drawn on chain).
 
     Each auditor's encryption key is read from the registry; the envelope CIDs of a segment are
-    published in committee order. Returns the announced envelopes.
+    published in committee order. `reply_key` (the provider's per-session X25519 public key, 32 raw
+    bytes) goes into every grant: the seats seal their audit reports to it after revealing
+    (`trust.privacy.reports`); None asks for no reports. Returns the announced envelopes.
     """
     session = await protocol.audit.session(session_id)
     if session.trace_root != stored.root:
@@ -191,7 +194,8 @@ async def deliver_keys(
     infos = await asyncio.gather(*(protocol.registry.auditor(member) for member in auditors))
     key_of = {member: info.encryption_key for member, info in zip(auditors, infos, strict=True)}
     seats = [Seat(c.segment_id, member, key_of[member]) for c in committees for member in c.members]
-    sealed = seal_envelopes(plan_envelopes(graph, stored.trace_id, stored.segments, seats), stored.root)
+    plans = plan_envelopes(graph, stored.trace_id, stored.segments, seats, reply_key=reply_key)
+    sealed = seal_envelopes(plans, stored.root)
     cids = await gather_bounded(concurrency, _uploads(kubo, [s.envelope for s in sealed]))
     cid_of = {(s.seat.segment_index, s.seat.auditor): cid for s, cid in zip(sealed, cids, strict=True)}
     announced: list[KeyEnvelope] = []

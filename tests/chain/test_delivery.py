@@ -37,7 +37,7 @@ from trust.errors import VerificationError
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy.access import need_to_know
-from trust.privacy.envelopes import KeyGrant
+from trust.privacy.envelopes import KeyGrant, public_key_bytes
 from trust.privacy.segments import segment_plaintexts
 from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.cid import unixfs_cid
@@ -129,6 +129,7 @@ async def test_each_seat_reads_exactly_its_node_and_parents(network: Network, ku
         for r in received:
             node_id = stored.segments[r.envelope.segment_id].node_id
             assert r.grant.trace_id == stored.trace_id and r.grant.node_id == node_id
+            assert r.grant.reply_key is None  # no reply key given: no reports asked for
             opened = await open_granted(protocol, kubo, session_id, r.grant)
             assert list(opened) == list(need_to_know(graph, node_id))
             assert all(opened[member] == plaintexts[member] for member in opened)
@@ -139,6 +140,21 @@ async def test_each_seat_reads_exactly_its_node_and_parents(network: Network, ku
     first, second = list(network.private_keys)[:2]
     with pytest.raises(VerificationError, match="authentication failed"):
         await receive_keys(protocol, kubo, first, network.private_keys[second], session_id)
+
+
+async def test_the_providers_reply_key_reaches_every_seat(network: Network, kubo: KuboClient) -> None:
+    protocol, graph = network.protocol, eggs()
+    stored = await store_trace(kubo, graph)
+    session_id, committees = await _open_session(network, stored)
+    reply_key = public_key_bytes(X25519PrivateKey.generate())
+    await deliver_keys(protocol, kubo, network.provider, session_id, graph, stored, committees, reply_key=reply_key)
+    received = [
+        r
+        for auditor, private_key in network.private_keys.items()
+        for r in await receive_keys(protocol, kubo, auditor, private_key, session_id)
+    ]
+    assert len(received) == sum(len(c.members) for c in committees)
+    assert {r.grant.reply_key for r in received} == {reply_key}
 
 
 async def test_a_pointer_the_chain_did_not_register_is_never_fetched(network: Network, kubo: KuboClient) -> None:

@@ -4,7 +4,9 @@
 - `envelopes`: a seat's keys wrapped to its auditor's registered X25519 key (RFC 9180 HPKE);
 - `access`: which keys a seat receives (its node and the node's immediate parents) and the
   provider's plan, one envelope per seat read from chain;
-- `merkle`: the trace root over the segment leaves, as OpenZeppelin's `MerkleProof` verifies it.
+- `merkle`: the trace root over the segment leaves, as OpenZeppelin's `MerkleProof` verifies it;
+- `reports`: a seat's findings (critique, error type, expected value, score, evaluation time)
+  sealed to the provider's per-session reply key (RFC 9180 HPKE, bound to the seat).
 
 Formats and choices: docs/privacy.md.
 """
@@ -31,6 +33,7 @@ from trust.privacy.merkle import (
     leaf_hash,
     verify,
 )
+from trust.privacy.reports import AuditReport, clip_text, open_report, seal_report
 from trust.privacy.segments import (
     SealedSegment,
     dumps_turn,
@@ -44,6 +47,7 @@ from trust.privacy.segments import (
 )
 
 __all__ = [
+    "AuditReport",
     "EnvelopePlan",
     "KeyGrant",
     "MerkleTree",
@@ -55,6 +59,7 @@ __all__ = [
     "build",
     "check_inclusion",
     "cid_bytes",
+    "clip_text",
     "dumps_turn",
     "grant_for",
     "leaf_hash",
@@ -63,6 +68,7 @@ __all__ = [
     "new_key",
     "new_trace_id",
     "open_envelope",
+    "open_report",
     "open_segment",
     "parent_lists",
     "plan_envelopes",
@@ -72,6 +78,7 @@ __all__ = [
     "seal_envelope",
     "seal_envelopes",
     "seal_graph",
+    "seal_report",
     "segment_keys",
     "segment_plaintexts",
     "verify",

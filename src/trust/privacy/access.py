@@ -132,17 +132,36 @@ def segment_keys(sealed: Sequence[SealedSegment], cids: Sequence[str]) -> list[S
     ]
 
 
-def grant_for(graph: Graph, node_id: str, trace_id: bytes, segments: Mapping[str, SegmentKey]) -> KeyGrant:
-    """The `KeyGrant` of a seat on `node_id`: its own and its parents' `SegmentKey`, from `segments`."""
+def grant_for(
+    graph: Graph,
+    node_id: str,
+    trace_id: bytes,
+    segments: Mapping[str, SegmentKey],
+    *,
+    reply_key: bytes | None = None,
+) -> KeyGrant:
+    """The `KeyGrant` of a seat on `node_id`: its own and its parents' `SegmentKey`, from `segments`,
+    and the provider's `reply_key` (raw X25519 public key) for the seat's audit report, if any."""
     wanted = need_to_know(graph, node_id)
     missing = [member for member in wanted if member not in segments]
     if missing:
         raise GraphError(f"node {node_id!r}: no segment key for {missing}; seal and store every node first")
-    return KeyGrant(trace_id, segments[node_id].segment_index, node_id, tuple(segments[member] for member in wanted))
+    return KeyGrant(
+        trace_id,
+        segments[node_id].segment_index,
+        node_id,
+        tuple(segments[member] for member in wanted),
+        reply_key,
+    )
 
 
 def plan_envelopes(
-    graph: Graph, trace_id: bytes, segments: Sequence[SegmentKey], committee: Iterable[Seat]
+    graph: Graph,
+    trace_id: bytes,
+    segments: Sequence[SegmentKey],
+    committee: Iterable[Seat],
+    *,
+    reply_key: bytes | None = None,
 ) -> list[EnvelopePlan]:
     """One envelope plan per seat of `committee`, and only for those seats.
 
@@ -150,7 +169,8 @@ def plan_envelopes(
     the trace's order, every node of the graph exactly once). `committee` is what the chain seated;
     the same seat read twice (for example from two event queries) yields one plan. Raises
     `VerificationError` when the committee does not fit the trace: a seat on a segment the trace
-    does not have, or one auditor read with two different encryption keys.
+    does not have, or one auditor read with two different encryption keys. Every grant carries
+    `reply_key` (the provider's per-session report key; None for no reports).
     """
     nodes = _node_ids(graph)
     by_node = {segment.node_id: segment for segment in segments}
@@ -186,7 +206,7 @@ def plan_envelopes(
             continue
         seen.add((seat.segment_index, auditor))
         node_id = segments[seat.segment_index].node_id
-        plans.append(EnvelopePlan(seat, grant_for(graph, node_id, trace_id, by_node)))
+        plans.append(EnvelopePlan(seat, grant_for(graph, node_id, trace_id, by_node, reply_key=reply_key)))
     return plans
 
 

@@ -35,6 +35,9 @@ seat's own node first, then its parents in graph order. Each entry says where th
 lies (its index in the trace, its CID and the sha256 of its blob), so an auditor can fetch and check
 every segment it may read from the envelope alone: the chain holds each segment's CID digest, the
 IPFS fetch checks the blob against CID and digest, and no public manifest maps node ids to segments.
+Optionally `"reply":"<64 hex>"` comes last: the provider's per-session X25519 *reply key* (raw public
+key), to which the seat seals its audit report (`trust.privacy.reports`). A payload without it
+still parses (its grant's `reply_key` is None), so older envelopes stay readable.
 
 HPKE draws its ephemeral key from the operating system inside `cryptography`: envelopes are not
 reproducible byte for byte (segments are, given the rng); tests check round trips and rejections.
@@ -89,6 +92,7 @@ _HEX_32 = re.compile(r"^[0-9a-f]{64}$")
 _DIGEST_BYTES = 32
 TRACE_ROOT_BYTES = 32
 _ENTRY_FIELDS = frozenset({"node", "segment", "cid", "digest", "key"})
+_PAYLOAD_FIELDS = frozenset({"format", "version", "trace", "segment", "node", "keys"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,16 +130,27 @@ class SegmentKey:
 @dataclass(frozen=True, slots=True)
 class KeyGrant:
     """What one seat receives: the trace id, and the `SegmentKey` of the seat's node (first) and of its
-    immediate parents."""
+    immediate parents; and `reply_key`, the provider's X25519 public key (32 raw bytes) to seal the
+    seat's audit report to, when the provider wants reports (None: it does not)."""
 
     trace_id: bytes
     segment_index: int
     node_id: str
     segments: tuple[SegmentKey, ...] = field(repr=False)
+    reply_key: bytes | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.trace_id, bytes) or len(self.trace_id) != TRACE_ID_BYTES:
             raise GraphError(f"key grant: the trace id must be {TRACE_ID_BYTES} bytes")
+        if self.reply_key is not None and (
+            not isinstance(self.reply_key, bytes)
+            or len(self.reply_key) != PUBLIC_KEY_BYTES
+            or self.reply_key == bytes(PUBLIC_KEY_BYTES)
+        ):
+            raise GraphError(
+                f"key grant: the reply key must be {PUBLIC_KEY_BYTES} raw bytes of an X25519 public key "
+                "(public_key_bytes of the provider's reply key), not zero; pass None for no reports"
+            )
         if isinstance(self.segment_index, bool) or not isinstance(self.segment_index, int) or self.segment_index < 0:
             raise GraphError(f"key grant: segment index {self.segment_index!r} is not a non-negative integer")
         where = f"key grant for segment {self.segment_index} ({self.node_id!r})"
@@ -171,6 +186,8 @@ class KeyGrant:
             "node": self.node_id,
             "keys": [segment.entry() for segment in self.segments],
         }
+        if self.reply_key is not None:
+            document["reply"] = self.reply_key.hex()
         return json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
@@ -280,8 +297,11 @@ def _parse_payload(payload: bytes, where: str, segment_index: int) -> KeyGrant:
         data: Any = json.loads(payload)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise VerificationError(f"{where}: the payload is not JSON") from None
-    if not isinstance(data, dict) or set(data) != {"format", "version", "trace", "segment", "node", "keys"}:
+    if not isinstance(data, dict) or set(data) - {"reply"} != _PAYLOAD_FIELDS:
         raise VerificationError(f"{where}: the payload is not a {PAYLOAD_FORMAT} document")
+    reply = data.get("reply")
+    if reply is not None and (not isinstance(reply, str) or not _HEX_32.match(reply) or reply == "0" * 64):
+        raise VerificationError(f"{where}: the reply key is not 64 lowercase hex digits of a public key")
     if data["format"] != PAYLOAD_FORMAT or data["version"] != ENVELOPE_VERSION:
         raise VerificationError(f"{where}: payload format {data['format']!r} version {data['version']!r}")
     if data["segment"] != segment_index:
@@ -311,6 +331,7 @@ def _parse_payload(payload: bytes, where: str, segment_index: int) -> KeyGrant:
         except GraphError as exc:
             raise VerificationError(f"{where}: {exc}") from None
     try:
-        return KeyGrant(bytes.fromhex(trace), segment_index, node_id, tuple(segments))
+        reply_key = None if reply is None else bytes.fromhex(reply)
+        return KeyGrant(bytes.fromhex(trace), segment_index, node_id, tuple(segments), reply_key)
     except GraphError as exc:
         raise VerificationError(f"{where}: {exc}") from None
