@@ -99,11 +99,12 @@ async def open_session(network: Network, stored: StoredTrace) -> tuple[int, list
 
 
 async def submit(
-    network: Network, kubo: KuboClient, graph: Hdag, *, tamper: Sequence[int] = ()
+    network: Network, kubo: KuboClient, graph: Hdag, *, tamper: Sequence[int] = (), reply_key: bytes | None = None
 ) -> tuple[int, StoredTrace, list[CommitteeDrawn]]:
-    """The provider's side: store, register, draw and deliver the keys. Segments in `tamper` are
-    replaced on IPFS by a copy with one ciphertext byte flipped, registered under the copy's CID
-    (so the chain and the envelope agree on where it lies, but not on what it holds)."""
+    """The provider's side: store, register, draw and deliver the keys (with `reply_key` in every
+    grant: the seats then report to it). Segments in `tamper` are replaced on IPFS by a copy with
+    one ciphertext byte flipped, registered under the copy's CID (so the chain and the envelope
+    agree on where it lies, but not on what it holds)."""
     stored = await store_trace(kubo, graph, profiles=tier1_profiles(graph))
     if tamper:
         segments, leaves = list(stored.segments), list(stored.leaves)
@@ -115,5 +116,7 @@ async def submit(
             leaves[index] = dataclasses.replace(leaves[index], cid=merkle.cid_bytes(cid))
         stored = StoredTrace(stored.trace_id, tuple(segments), tuple(leaves), merkle.build(leaves))
     session_id, committees = await open_session(network, stored)
-    await deliver_keys(network.protocol, kubo, network.provider, session_id, graph, stored, committees)
+    await deliver_keys(
+        network.protocol, kubo, network.provider, session_id, graph, stored, committees, reply_key=reply_key
+    )
     return session_id, stored, committees

@@ -14,14 +14,18 @@ One `Worker` per wallet. Each `tick` reads the chain once and moves every seat o
 4. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat. A
    committed seat re-reads its segment's deadlines each tick: the window closes early, in the block
    where the committee's last seat commits, and the worker reveals in the next tick.
-5. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
+5. report: once a seat's vote is revealed, and its key grant carried the provider's reply key, its
+   audit report (vote, score, critique, error type, expected value, evaluation times) is sealed to
+   that key, stored on IPFS and announced with one `publishReports` per session and tick. Reports
+   have their own retries and never hold up a vote.
+6. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
    `finalizeSegments`; then the trace is finalized and the fee distributed when the session is
    complete, and rewards are claimed when asked.
 
 Time is the chain's: windows are compared with the latest block's timestamp, never the local clock.
 Transient failures (RPC or IPFS down, a dropped transaction, a model endpoint failing) are retried
-with exponential backoff up to `max_attempts`, then the seat is reported `failed`; a segment that
-fails verification is reported `rejected` at once. Every step is idempotent against the chain (it
+with exponential backoff up to `max_attempts`, then the seat is marked `failed`; a segment that
+fails verification is marked `rejected` at once. Every step is idempotent against the chain (it
 re-reads the seat before acting), so a restart at any point, even with the state directory gone,
 resumes where the chain says the seat is.
 """
@@ -42,7 +46,7 @@ from eth_utils import to_checksum_address
 
 from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
 from trust.chain.protocol import Protocol
-from trust.chain.types import Phase, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
+from trust.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
 from trust.delivery import open_granted
 from trust.errors import (
     ChainError,
@@ -55,6 +59,7 @@ from trust.errors import (
     excerpt,
 )
 from trust.privacy.envelopes import MAX_ENVELOPE_BYTES, open_envelope
+from trust.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, seal_report
 from trust.settings import WorkerSettings
 from trust.storage.kubo import KuboClient
 from trust.worker.adversary import Adversary, adversarial_verdict
@@ -72,6 +77,8 @@ _ACTIVE = (SeatState.DRAWN, SeatState.VOTED, SeatState.COMMITTING, SeatState.COM
 # Seats that ended their round without a vote: they keep their state and get an `outcome` once the
 # round is settled on chain.
 _SILENT = (SeatState.ABSTAINED, SeatState.REJECTED, SeatState.MISSED, SeatState.FAILED)
+# Seats whose vote is revealed on chain: they may report.
+_REVEALED = (SeatState.REVEALED, SeatState.FINALIZED, SeatState.CLAIMED)
 
 
 _LOG_CRITIQUE_CHARS = 157
@@ -186,6 +193,7 @@ class Worker:
         await self._follow_windows(now)
         await self._commit(now)
         await self._reveal(now)
+        await self._report()
         await self._finalize(now)
         await self._settle(now)
 
@@ -294,11 +302,13 @@ class Worker:
     async def _audit_once(self, seat: SeatRecord) -> None:
         verdict: Verdict | None = None
         node_id = None
+        reply_key = None
+        started_at = self._clock()
         if self.adversary is None or self.adversary.audits:
             opened = await self._open(seat)
             if opened is None:
                 return
-            node_id, plaintexts = opened
+            node_id, plaintexts, reply_key = opened
             try:
                 request = request_from_plaintexts(node_id, plaintexts)
             except GraphError as exc:
@@ -306,7 +316,9 @@ class Worker:
                 return
             deadline = seat.commit_deadline - self.settings.commit_margin_seconds
             request = replace(request, deadline=float(deadline), seat=str(seat.key))
+            started_at = self._clock()  # the evaluation itself, as the seat's report states it
             verdict = await self.auditor.audit(request)
+        finished_at = self._clock()
         if self.adversary is not None:
             verdict = adversarial_verdict(self.adversary, verdict)
         assert verdict is not None
@@ -323,6 +335,10 @@ class Worker:
             score=verdict.score,
             critique=verdict.critique,
             error_type=None if verdict.error_type is None else verdict.error_type.value,
+            expected=verdict.expected,
+            audit_started_at=started_at,
+            audit_finished_at=finished_at,
+            reply_key=reply_key,
             voted_at=self._clock(),
             attempts=0,
             last_error=None,
@@ -331,8 +347,10 @@ class Worker:
             seat.key, "voted", f"{verdict.vote.value}, score {verdict.score:.2f}: {excerpt(verdict.critique, 157)}"
         )
 
-    async def _open(self, seat: SeatRecord) -> tuple[str, dict[str, bytes]] | None:
-        """Opens the seat's envelope and its segments; None when the seat was rejected."""
+    async def _open(self, seat: SeatRecord) -> tuple[str, dict[str, bytes], bytes | None] | None:
+        """Opens the seat's envelope and its segments: the node id, the plaintexts and the
+        provider's reply key for the seat's report (None: no report asked). None when the seat was
+        rejected."""
         envelope_cid = seat.envelope_cid
         assert envelope_cid is not None
         session = await self.protocol.audit.session(seat.session_id)
@@ -356,7 +374,7 @@ class Worker:
             f"node {grant.node_id!r} and {parents} parent{'s' if parents != 1 else ''} "
             f"({len(plaintexts)} segments verified)",
         )
-        return grant.node_id, plaintexts
+        return grant.node_id, plaintexts, grant.reply_key
 
     async def _recover(self, seat: SeatRecord) -> None:
         """A seat first seen after its commit window closed (a restart, a lost state directory):
@@ -603,6 +621,145 @@ class Worker:
                 continue
             self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash)
             self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
+
+    # ------------------------------------------------------------------------------------ report
+
+    async def _report(self) -> None:
+        """Seals, stores and announces the audit report of every revealed seat whose grant carried
+        the provider's reply key: one `publishReports` per session with reports ready.
+
+        The report is uploaded (and its CID stored) before the transaction is sent; a seat whose CID
+        is stored but that is not marked reported may have been published just before a restart,
+        so the chain is asked first, and such a seat is never published twice. Reporting keeps its
+        own attempts and backoff and catches every failure: it never holds up a vote, and a seat
+        whose report keeps failing is only logged (its vote stands).
+        """
+        wall = self._clock()
+        due = [
+            s
+            for s in self.store.seats(_REVEALED)
+            if s.wants_report
+            and s.report_next_try <= wall
+            and s.report_attempts < self.settings.max_attempts
+            and s.vote is not None
+            and s.score is not None
+            and s.critique is not None
+            and s.audit_started_at is not None
+            and s.audit_finished_at is not None
+        ]
+        if not due:
+            return
+        try:
+            due = await self._not_yet_reported(due)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._report_failed(due, exc)
+            return
+        ready: dict[int, list[SeatRecord]] = defaultdict(list)
+        roots: dict[int, bytes] = {}
+        for seat in due:
+            try:
+                if seat.report_cid is None:
+                    if seat.session_id not in roots:
+                        roots[seat.session_id] = (await self.protocol.audit.session(seat.session_id)).trace_root
+                    seat = await self._store_report(seat, roots[seat.session_id])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._report_failed([seat], exc)
+                continue
+            ready[seat.session_id].append(seat)
+        for session_id, seats in sorted(ready.items()):
+            await self._publish_reports(session_id, seats)
+
+    async def _not_yet_reported(self, seats: list[SeatRecord]) -> list[SeatRecord]:
+        """The seats whose report the chain does not hold yet; the others are marked reported."""
+        stored = [s for s in seats if s.report_cid is not None]
+        if not stored:
+            return seats
+        found: set[SeatKey] = set()
+        for session_id in sorted({s.session_id for s in stored}):
+            first_block = min(s.drawn_block for s in stored if s.session_id == session_id)
+            for published in await self.protocol.segment_keys.reports_for(session_id, from_block=first_block):
+                if published.auditor == self._address:
+                    found.add(SeatKey(published.session_id, published.segment_id, published.round))
+        for seat in stored:
+            if seat.key in found:
+                self.store.update(seat.key, reported_at=self._clock(), report_attempts=0, report_error=None)
+                self._say(seat.key, "reported", f"report {seat.report_cid} found on chain (published before a restart)")
+        return [s for s in seats if s.key not in found]
+
+    async def _store_report(self, seat: SeatRecord, trace_root: bytes) -> SeatRecord:
+        """Seals the seat's report to the provider's reply key, uploads and pins it, and stores its CID."""
+        assert seat.reply_key is not None and seat.critique is not None and seat.score is not None
+        assert seat.audit_started_at is not None and seat.audit_finished_at is not None
+        report = AuditReport(
+            session_id=seat.session_id,
+            segment_index=seat.segment_id,
+            round=seat.round,
+            seat_index=seat.seat_index,
+            auditor=self._address,
+            vote="pass" if seat.vote else "fail",
+            score=float(seat.score),
+            critique=clip_text(seat.critique),
+            error_type=seat.error_type if not seat.vote else None,
+            expected=None if seat.expected is None else clip_text(seat.expected, MAX_EXPECTED_BYTES),
+            tier=seat.tier,
+            started_at=float(seat.audit_started_at),
+            finished_at=float(max(seat.audit_finished_at, seat.audit_started_at)),
+        )
+        blob = seal_report(report, trace_root=trace_root, recipient_key=seat.reply_key)
+        cid = await self.kubo.add(blob, pin=True)
+        return self.store.update(seat.key, report_cid=cid)
+
+    async def _publish_reports(self, session_id: int, seats: list[SeatRecord]) -> None:
+        refs = [ReportRef(s.segment_id, s.round, s.seat_index, s.report_cid or "") for s in seats]
+        try:
+            sent = await self.protocol.segment_keys.publish_reports(self.identity.account, session_id, refs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, ContractReverted) and len(seats) > 1:
+                for seat in seats:  # find the seat the chain objects to; publish the others
+                    await self._publish_reports(session_id, [seat])
+                return
+            self._report_failed(seats, exc)
+            return
+        for seat in seats:
+            self.store.update(
+                seat.key,
+                reported_at=self._clock(),
+                report_tx=sent.tx_hash,
+                report_attempts=0,
+                report_error=None,
+            )
+            self._say(seat.key, "reported", f"report {seat.report_cid} in {sent.tx_hash}")
+
+    def _report_failed(self, seats: Sequence[SeatRecord], exc: BaseException) -> None:
+        """Backs a failed report off as `_failed_attempt` does a vote, with the report's own counters."""
+        if not isinstance(exc, TrustError | httpx.HTTPError | OSError | TimeoutError):
+            self.log.exception("reporting failed unexpectedly")
+        for seat in seats:
+            attempts = self.store.seat(seat.key).report_attempts + 1
+            message = f"report: {type(exc).__name__}: {exc}"
+            if not _transient(exc) or attempts >= self.settings.max_attempts:
+                attempts = self.settings.max_attempts
+                self.store.update(seat.key, report_attempts=attempts, report_next_try=0.0, report_error=message)
+                self._say(seat.key, "report failed", f"{message}; given up, the vote stands", warn=True)
+                continue
+            delay = min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
+            self.store.update(
+                seat.key, report_attempts=attempts, report_next_try=self._clock() + delay, report_error=message
+            )
+            self.log.warning(
+                "%s report failed (attempt %d of %d), retrying in %.1f s: %s",
+                seat.key,
+                attempts,
+                self.settings.max_attempts,
+                delay,
+                exc,
+            )
 
     # ------------------------------------------------------------------------------------ finalize
 

@@ -49,6 +49,7 @@ def status_report(path: Path) -> dict[str, Any]:
         counts = store.counts()
         recent = store.recent(_RECENT)
     rewards = sum(s.reward_wei or 0 for s in seats)
+    asked = [s for s in seats if s.reply_key is not None]
     return {
         "state_file": str(path),
         "auditor": identity.get("auditor"),
@@ -57,6 +58,11 @@ def status_report(path: Path) -> dict[str, Any]:
         "last_block": None if identity.get("last_block") is None else int(identity["last_block"]),
         "seats": {state.value: counts.get(state, 0) for state in SeatState},
         "rewards_wei": rewards,
+        "reports": {
+            "published": sum(1 for s in asked if s.reported_at is not None),
+            "pending": sum(1 for s in asked if s.wants_report and not s.report_given_up),
+            "given_up": sum(1 for s in asked if s.report_given_up),
+        },
         "open": [
             {
                 "seat": str(s.key),
@@ -91,6 +97,12 @@ def render_status(report: dict[str, Any], console: Console) -> None:
     )
     counts = ", ".join(f"{n} {state}" for state, n in report["seats"].items() if n) or "no seats yet"
     console.print(f"seats: {counts}; rewards claimed: {report['rewards_wei'] / 10**18:.6f} ETH")
+    reports = report["reports"]
+    if any(reports.values()):
+        console.print(
+            f"reports to providers: {reports['published']} published, {reports['pending']} pending, "
+            f"{reports['given_up']} given up"
+        )
     if report["open"]:
         table = Table(title="open seats")
         for column in ("seat", "state", "tier", "commit by", "reveal by", "vote", "tries", "last error"):

@@ -8,7 +8,14 @@ What must survive a crash is written here, and committed with a full fsync (WAL 
 - each seat's verdict, salt and commitment before `commitVotes` is sent (DESIGN.md: "nothing is
   lost"), so a worker killed between commit and reveal reveals after a restart;
 - every step's result (transaction hashes, outcome, reward) and a log of what happened, which
-  `trust worker status` reads while the daemon runs (WAL lets a reader in beside the writer).
+  `trust worker status` reads while the daemon runs (WAL lets a reader in beside the writer);
+- a seat's audit report: the verdict's details and evaluation times when it is audited, the
+  provider's reply key from its grant, the report's CID once uploaded (before `publishReports` is
+  sent, so a restart checks the chain for it instead of publishing twice) and `reported_at` once
+  the chain has it.
+
+Schema versions: 1 (the seats), 2 (the report columns, added to a version-1 file in place when it
+is opened for writing: only nullable or defaulted columns, so no row needs rewriting).
 
 The salt can also be rebuilt from the wallet alone (`trust.worker.keys.vote_salt`); the store is
 the fast path and the record, not the only copy.
@@ -32,7 +39,7 @@ from trust.errors import ConfigError
 
 __all__ = ["LogEntry", "SeatKey", "SeatRecord", "SeatState", "WorkerStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class SeatState(StrEnum):
@@ -105,10 +112,36 @@ class SeatRecord:
     next_try: float = 0.0
     last_error: str | None = None
     updated_at: float = 0.0
+    # The audit report (schema 2). `expected` completes the verdict; `audit_started_at` and
+    # `audit_finished_at` bound the auditor's evaluation (unix seconds); `reply_key` is the
+    # provider's X25519 key from the grant (None: no report wanted). `report_cid` is set once the
+    # sealed report is stored on IPFS, `reported_at` once `publishReports` is mined (`report_tx`).
+    # Reporting has its own retries, so that it never touches the vote's.
+    expected: str | None = None
+    audit_started_at: float | None = None
+    audit_finished_at: float | None = None
+    reply_key: bytes | None = None
+    report_cid: str | None = None
+    reported_at: float | None = None
+    report_tx: str | None = None
+    report_attempts: int = 0
+    report_next_try: float = 0.0
+    report_error: str | None = None
 
     @property
     def key(self) -> SeatKey:
         return SeatKey(self.session_id, self.segment_id, self.round)
+
+    @property
+    def wants_report(self) -> bool:
+        """Whether the provider asked for this seat's report and it is not on chain yet."""
+        return self.reply_key is not None and self.reported_at is None
+
+    @property
+    def report_given_up(self) -> bool:
+        """Whether the worker stopped trying to report this seat: the last failure is recorded and
+        no retry is scheduled (a retry always sets `report_next_try`)."""
+        return self.wants_report and self.report_error is not None and self.report_next_try == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +185,16 @@ CREATE TABLE IF NOT EXISTS seats (
     next_try REAL NOT NULL DEFAULT 0,
     last_error TEXT,
     updated_at REAL NOT NULL,
+    expected TEXT,
+    audit_started_at REAL,
+    audit_finished_at REAL,
+    reply_key BLOB,
+    report_cid TEXT,
+    reported_at REAL,
+    report_tx TEXT,
+    report_attempts INTEGER NOT NULL DEFAULT 0,
+    report_next_try REAL NOT NULL DEFAULT 0,
+    report_error TEXT,
     PRIMARY KEY (session_id, segment_id, round)
 );
 CREATE INDEX IF NOT EXISTS seats_by_state ON seats (state);
@@ -165,6 +208,21 @@ CREATE TABLE IF NOT EXISTS log (
     detail TEXT NOT NULL
 );
 """
+
+
+_ADDED_IN_2 = (
+    ("expected", "TEXT"),
+    ("audit_started_at", "REAL"),
+    ("audit_finished_at", "REAL"),
+    ("reply_key", "BLOB"),
+    ("report_cid", "TEXT"),
+    ("reported_at", "REAL"),
+    ("report_tx", "TEXT"),
+    ("report_attempts", "INTEGER NOT NULL DEFAULT 0"),
+    ("report_next_try", "REAL NOT NULL DEFAULT 0"),
+    ("report_error", "TEXT"),
+)
+"""The seat columns schema 2 added, as `ALTER TABLE ... ADD COLUMN` takes them."""
 
 
 def _to_row(value: Any) -> Any:
@@ -182,8 +240,10 @@ def _record(row: sqlite3.Row) -> SeatRecord:
     data["state"] = SeatState(data["state"])
     data["vote"] = None if data["vote"] is None else bool(data["vote"])
     data["reward_wei"] = None if data["reward_wei"] is None else int(data["reward_wei"])
-    for name in ("salt", "commitment"):
-        data[name] = None if data[name] is None else bytes(data[name])
+    for name in ("salt", "commitment", "reply_key"):
+        # A version-1 file read without upgrading lacks the schema-2 columns: they keep their defaults.
+        if name in data:
+            data[name] = None if data[name] is None else bytes(data[name])
     return SeatRecord(**data)
 
 
@@ -203,13 +263,15 @@ class WorkerStore:
             self._db.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit
             self._db.executescript(_SCHEMA)
         self._db.row_factory = sqlite3.Row
-        identity = {"schema": str(SCHEMA_VERSION), "chain_id": str(chain_id), "audit_contract": audit_contract.lower()}
-        identity["auditor"] = auditor.lower()
+        identity = {"chain_id": str(chain_id), "audit_contract": audit_contract.lower(), "auditor": auditor.lower()}
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         if not readonly and not stored:
             with self.transaction():
-                self._db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", identity.items())
-            stored = identity
+                self._db.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)", {"schema": str(SCHEMA_VERSION), **identity}.items()
+                )
+            stored = {"schema": str(SCHEMA_VERSION), **identity}
+        self._check_schema(int(stored.get("schema", "1")), readonly)
         mismatched = {k: (stored.get(k), v) for k, v in identity.items() if stored.get(k) != v}
         if mismatched:
             self.close()
@@ -218,6 +280,23 @@ class WorkerStore:
                 f"the worker state {path} belongs to another wallet or chain ({described}); "
                 "give each wallet and chain its own --data-dir"
             )
+
+    def _check_schema(self, version: int, readonly: bool) -> None:
+        """Refuses a file of a newer schema; brings a version-1 file to version 2 when writable."""
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise ConfigError(
+                f"the worker state {self.path} has schema version {version}, this trust reads up to "
+                f"{SCHEMA_VERSION}: upgrade trust, or give this worker another --data-dir"
+            )
+        if version == SCHEMA_VERSION or readonly:
+            return
+        present = {str(row[1]) for row in self._db.execute("PRAGMA table_info(seats)").fetchall()}
+        with self.transaction() as db:
+            for name, declaration in _ADDED_IN_2:
+                if name not in present:
+                    db.execute(f"ALTER TABLE seats ADD COLUMN {name} {declaration}")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
 
     @classmethod
     def open_existing(cls, path: Path) -> WorkerStore:
