@@ -5,6 +5,7 @@ windows are timestamps, and only mined blocks move the chain's clock)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -13,17 +14,24 @@ from pathlib import Path
 import pytest
 from eth_account.signers.local import LocalAccount
 
+from trust.auditors.computational import ComputationalAuditor
+from trust.auditors.tiers import default_checks
 from trust.chain.client import ChainClient
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.chain.types import CommitteeDrawn
+from trust.chain.wallets import load_keystore
 from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy import merkle
-from trust.settings import GovernanceSettings, ProtocolSettings
+from trust.settings import GovernanceSettings, ProtocolSettings, SandboxSettings, WorkerSettings
 from trust.storage.kubo import KuboClient
+from trust.worker.daemon import Worker
+from trust.worker.identity import AuditorIdentity
+from trust.worker.keys import load_encryption_key
+from trust.worker.store import WorkerStore
 
 PASSWORD = "worker-test-only"
 COMMIT_WINDOW_SECONDS = 14
@@ -120,3 +128,30 @@ async def submit(
         network.protocol, kubo, network.provider, session_id, graph, stored, committees, reply_key=reply_key
     )
     return session_id, stored, committees
+
+
+WORKER_SETTINGS = WorkerSettings(poll_seconds=0.3, commit_margin_seconds=3, backoff_seconds=0.2, max_attempts=3)
+
+
+def make_worker(network: Network, kubo: KuboClient, index: int, state_dir: Path, **kwargs: object) -> Worker:
+    """The in-process worker of auditor `index` (a tier-1 auditor), its state under `state_dir`;
+    `kwargs` go to `Worker` (an adversary, an event hook)."""
+    auditor = network.auditors[index]
+    account = load_keystore(Path(auditor.keystore), PASSWORD)
+    identity = AuditorIdentity(account, load_encryption_key(Path(auditor.encryption_key_file), PASSWORD), "test")
+    store = WorkerStore(
+        state_dir / f"{index}.sqlite3",
+        chain_id=network.protocol.chain.chain_id,
+        audit_contract=network.protocol.audit.address,
+        auditor=account.address,
+    )
+    return Worker(
+        network.protocol,
+        kubo,
+        identity,
+        ComputationalAuditor(default_checks(SandboxSettings())),
+        store,
+        WORKER_SETTINGS,
+        logger=logging.getLogger(f"trust.worker.{index}"),
+        **kwargs,  # type: ignore[arg-type]
+    )

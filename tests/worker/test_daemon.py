@@ -7,28 +7,24 @@ provider. Every vote goes through the real chain and every segment through IPFS 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from eth_account import Account
 
-from trust.auditors.computational import ComputationalAuditor
-from trust.auditors.tiers import default_checks
 from trust.chain.types import SegmentStatus, SessionStatus
 from trust.chain.wallets import load_keystore
 from trust.errors import ConfigError
 from trust.graphs.hdag import Tier
-from trust.settings import SandboxSettings, WorkerSettings
 from trust.storage.kubo import KuboClient
 from trust.worker.adversary import Adversary, ensure_local_chain
 from trust.worker.daemon import Worker
 from trust.worker.identity import AuditorIdentity, ensure_registered
 from trust.worker.keys import load_encryption_key, vote_salt
-from trust.worker.store import SeatState, WorkerStore
+from trust.worker.store import SeatState
 
-from .conftest import PASSWORD, Network, products, submit
+from .conftest import PASSWORD, WORKER_SETTINGS, Network, make_worker, products, submit
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
@@ -36,34 +32,11 @@ pytestmark = [pytest.mark.chain, pytest.mark.slow]
 SEGMENTS = 7
 WRONG = (3, 4)
 VOTES = [i not in WRONG for i in range(SEGMENTS)]
-SETTINGS = WorkerSettings(poll_seconds=0.3, commit_margin_seconds=3, backoff_seconds=0.2, max_attempts=3)
-
-
-def _worker(network: Network, kubo: KuboClient, index: int, state_dir: Path, **kwargs: object) -> Worker:
-    auditor = network.auditors[index]
-    account = load_keystore(Path(auditor.keystore), PASSWORD)
-    identity = AuditorIdentity(account, load_encryption_key(Path(auditor.encryption_key_file), PASSWORD), "test")
-    store = WorkerStore(
-        state_dir / f"{index}.sqlite3",
-        chain_id=network.protocol.chain.chain_id,
-        audit_contract=network.protocol.audit.address,
-        auditor=account.address,
-    )
-    return Worker(
-        network.protocol,
-        kubo,
-        identity,
-        ComputationalAuditor(default_checks(SandboxSettings())),
-        store,
-        SETTINGS,
-        logger=logging.getLogger(f"trust.worker.{index}"),
-        **kwargs,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture
 async def workers(network: Network, kubo: KuboClient, tmp_path: Path) -> AsyncIterator[list[Worker]]:
-    made = [_worker(network, kubo, i, tmp_path, auto_claim=True) for i in range(3)]
+    made = [make_worker(network, kubo, i, tmp_path, auto_claim=True) for i in range(3)]
     yield made
     for worker in made:
         worker.store.close()
@@ -142,7 +115,7 @@ async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
 ) -> None:
     # Silent: they commit their honest votes and stop there, as if killed before revealing (the
     # window closes as soon as all three committed, so honest workers would reveal at once).
-    first = [_worker(network, kubo, i, tmp_path / "before", adversary=Adversary.SILENT) for i in range(3)]
+    first = [make_worker(network, kubo, i, tmp_path / "before", adversary=Adversary.SILENT) for i in range(3)]
     session_id, _, committees = await submit(network, kubo, products())
 
     async def committed() -> bool:
@@ -155,8 +128,8 @@ async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
     deadline = max([(await network.protocol.audit.segment(session_id, i)).commit_deadline for i in range(SEGMENTS)])
     assert deadline < committees[0].commit_deadline
     # The disks are gone: fresh state files, scanning from before the draw.
-    fresh_settings = SETTINGS.model_copy(update={"start_block": committees[0].block_number})
-    again = [_worker(network, kubo, i, tmp_path / "after") for i in range(3)]
+    fresh_settings = WORKER_SETTINGS.model_copy(update={"start_block": committees[0].block_number})
+    again = [make_worker(network, kubo, i, tmp_path / "after") for i in range(3)]
     for worker in again:
         worker.settings = fresh_settings
     while (await network.protocol.chain.w3.eth.get_block("latest"))["timestamp"] <= deadline:
@@ -213,11 +186,11 @@ async def test_an_ipfs_outage_is_retried_and_a_seat_that_keeps_failing_is_report
     dead = KuboClient("http://127.0.0.1:9", max_retries=0, connect_timeout_seconds=0.5)
     await dead.__aenter__()
     try:
-        workers = [_worker(network, kubo, i, tmp_path) for i in range(3)]
+        workers = [make_worker(network, kubo, i, tmp_path) for i in range(3)]
         workers[0].kubo = dead
-        workers[0].settings = SETTINGS.model_copy(update={"max_attempts": 2})
+        workers[0].settings = WORKER_SETTINGS.model_copy(update={"max_attempts": 2})
         workers[1].kubo = dead
-        workers[1].settings = SETTINGS.model_copy(update={"max_attempts": 50})
+        workers[1].settings = WORKER_SETTINGS.model_copy(update={"max_attempts": 50})
         await submit(network, kubo, products())
 
         async def outage_seen() -> bool:

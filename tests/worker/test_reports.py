@@ -11,7 +11,6 @@ reports, never the votes.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,60 +18,25 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from trust.auditors.computational import ComputationalAuditor
-from trust.auditors.tiers import default_checks
 from trust.chain.types import SegmentStatus
-from trust.chain.wallets import load_keystore
 from trust.privacy.envelopes import public_key_bytes
 from trust.privacy.reports import MAX_REPORT_BYTES, AuditReport, open_report
-from trust.settings import SandboxSettings, WorkerSettings
 from trust.storage.kubo import KuboClient
 from trust.worker.daemon import Worker
-from trust.worker.identity import AuditorIdentity
-from trust.worker.keys import load_encryption_key
 from trust.worker.status import status_report
-from trust.worker.store import SeatKey, SeatState, WorkerStore
+from trust.worker.store import SeatKey, SeatState
 
-from .conftest import PASSWORD, Network, products, submit
+from .conftest import WORKER_SETTINGS, Network, make_worker, products, submit
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 # products(): g0, s1, s1.op1, s2, s2.op1, s3, s3.op1; the step s2 and its operation state 17 * 23 = 409.
 SEGMENTS = 7
 WRONG = (3, 4)
-SETTINGS = WorkerSettings(poll_seconds=0.3, commit_margin_seconds=3, backoff_seconds=0.2, max_attempts=3)
 
 
 class Crash(Exception):
     """Stands for the worker process dying at a chosen point (raised from its event hook)."""
-
-
-def _worker(
-    network: Network,
-    kubo: KuboClient,
-    index: int,
-    state_dir: Path,
-    on_event: Callable[[SeatKey, str, str], None] | None = None,
-) -> Worker:
-    auditor = network.auditors[index]
-    account = load_keystore(Path(auditor.keystore), PASSWORD)
-    identity = AuditorIdentity(account, load_encryption_key(Path(auditor.encryption_key_file), PASSWORD), "test")
-    store = WorkerStore(
-        state_dir / f"{index}.sqlite3",
-        chain_id=network.protocol.chain.chain_id,
-        audit_contract=network.protocol.audit.address,
-        auditor=account.address,
-    )
-    return Worker(
-        network.protocol,
-        kubo,
-        identity,
-        ComputationalAuditor(default_checks(SandboxSettings())),
-        store,
-        SETTINGS,
-        logger=logging.getLogger(f"trust.worker.{index}"),
-        on_event=on_event,
-    )
 
 
 async def _run_until(workers: list[Worker], condition: Callable[[], Awaitable[bool]], timeout: float) -> list[object]:
@@ -134,7 +98,7 @@ async def _publications(network: Network, session_id: int) -> Counter[tuple[int,
 async def test_the_provider_reads_and_opens_every_report_of_its_session(
     network: Network, kubo: KuboClient, tmp_path: Path
 ) -> None:
-    workers = [_worker(network, kubo, i, tmp_path) for i in range(3)]
+    workers = [make_worker(network, kubo, i, tmp_path) for i in range(3)]
     reply = X25519PrivateKey.generate()
     session_id, stored, committees = await submit(network, kubo, products(), reply_key=public_key_bytes(reply))
     audit, chain = network.protocol.audit, network.protocol.chain
@@ -186,8 +150,8 @@ async def test_a_restart_between_reveal_and_report_publishes_exactly_once(
             raise Crash(f"{key}: the process dies right after recording its reveal")
 
     reply = X25519PrivateKey.generate()
-    victim = _worker(network, kubo, 0, tmp_path, on_event=crash_after_reveal)
-    others = [_worker(network, kubo, i, tmp_path) for i in (1, 2)]
+    victim = make_worker(network, kubo, 0, tmp_path, on_event=crash_after_reveal)
+    others = [make_worker(network, kubo, i, tmp_path) for i in (1, 2)]
     session_id, stored, _ = await submit(network, kubo, products(), reply_key=public_key_bytes(reply))
     others_done = asyncio.create_task(_run_until(others, _all_reported(others), timeout=120))
 
@@ -201,7 +165,7 @@ async def test_a_restart_between_reveal_and_report_publishes_exactly_once(
 
     # Restarted on the same state file: the seats the crash left unrecorded are found revealed on
     # chain, and every report is published, once.
-    restarted = _worker(network, kubo, 0, tmp_path)
+    restarted = make_worker(network, kubo, 0, tmp_path)
     assert await _run_until([restarted], _all_reported([restarted]), timeout=60) == [None]
     await others_done
     address = restarted.identity.account.address
@@ -227,7 +191,7 @@ async def test_a_restart_between_reveal_and_report_publishes_exactly_once(
 async def test_an_unusable_reply_key_costs_the_reports_never_the_votes(
     network: Network, kubo: KuboClient, tmp_path: Path
 ) -> None:
-    workers = [_worker(network, kubo, i, tmp_path) for i in range(3)]
+    workers = [make_worker(network, kubo, i, tmp_path) for i in range(3)]
     # A low-order point: the grant takes it (it is not zero), but no report can be sealed to it.
     session_id, _, _ = await submit(network, kubo, products(), reply_key=b"\x01" + bytes(31))
 
@@ -239,7 +203,7 @@ async def test_an_unusable_reply_key_costs_the_reports_never_the_votes(
     for worker in workers:
         for seat in worker.store.seats():
             assert seat.state is SeatState.FINALIZED and seat.outcome is not None
-            assert seat.reported_at is None and seat.report_attempts == SETTINGS.max_attempts
+            assert seat.reported_at is None and seat.report_attempts == WORKER_SETTINGS.max_attempts
             assert "is not a usable X25519 key" in (seat.report_error or "")
         assert any(e.event == "report failed" for e in worker.store.recent(100))
         path = worker.store.path
