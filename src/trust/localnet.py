@@ -28,7 +28,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -304,9 +304,3 @@ class LocalNetwork:
     def alive_workers(self) -> int:
         return sum(1 for w in self._workers if w.process.poll() is None and alive(w.process.pid))
 
-
-@contextlib.asynccontextmanager
-async def local_network(folder: Path, workers: Sequence[WorkerSpec], **options: object) -> AsyncIterator[LocalNetwork]:
-    """`LocalNetwork(folder, workers, **options)` as an async context manager."""
-    async with LocalNetwork(folder, workers, **options) as network:  # type: ignore[arg-type]
-        yield network

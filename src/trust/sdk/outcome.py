@@ -92,7 +92,11 @@ def _statuses(graph: Hdag | Cig, failed: set[str]) -> tuple[dict[str, NodeStatus
     rejecting = frozenset(turn.id for turn in graph.turns() if rejects(turn.output))
     # Thresholds in (0, 1]: with scores of exactly 0 or 1 any of them gives the same answer.
     found = localize(graph, node_scores, edges, tau_node=1.0, tau_edge=1.0, rejecting=rejecting)
-    reasons = {"node_failure": "failed its audit", "approved_invalid": "approved invalid input", "edge_failure": ""}
+    reasons = {
+        "node_failure": "failed its audit",
+        "approved_invalid": "approved invalid input",
+        "edge_failure": "protocol breach at its boundary",
+    }
     causes = [RootCauseResult(c.node_id, c.status, reasons[str(c.reason)], (), c.parents) for c in found.root_causes]
     return dict(found.statuses), causes
 
