@@ -303,4 +303,3 @@ class LocalNetwork:
 
     def alive_workers(self) -> int:
         return sum(1 for w in self._workers if w.process.poll() is None and alive(w.process.pid))
-
