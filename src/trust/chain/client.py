@@ -9,6 +9,7 @@ of our contracts (name and arguments), never as a raw hex blob.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -102,6 +103,19 @@ class SentTransaction:
         return int(self.receipt["blockNumber"])
 
 
+# One nonce lock per (event loop, node, sender), shared by every ChainClient on that loop: two
+# connections sending from one wallet (two audits run side by side) would otherwise both read the
+# same pending nonce. Clients on different loops or processes still race; give each its own wallet.
+_NONCE_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _nonce_lock(rpc_url: str, address: str) -> asyncio.Lock:
+    locks = _NONCE_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault((rpc_url, address), asyncio.Lock())
+
+
 class ChainClient:
     """An async JSON-RPC connection with local signing. Use as an async context manager."""
 
@@ -113,7 +127,6 @@ class ChainClient:
         self._timeout = tx_timeout_seconds
         self._chain_id: int | None = None
         self._closed = False
-        self._nonce_locks: dict[str, asyncio.Lock] = {}
 
     async def __aenter__(self) -> ChainClient:
         await self.connect()
@@ -202,8 +215,7 @@ class ChainClient:
         """Under the sender's nonce lock: fills in sender, chain id and nonce, lets `build` add the
         call data and estimate gas (a revert there raises ContractReverted and nothing is sent),
         then signs, sends and waits."""
-        lock = self._nonce_locks.setdefault(sender.address, asyncio.Lock())
-        async with lock:
+        async with _nonce_lock(self.rpc_url, sender.address):
             tx: dict[str, Any] = {
                 "from": sender.address,
                 "chainId": self.chain_id,
