@@ -111,6 +111,10 @@ class LocalNetwork:
     provider_index: int = 3
     llm: LlmSettings | None = None
     equal_stakes: bool = False
+    seat_capacity: int = 64
+    """Seats each auditor's stake can back at once (each seat locks the penalty P). The tier minimum
+    backs only 12 tier-1 seats, and a committee of three in a tier of three seats every auditor on
+    every segment: two traces at once would leave committees unseated (`CommitteeUnavailable`)."""
     rpc_port: int | None = None
     ipfs_port: int | None = None
     deployments_dir: Path | None = None
@@ -188,8 +192,15 @@ class LocalNetwork:
             self.deployment.save(deployments)
             protocol = Protocol.bind(chain, self.deployment)
             params = await protocol.params.params()
-            minimum = {tier: int(params[f"minStakeTier{tier}"]) for tier in (1, 2, 3)}
-            stake_for = (lambda _index, tier: minimum[tier] * 2) if self.equal_stakes else None
+            floor = {
+                tier: max(int(params[f"minStakeTier{tier}"]), int(params["penaltyPerSeat"]) * self.seat_capacity)
+                for tier in (1, 2, 3)
+            }
+
+            def stake_for(index: int, tier: int) -> int:
+                # Unequal by default (1, 2, 3 times the floor in turn) so that stake weighting matters.
+                return floor[tier] * (2 if self.equal_stakes else 1 + index % 3)
+
             self.auditors = await provision_auditors(
                 protocol,
                 deployer,
