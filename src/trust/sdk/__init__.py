@@ -9,13 +9,28 @@
     else:
         print(result.failure_reasons)
 
-The client itself (`trust.sdk.client`) lands with the auditors' reports it reads; this package
-holds its configuration, its result and the pure judgement of a finished session.
+See docs/sdk.md for the phases, the result and the errors.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from trust.sdk.config import AuditConfig
 from trust.sdk.progress import ProgressEvent
 from trust.sdk.result import AuditResult, Critique, NodeResult, Outcome, PhaseTimings, Proof, RootCauseResult, Verdict
+
+if TYPE_CHECKING:
+    from trust.sdk.client import TraceInput, TrustClient
+
+
+def __getattr__(name: str) -> Any:
+    """`TrustClient` and `TraceInput` load the chain and IPFS adapters on first use only, so that
+    reading results (`trust.sdk.result`) stays light."""
+    if name in ("TrustClient", "TraceInput"):
+        from trust.sdk import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'trust.sdk' has no attribute {name!r}")
+
 
 __all__ = [
     "AuditConfig",
@@ -27,5 +42,7 @@ __all__ = [
     "ProgressEvent",
     "Proof",
     "RootCauseResult",
+    "TraceInput",
+    "TrustClient",
     "Verdict",
 ]

@@ -1,0 +1,411 @@
+"""`TrustClient`: a provider's audits on the network, the shape of the paper's Listing 3.
+
+    async with-free use:
+        client = TrustClient(rpc_url="http://127.0.0.1:8545", ipfs_url="http://127.0.0.1:5101",
+                             keystore="provider.json", password="...")
+        result = await client.audit_trace(trace_text, AuditConfig(auditor_tiers=["computational", "llm"]))
+        if result.verdict == "VALID": ...
+        else: log(result.failure_reasons)
+
+Each audit runs the six phases of paper 1.10: decompose (HDAG or CIG), seal every node under its own
+key and upload the blobs to IPFS, open the session with the trace's Merkle root and the fee, draw the
+committees and deliver each seat its key envelope, wait for the verdict (progress events and the
+latency budget), and read the outcome with the auditors' critiques. The `*_sync` twins run the same
+coroutine on a private event loop (`asyncio.run`), for callers without one.
+
+Every connection is opened for one call and closed after it, so a client is cheap to keep and safe to
+share between calls (not between concurrent calls of the sync twins, which each need their own loop).
+
+Nothing is submitted half-way on bad input: the trace is parsed and sized, the chain, the deployment
+and the IPFS node are reached, each tier the trace needs is checked to seat a committee and the fee
+against the contract's minimum and the provider's balance, all before the first upload. Blobs
+uploaded for a session that then fails to open are unpinned again, and the session record is
+removed. Once the session is open, the record in the journal (`trust.sdk.journal`) lets `resume`
+finish it after a crash or a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+
+from trust.chain.client import ChainClient
+from trust.chain.compiler import Artifact, compile_protocol
+from trust.chain.deployment import Deployment
+from trust.chain.protocol import Protocol
+from trust.chain.types import SegmentSpec
+from trust.chain.wallets import load_keystore, read_password
+from trust.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace
+from trust.errors import (
+    AuditError,
+    ConfigError,
+    FeeTooLow,
+    GraphError,
+    InsufficientAuditors,
+    IpfsError,
+    TrustError,
+)
+from trust.graphs.agent_log import AgentLog, LogLimits, build_cig, parse_log
+from trust.graphs.cig import Cig
+from trust.graphs.decompose import DecompositionLimits, Trace, decompose
+from trust.graphs.hdag import Hdag, Tier
+from trust.graphs.serialization import FORMAT as HDAG_FORMAT
+from trust.graphs.serialization import loads as loads_hdag
+from trust.graphs.validation import validate
+from trust.sdk.config import AuditConfig
+from trust.sdk.journal import Journal, SessionRecord
+from trust.sdk.keys import reply_key
+from trust.sdk.outcome import judge
+from trust.sdk.progress import ProgressCallback, ProgressEvent
+from trust.sdk.result import AuditResult, Proof
+from trust.sdk.session import SessionDriver
+from trust.sdk.timings import phase_timings
+from trust.settings import Settings
+from trust.storage.kubo import KuboClient
+from trust.toolchain import Toolchain
+
+__all__ = ["TraceInput", "TrustClient"]
+
+log = logging.getLogger("trust.sdk")
+
+TraceInput = str | Trace | Hdag
+"""What `audit_trace` takes: raw chain-of-thought text (or a `trust.hdag` JSON document as text), a
+`Trace` (text or steps, with its problem), or an HDAG the provider decomposed itself."""
+
+_WEI_PER_ETH = 10**18
+_PLACEHOLDER_DIGEST = b"\x01" * 32
+"""Stands in for content digests when the minimum fee is asked before anything is uploaded (the fee
+depends on the tiers and seats only)."""
+
+
+class TrustClient:
+    """A provider's connection to the TRUST network: its wallet, the chain and an IPFS node.
+
+    `rpc_url` and `ipfs_url` default to the settings (the devnet and the local IPFS node). The wallet is
+    `account`, or the keystore at `keystore` unlocked with `password` (or `TRUST_KEYSTORE_PASSWORD`).
+    `progress` receives `ProgressEvent`s while an audit runs. Session records go under
+    `<home>/provider` unless `journal_dir` says otherwise.
+    """
+
+    def __init__(
+        self,
+        rpc_url: str | None = None,
+        ipfs_url: str | None = None,
+        *,
+        keystore: str | Path | None = None,
+        password: str | None = None,
+        account: LocalAccount | None = None,
+        settings: Settings | None = None,
+        progress: ProgressCallback | None = None,
+        journal_dir: Path | None = None,
+        poll_seconds: float = 0.1,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.rpc_url = rpc_url or self.settings.effective_rpc_url
+        self.ipfs_url = ipfs_url or self.settings.ipfs.api_url
+        if (account is None) == (keystore is None):
+            raise ConfigError("TrustClient needs exactly one wallet: keystore= (with password=) or account=")
+        if account is None:
+            assert keystore is not None
+            secret = password if password is not None else read_password(None)
+            if secret is None:
+                raise ConfigError(f"no password for keystore {keystore}: pass password= or set TRUST_KEYSTORE_PASSWORD")
+            account = load_keystore(Path(keystore), secret)
+        self.account: LocalAccount = account
+        self.progress = progress
+        self.journal = Journal(journal_dir or self.settings.home / "provider")
+        if not poll_seconds > 0:
+            raise ConfigError(f"poll_seconds must be positive, got {poll_seconds}")
+        self.poll_seconds = poll_seconds
+        self._artifacts: dict[str, Artifact] | None = None
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address)
+
+    # ------------------------------------------------------------------ public API
+
+    async def audit_trace(self, trace: TraceInput, config: AuditConfig | None = None) -> AuditResult:
+        """Audits one model's chain of thought: decomposed into an HDAG, each node audited at its tier."""
+        config = config or AuditConfig()
+        marks = {"start": time.time()}
+        self._say("decompose", 0, 1)
+        graph = trace_graph(trace, config)
+        marks["decomposed"] = time.time()
+        self._say("decompose", 1, 1, f"{len(graph)} nodes")
+        return await self._audit(graph, "trace", config, marks)
+
+    async def audit_agents(
+        self, agent_log: AgentLog | Cig | Mapping[str, Any] | str, config: AuditConfig | None = None
+    ) -> AuditResult:
+        """Audits a multi-agent log: its causal interaction graph, one segment per turn."""
+        config = config or AuditConfig()
+        marks = {"start": time.time()}
+        self._say("decompose", 0, 1)
+        graph = agents_graph(agent_log, config)
+        marks["decomposed"] = time.time()
+        self._say("decompose", 1, 1, f"{len(graph)} turns")
+        return await self._audit(graph, "agents", config, marks)
+
+    async def resume(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
+        """Finishes a session this provider opened earlier (after `AuditTimeout`, or a crash)."""
+        async with self._connection() as (protocol, kubo):
+            record = self.journal.find(protocol.chain.chain_id, session_id)
+            config = config or AuditConfig.model_validate(record.config)
+            driver = self._driver(protocol, kubo, record, config)
+            driver.marks["start"] = record.started_at
+            await driver.attach()
+            return await self._finish(driver, config)
+
+    def audit_trace_sync(self, trace: TraceInput, config: AuditConfig | None = None) -> AuditResult:
+        return asyncio.run(self.audit_trace(trace, config))
+
+    def audit_agents_sync(
+        self, agent_log: AgentLog | Cig | Mapping[str, Any] | str, config: AuditConfig | None = None
+    ) -> AuditResult:
+        return asyncio.run(self.audit_agents(agent_log, config))
+
+    def resume_sync(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
+        return asyncio.run(self.resume(session_id, config))
+
+    # ------------------------------------------------------------------ the audit
+
+    def _say(self, stage: str, done: int, total: int, message: str = "") -> None:
+        if self.progress is not None:
+            self.progress(ProgressEvent(stage, done, total, message))
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[tuple[Protocol, KuboClient]]:
+        if self._artifacts is None:
+            self._artifacts = compile_protocol(Toolchain.discover())
+        async with ChainClient(
+            self.rpc_url, self._artifacts, tx_timeout_seconds=self.settings.tx_timeout_seconds
+        ) as chain:
+            deployment = Deployment.load(self.settings.deployments_path(Toolchain.discover().root), chain.chain_id)
+            protocol = Protocol.bind(chain, deployment)
+            async with KuboClient.from_settings(self.settings.ipfs, api_url=self.ipfs_url) as kubo:
+                yield protocol, kubo
+
+    def _driver(
+        self, protocol: Protocol, kubo: KuboClient, record: SessionRecord, config: AuditConfig
+    ) -> SessionDriver:
+        reply = reply_key(
+            self.account,
+            chain_id=protocol.chain.chain_id,
+            audit_contract=protocol.audit.address,
+            trace_root=record.stored.root,
+        )
+        return SessionDriver(
+            protocol,
+            kubo,
+            self.account,
+            record,
+            reply,
+            progress=self.progress,
+            poll_seconds=self.poll_seconds,
+            finalize=config.finalize,
+            distribute=config.distribute,
+        )
+
+    async def _audit(self, graph: Hdag | Cig, kind: str, config: AuditConfig, marks: dict[str, float]) -> AuditResult:
+        profiles = segment_profiles(graph, config)
+        async with self._connection() as (protocol, kubo):
+            fee = await self._preflight(protocol, kubo, profiles, config)
+            self._say("upload", 0, len(profiles))
+            stored = await store_trace(kubo, graph, profiles=profiles)
+            marks["uploaded"] = time.time()
+            self._say("upload", len(profiles), len(profiles))
+            record = SessionRecord(
+                protocol.chain.chain_id,
+                protocol.audit.address,
+                kind,
+                graph,
+                stored,
+                fee_wei=fee,
+                started_at=marks["start"],
+                config=config.model_dump(mode="json"),
+            )
+            driver = self._driver(protocol, kubo, record, config)
+            driver.marks.update(marks)
+            try:
+                self.journal.save(record)
+                await driver.open(fee)
+            except BaseException:
+                self.journal.discard(record)
+                await _unpin(kubo, stored)
+                raise
+            self.journal.save(record)
+            return await self._finish(driver, config)
+
+    async def _preflight(
+        self, protocol: Protocol, kubo: KuboClient, profiles: Mapping[str, SegmentProfile], config: AuditConfig
+    ) -> int:
+        """Every check that can fail before anything is uploaded or sent; returns the fee to pay."""
+        try:
+            await kubo.version()
+        except IpfsError as exc:
+            raise IpfsError(
+                f"the IPFS node at {self.ipfs_url} does not answer ({exc}); is it running (`trust ipfs up`)?"
+            ) from exc
+        params = await protocol.params.params()
+        most = min(config.max_nodes, int(params["maxSegmentsPerSession"]))
+        if len(profiles) > most:
+            raise GraphError(
+                f"the trace has {len(profiles)} nodes; a session takes at most {most} "
+                "(AuditConfig.max_nodes and the protocol's maxSegmentsPerSession): split the trace"
+            )
+        for tier in sorted({profile.tier for profile in profiles.values()}):
+            needed = int(params[f"committeeSizeTier{tier}"])
+            eligible = await protocol.registry.eligible_count(tier)
+            if eligible < needed:
+                name = Tier(tier).name.lower()
+                raise InsufficientAuditors(
+                    f"{sum(1 for p in profiles.values() if p.tier == tier)} segments need tier {tier} ({name}) "
+                    f"committees of {needed}, but only {eligible} tier-{tier} auditors are eligible now; "
+                    "nothing was submitted. Wait for auditors, or leave the tier out (AuditConfig.auditor_tiers)"
+                )
+        specs = [SegmentSpec(p.tier, p.weight, _PLACEHOLDER_DIGEST, p.critical) for p in profiles.values()]
+        minimum = await protocol.audit.minimum_fee(specs)
+        fee = minimum if config.fee_wei is None else config.fee_wei
+        if fee < minimum:
+            raise FeeTooLow(
+                f"a fee of {fee} wei is below the minimum of {minimum} wei for {len(specs)} segments "
+                "(R per first-round seat from the auditors' 70% share); nothing was submitted"
+            )
+        balance = await protocol.chain.balance(self.address)
+        if balance <= fee:
+            raise AuditError(
+                f"provider {self.address} holds {balance / _WEI_PER_ETH:.6f} ETH; the session needs a fee of "
+                f"{fee / _WEI_PER_ETH:.6f} ETH plus gas. Nothing was submitted"
+            )
+        return fee
+
+    async def _finish(self, driver: SessionDriver, config: AuditConfig) -> AuditResult:
+        budget = config.max_latency_ms
+        deadline = None if budget is None else driver.marks["start"] + budget / 1000
+        await driver.drive(deadline)
+        reports = await driver.reports(config.report_grace_ms / 1000)
+        outcomes = await driver.outcomes(reports)
+        protocol = driver.protocol
+        session = await protocol.audit.session(driver.session_id)
+        params = await protocol.audit.session_params(driver.session_id)
+        judgement = judge(
+            driver.graph,
+            outcomes,
+            valid_on_chain=session.valid,
+            beta_bps=int(params["betaBps"]),
+            consensus_threshold=config.consensus_threshold,
+        )
+        proof = Proof(
+            chain_id=protocol.chain.chain_id,
+            audit_contract=protocol.audit.address,
+            session_id=driver.session_id,
+            trace_root="0x" + driver.record.stored.root.hex(),
+            finalized_block=driver.finalized_block,
+            finalize_tx=driver.finalize_tx,
+            valid_on_chain=session.valid,
+        )
+        return AuditResult(
+            verdict=judgement.verdict,
+            kind=driver.record.kind,
+            nodes=judgement.nodes,
+            root_causes=judgement.root_causes,
+            failure_reasons=judgement.failure_reasons,
+            transactions={name: tuple(hashes) for name, hashes in driver.transactions.items()},
+            proof=proof,
+            phases=phase_timings(driver.marks, driver.rounds.values(), reports.values()),
+            seats=sum(len(track.members) for track in driver.rounds.values()),
+            graph=driver.graph,
+        )
+
+
+async def _unpin(kubo: KuboClient, stored: StoredTrace) -> None:
+    """Best effort: the blobs of a session that never opened are not kept pinned."""
+    for key in stored.segments:
+        try:
+            await kubo.pin_rm(key.cid)
+        except TrustError as exc:
+            log.warning("could not unpin %s after the session failed to open: %s", key.cid, exc)
+
+
+# ---------------------------------------------------------------------- inputs
+
+
+def trace_graph(trace: TraceInput, config: AuditConfig) -> Hdag:
+    """The HDAG of a trace input (see `TraceInput`), within the config's size limits."""
+    if isinstance(trace, Hdag):
+        graph = trace
+        validate(graph)
+    elif isinstance(trace, Trace):
+        graph = decompose(trace, limits=DecompositionLimits(max_chars=config.max_trace_chars))
+    elif isinstance(trace, str):
+        if len(trace) > config.max_trace_chars:
+            raise GraphError(
+                f"the trace is {len(trace):,} characters, over the limit of {config.max_trace_chars:,} "
+                "(AuditConfig.max_trace_chars): split it"
+            )
+        graph = _hdag_document(trace) or decompose(
+            Trace(text=trace), limits=DecompositionLimits(max_chars=config.max_trace_chars)
+        )
+    else:
+        raise GraphError(f"audit_trace takes text, a Trace or an Hdag, not {type(trace).__name__}")
+    if len(graph) > config.max_nodes:
+        raise GraphError(
+            f"the trace decomposes into {len(graph)} nodes, over AuditConfig.max_nodes = {config.max_nodes}"
+        )
+    return graph
+
+
+def _hdag_document(text: str) -> Hdag | None:
+    """The HDAG when `text` is a `trust.hdag` JSON document, else None (it is a raw trace)."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        head = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(head, dict) or head.get("format") != HDAG_FORMAT:
+        return None
+    return loads_hdag(stripped)
+
+
+def agents_graph(agent_log: AgentLog | Cig | Mapping[str, Any] | Sequence[Any] | str, config: AuditConfig) -> Cig:
+    """The CIG of a multi-agent log: an `AgentLog`, a `Cig`, parsed JSON or JSON text."""
+    if isinstance(agent_log, Cig):
+        graph = agent_log
+    else:
+        if isinstance(agent_log, str):
+            if len(agent_log) > config.max_trace_chars:
+                raise GraphError(
+                    f"the agent log is {len(agent_log):,} characters, over AuditConfig.max_trace_chars = "
+                    f"{config.max_trace_chars:,}"
+                )
+            try:
+                agent_log = json.loads(agent_log)
+            except json.JSONDecodeError as exc:
+                raise GraphError(f"the agent log is not JSON: {exc.msg} at line {exc.lineno}") from None
+        parsed = agent_log if isinstance(agent_log, AgentLog) else parse_log(agent_log, LogLimits())
+        graph = build_cig(parsed)
+    if len(graph) > config.max_nodes:
+        raise GraphError(f"the agent log has {len(graph)} turns, over AuditConfig.max_nodes = {config.max_nodes}")
+    if len(graph) == 0:
+        raise GraphError("the agent log has no turns")
+    return graph
+
+
+def segment_profiles(graph: Hdag | Cig, config: AuditConfig) -> dict[str, SegmentProfile]:
+    """Each node's tier (routed, then fitted to `auditor_tiers`), weight and critical flag."""
+    profiles = default_profiles(graph)
+    return {
+        node_id: SegmentProfile(int(config.tier_for(Tier(p.tier))), p.weight, p.critical)
+        for node_id, p in profiles.items()
+    }

@@ -1,0 +1,176 @@
+"""The provider SDK against a whole local network: Anvil, the local IPFS node, the contracts, and
+auditors of all three tiers as separate `trust worker run` processes with their own wallets (tier 3
+voted through the review pages by the scripted expert).
+
+What is checked is what a provider relies on: the verdict, the statuses, the root causes with the
+auditors' critiques, the proof matching the chain, the Table-3 phases, and that bad input is refused
+before anything is uploaded or sent (the provider's nonce and pins unchanged, no session record).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.graphs.cig_strategies import APPLES_LOG
+from trust.chain.client import ChainClient
+from trust.chain.compiler import compile_protocol
+from trust.chain.protocol import Protocol
+from trust.chain.wallets import load_keystore
+from trust.demo.clinical import FLAWED_ERRORS, flawed_trace, sound_trace
+from trust.demo.expert import run_scripted_expert
+from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
+from trust.graphs.status import NodeStatus
+from trust.localnet import LocalNetwork, WorkerSpec
+from trust.processes import free_port
+from trust.sdk import AuditConfig, AuditResult, TrustClient, Verdict
+from trust.sdk.result import PHASES
+from trust.toolchain import Toolchain
+
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
+
+WORKERS = [WorkerSpec(1)] * 3 + [WorkerSpec(2)] * 3 + [WorkerSpec(3)] * 3
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def network(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalNetwork]:
+    async with LocalNetwork(tmp_path_factory.mktemp("network"), WORKERS) as net:
+        stop = asyncio.Event()
+        expert = asyncio.create_task(run_scripted_expert(net.review_pages, stop))
+        yield net
+        stop.set()
+        await expert
+
+
+@pytest.fixture
+def client(network: LocalNetwork, tmp_path: Path) -> TrustClient:
+    return TrustClient(
+        network.rpc_url, network.ipfs_url, account=network.provider, settings=network.settings, journal_dir=tmp_path
+    )
+
+
+async def _chain_view(network: LocalNetwork) -> tuple[ChainClient, Protocol]:
+    chain = ChainClient(network.rpc_url, compile_protocol(Toolchain.discover()))
+    await chain.connect()
+    return chain, Protocol.bind(chain, network.deployment)
+
+
+async def _nonce(network: LocalNetwork) -> int:
+    chain, _ = await _chain_view(network)
+    try:
+        return int(await chain.w3.eth.get_transaction_count(network.provider.address))
+    finally:
+        await chain.close()
+
+
+def _check_proof_and_phases(result: AuditResult) -> None:
+    assert result.proof.finalized_block is not None and result.proof.finalize_tx is not None
+    assert result.transactions["create_session"] and result.transactions["assign_auditors"]
+    assert set(result.phases.seconds) == {key for key, _, _ in PHASES}
+    assert 0 <= result.overhead_s <= result.phases.total_s
+    assert result.phases.seconds["decomposition"] is not None
+
+
+def _describe(result: AuditResult) -> dict[str, object]:
+    return {node_id: node.to_json() for node_id, node in result.nodes.items()}
+
+
+async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes(
+    network: LocalNetwork, client: TrustClient
+) -> None:
+    sound, flawed = await asyncio.gather(client.audit_trace(sound_trace()), client.audit_trace(flawed_trace()))
+
+    assert sound.verdict is Verdict.VALID and sound.proof.valid_on_chain, _describe(sound)
+    assert all(node.status is NodeStatus.VALID for node in sound.nodes.values())
+    assert sound.root_causes == () and sound.seats == 3 * len(sound.nodes)
+
+    assert flawed.verdict is Verdict.INVALID and not flawed.proof.valid_on_chain
+    roots = {cause.node_id for cause in flawed.root_causes}
+    assert roots == set(FLAWED_ERRORS), _describe(flawed)
+    for cause in flawed.root_causes:
+        assert cause.status is NodeStatus.INVALID_ROOT
+        assert cause.critiques, f"no critique reached the provider for {cause.node_id}"
+        assert all(c.vote == "fail" and c.tier == 1 for c in cause.critiques)
+    # Steps that are right but follow a wrong one inherit the failure.
+    assert flawed.nodes["chf"].status is NodeStatus.INVALID_CASCADE
+    assert flawed.nodes["goal"].status is NodeStatus.VALID
+    for name, result in (("sound", sound), ("flawed", flawed)):
+        _check_proof_and_phases(result)
+        assert result.phases.seconds["tier1_verification"] is not None, name
+        assert result.phases.seconds["tier3_verification"] is not None, name
+
+    chain, protocol = await _chain_view(network)
+    try:
+        on_chain = await protocol.audit.session(flawed.session_id)
+        assert on_chain.trace_root.hex() == flawed.proof.trace_root[2:]
+        assert on_chain.valid is False
+    finally:
+        await chain.close()
+    as_json = flawed.to_json()
+    assert as_json["verdict"] == "INVALID" and {c["node"] for c in as_json["root_causes"]} == set(FLAWED_ERRORS)
+
+
+async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) -> None:
+    result = await client.audit_agents(APPLES_LOG)
+    assert result.kind == "agents"
+    assert list(result.nodes) == [f"t{i}" for i in range(len(APPLES_LOG["turns"]))]
+    assert all(node.tier in (2, 3) for node in result.nodes.values()), _describe(result)  # 3: escalated
+    assert result.seats == 3 * len(result.nodes)
+    _check_proof_and_phases(result)
+    failed = {n for n, node in result.nodes.items() if node.outcome != "passed"}
+    assert (result.verdict is Verdict.VALID) == result.proof.valid_on_chain
+    for node_id, node in result.nodes.items():
+        if node_id not in failed:
+            assert node.status in (NodeStatus.VALID, NodeStatus.NEGLIGENT, NodeStatus.INVALID_CASCADE)
+
+
+async def test_a_timeout_leaves_a_session_that_resume_finishes(client: TrustClient, tmp_path: Path) -> None:
+    with pytest.raises(AuditTimeout) as raised:
+        await client.audit_trace(sound_trace(), AuditConfig(max_latency_ms=1))
+    session_id = raised.value.session_id
+    assert list(tmp_path.glob("chain-*/*.json")), "the session record must survive the timeout"
+    result = await client.resume(session_id, AuditConfig())
+    assert result.session_id == session_id and result.verdict is Verdict.VALID
+
+
+async def test_bad_input_is_refused_before_anything_is_sent(
+    network: LocalNetwork, client: TrustClient, tmp_path: Path
+) -> None:
+    before = await _nonce(network)
+    with pytest.raises(GraphError, match="not JSON"):
+        await client.audit_agents("{not json")
+    with pytest.raises(GraphError, match="max_trace_chars"):
+        await client.audit_trace("x " * 600_000)
+    with pytest.raises(FeeTooLow, match="below the minimum"):
+        await client.audit_trace(sound_trace(), AuditConfig(fee_wei=1))
+    dead = f"http://127.0.0.1:{free_port()}"
+    offline = TrustClient(network.rpc_url, dead, account=network.provider, settings=network.settings)
+    with pytest.raises(IpfsError, match="does not answer"):
+        await offline.audit_trace(sound_trace())
+    no_chain = TrustClient(dead, network.ipfs_url, account=network.provider, settings=network.settings)
+    with pytest.raises(ChainError, match="cannot reach the chain"):
+        await no_chain.audit_trace(sound_trace())
+    assert await _nonce(network) == before
+    assert not list(tmp_path.glob("chain-*/*.json"))
+
+
+async def test_a_tier_short_of_auditors_is_refused(network: LocalNetwork, client: TrustClient) -> None:
+    chain, protocol = await _chain_view(network)
+    human = next(a for a in network.auditors if a.tier == 3)
+    account = load_keystore(Path(human.keystore), (network.folder / "keystore-password").read_text().strip())
+    try:
+        await protocol.registry.set_available(account, False)
+        before = await _nonce(network)
+        with pytest.raises(InsufficientAuditors, match="tier 3"):
+            await client.audit_trace(sound_trace())
+        assert await _nonce(network) == before
+        # Without the human tier the same trace goes to the LLM tier instead, and is accepted.
+        config = AuditConfig(auditor_tiers=["computational", "llm"])
+        assert {config.tier_for(t) for t in (1, 2, 3)} == {1, 2}
+    finally:
+        await protocol.registry.set_available(account, True)
+        await chain.close()
