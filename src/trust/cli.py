@@ -922,6 +922,106 @@ def audit_segment_cmd(
         console.print(f"  {check.check:<12} {check.outcome.value:<15} {escape(check.detail)}")
 
 
+@app.command("submit")
+def submit_cmd(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="a trace (text, steps JSON or trust.hdag JSON) or, with --agents, an agent log"),
+    ] = None,
+    agents: Annotated[
+        bool, typer.Option("--agents", help="the file is a multi-agent log (trust.agent-log or Who&When)")
+    ] = False,
+    steps: Annotated[
+        bool, typer.Option("--steps", help="the file is a JSON list of steps or {problem, steps}")
+    ] = False,
+    tiers: Annotated[
+        list[str] | None, typer.Option("--tier", help="tiers to pay for: 1/2/3 or computational/llm/human (repeat)")
+    ] = None,
+    keystore: Annotated[
+        Path | None,
+        typer.Option("--keystore", help="the provider's keystore (default on a local chain: Anvil's account 3)"),
+    ] = None,
+    password_file: Annotated[
+        Path | None, typer.Option("--password-file", help="first line: the keystore password")
+    ] = None,
+    rpc_url: RpcOption = None,
+    ipfs_url: Annotated[
+        str | None, typer.Option("--ipfs", help="Kubo RPC API URL (default: the local IPFS node)")
+    ] = None,
+    max_latency_s: Annotated[float, typer.Option("--max-latency", min=1, help="seconds to wait for the verdict")] = 600,
+    resume: Annotated[
+        int | None, typer.Option("--resume", min=1, help="finish session N opened earlier instead")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the AuditResult as JSON (progress goes to stderr)")
+    ] = False,
+    home: HomeOption = None,
+) -> None:
+    """Audit one trace or agent log on the running network and print the result."""
+    from trust.decomposition import load_trace
+    from trust.errors import ConfigError
+    from trust.sdk.client import TrustClient
+    from trust.sdk.config import AuditConfig
+    from trust.sdk.display import ProgressBars, render_phases, render_result
+    from trust.sdk.provider import provider_account
+
+    settings = _settings(home)
+    if (path is None) == (resume is None):
+        raise typer.BadParameter("give a FILE to audit, or --resume SESSION (not both)")
+    try:
+        config = AuditConfig(auditor_tiers=tiers or (1, 2, 3), max_latency_ms=int(max_latency_s * 1000))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    url = rpc_url or settings.effective_rpc_url
+    account = provider_account(settings, url, keystore, _password(password_file) if keystore else None)
+    with ProgressBars(err_console) as bars:
+        client = TrustClient(url, ipfs_url, account=account, settings=settings, progress=bars)
+        if resume is not None:
+            result = client.resume_sync(resume, config)
+        elif agents:
+            assert path is not None
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read the agent log {path}: {exc.strerror or exc}") from None
+            result = client.audit_agents_sync(text, config)
+        else:
+            assert path is not None
+            trace = load_trace(path, steps=steps)
+            result = client.audit_trace_sync(trace.text if trace.text is not None else trace, config)
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    render_result(result, console)
+    render_phases({"this audit": result}, console)
+
+
+@app.command("demo")
+def demo_cmd(
+    explorer: Annotated[bool, typer.Option("--explorer/--no-explorer", help="serve the explorer until Ctrl-C")] = True,
+    home: HomeOption = None,
+) -> None:
+    """The paper's clinical example audited end to end on a local network; ends with one JSON line."""
+    from trust.demo.run import run_demo
+
+    asyncio.run(run_demo(_settings(home), console, explorer=explorer))
+
+
+@bench_app.command("e2e")
+def bench_e2e_cmd(
+    runs: Annotated[int, typer.Option(min=1, max=50, help="audits of the trace on one network")] = 3,
+    home: HomeOption = None,
+) -> None:
+    """A 10-node tier-1/2 trace audited on a local network: Table-3 phases, overhead, gas per seat;
+    ends with one JSON line {"overhead_s", "seats", "gas_per_seat", ...}."""
+    from trust.bench.e2e import render, run_e2e_benchmark
+
+    with err_console.status("end-to-end benchmark") as status:
+        bench = asyncio.run(run_e2e_benchmark(_settings(home), runs=runs, progress=status.update))
+    render(bench, console)
+    print(json.dumps(bench.summary()), flush=True)
+
+
 def main() -> None:
     try:
         app()
