@@ -56,15 +56,17 @@ LOCAL_PROTOCOL = ProtocolSettings(
     committee_size_tier2=3,
     committee_size_tier3=3,
     max_rounds=2,
-    commit_window_seconds=120,
+    commit_window_seconds=300,
     reveal_window_seconds=120,
     randomness_delay_blocks=1,
     unbonding_delay_seconds=60,
 )
 """The protocol of a local network: the paper's thresholds, fees and penalties, committees of three,
-two rounds, windows of two minutes (a committee that has all committed reveals at once, so honest
-audits never wait them out) and the randomness of the next block."""
+two rounds, a commit window of five minutes (long enough for three tier-2 auditors sharing the
+embedded CPU model; a committee that has all committed reveals at once, so honest audits never wait
+it out), a reveal window of two minutes and the randomness of the next block."""
 
+_EMBEDDED_MODEL_TIMEOUT_SECONDS = 300.0
 _KEYSTORE_PASSWORD_BYTES = 18
 _WORKER_STOP_SECONDS = 20.0
 _READY_TIMEOUT_SECONDS = 120.0
@@ -212,7 +214,10 @@ class LocalNetwork:
             )
         if any(spec.tier == 2 for spec in self.workers) and self.llm is None:
             self._model = await asyncio.to_thread(LocalModelServer.ensure, folder / "llm")
-            self.llm = self._model.endpoint_settings()
+            # The embedded server answers one request at a time: a worker's parallel audits would
+            # only queue there (and time out behind each other), so each tier-2 worker audits one
+            # seat at a time and waits as long as the queue of the others may take.
+            self.llm = self._model.endpoint_settings(timeout_seconds=_EMBEDDED_MODEL_TIMEOUT_SECONDS)
         for spec, auditor in zip(self.workers, self.auditors, strict=True):
             self._workers.append(self._spawn(spec, auditor))
         await self._wait_ready()
@@ -236,6 +241,8 @@ class LocalNetwork:
             }
             if self.llm.api_key:
                 env["TRUST_AUDITOR_LLM__API_KEY"] = self.llm.api_key
+            if self._model is not None:
+                env["TRUST_WORKER__AUDITS_IN_PARALLEL"] = "1"
         if review is not None:
             port = review.url.rsplit(":", 1)[1]
             env |= {"TRUST_WORKER__REVIEW__PORT": port, "TRUST_WORKER__REVIEW__PASSWORD": review.password}
