@@ -13,6 +13,17 @@
   Chernoff bounds of Prop. 4.1, and the exact failure probability Pr[W < W_beta] (the distribution
   of W, a sum of scaled binomials, convolved class by class).
 - `majority_error_bound` is Prop. 4.2 (eq. 4.11), `majority_error_exact` the binomial value it bounds.
+- `verdict_probabilities` splits one committee round three ways, as `TRUSTAudit` ends it (eq. 3.3 with
+  tau > 1/2): the quorum votes the right outcome, the quorum votes the wrong one, or neither (the
+  segment escalates, or after the last round ends Undetermined). Seats are i.i.d. as in Lemma 4.1, so
+  `correct` is `pass_probability`. `verdict_probabilities_drawn` is the same for a committee drawn
+  without replacement from a finite pool of equal stakes, as `AuditorRegistry.drawCommittee` draws
+  it: the adversarial seats are hypergeometric, not binomial. On a pool of 20 with k = 4 the two
+  differ by up to 0.023 (rho = 0.3: 0.061 wrong drawn, 0.084 i.i.d.); on a pool of 10 a single
+  adversary can never block a quorum of 3, which the i.i.d. model says it does 4.9% of the time.
+- `trace_pass_probability` is Pr[trace valid] for independent segments with their own pass
+  probabilities, integer weights and critical flags, the rule `TRUSTAudit.finalizeTrace` applies
+  (eq. 3.5-3.6 and every critical segment passed), computed exactly over the distribution of W.
 
 Where the paper's notation is loose: S1 (Theorem 4.1) names "sigma_vote^2 := sup Var(W)", but the
 Hoeffding step (4.27) it rests on needs the sum of squared ranges, sum w_s^2 (= sigma_max^2 of 4.4),
@@ -29,21 +40,28 @@ from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from trust.errors import ParameterError
 from trust.theory.validate import integer_at_least, open_unit, positive, probability, tau_value
+
+_TAU_FLOOR = 0.5
+"""tau must exceed this for Pass and Fail to exclude each other (eq. 3.3; `ParamsLib.validate` on chain)."""
 
 __all__ = [
     "ChernoffBound",
     "SegmentClass",
     "TraceModel",
+    "VerdictProbabilities",
     "hoeffding_log_bound",
     "human_class",
     "majority_error_bound",
     "majority_error_exact",
     "pass_probability",
     "quorum",
+    "trace_pass_probability",
+    "verdict_probabilities",
+    "verdict_probabilities_drawn",
 ]
 
 
@@ -97,6 +115,111 @@ def majority_error_exact(k: int, epsilon: float) -> float:
     epsilon = probability("epsilon", epsilon)
     below = math.ceil(k / 2) - 1  # the largest count strictly under k/2
     return float(special.bdtr(below, k, 1.0 - epsilon)) if below >= 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictProbabilities:
+    """How one committee round ends: `correct` (at least q = ceil(tau k) votes for the right
+    outcome), `wrong` (at least q for the wrong one) or `undetermined` (neither). They add up to 1."""
+
+    correct: float
+    wrong: float
+    undetermined: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"correct": self.correct, "wrong": self.wrong, "undetermined": self.undetermined}
+
+
+def _verdict_split(tau: float, k: int, wrong_seats: np.ndarray, weights: np.ndarray) -> VerdictProbabilities:
+    """`weights[j]` is the probability that exactly `wrong_seats[j]` of the k seats vote wrong."""
+    q = quorum(k, tau)
+    correct = float(np.clip(weights[k - wrong_seats >= q].sum(), 0.0, 1.0))
+    wrong = float(np.clip(weights[wrong_seats >= q].sum(), 0.0, 1.0))
+    return VerdictProbabilities(correct, wrong, max(0.0, 1.0 - correct - wrong))
+
+
+def _majority_tau(tau: float) -> float:
+    tau = tau_value("tau", tau)
+    if tau <= _TAU_FLOOR:
+        raise ParameterError(
+            f"tau = {tau}: a verdict split needs tau > 1/2, or the right and the wrong outcome could both "
+            "reach the quorum (the contracts refuse such a tau too)"
+        )
+    return tau
+
+
+def verdict_probabilities(k: int, epsilon: float, rho: float, tau: float) -> VerdictProbabilities:
+    """One round of k i.i.d. seats (Lemma 4.1's model): each is adversarial with probability rho and
+    votes wrong, else votes wrong with probability epsilon. `correct` equals `pass_probability`."""
+    k = integer_at_least("k", k, 1)
+    epsilon = probability("epsilon", epsilon)
+    rho = probability("rho", rho)
+    tau = _majority_tau(tau)
+    j = np.arange(k + 1)
+    # A seat votes wrong with probability 1 - (1 - rho)(1 - epsilon), independently of the others.
+    return _verdict_split(tau, k, j, _binomial_pmf(k, j, 1.0 - (1.0 - rho) * (1.0 - epsilon)))
+
+
+def verdict_probabilities_drawn(
+    k: int, epsilon: float, pool: int, adversaries: int, tau: float
+) -> VerdictProbabilities:
+    """One round of k seats drawn without replacement from `pool` members of equal stake, of which
+    `adversaries` vote wrong and the others vote wrong with probability epsilon each. The number m of
+    adversarial seats is Hypergeometric(pool, adversaries, k); as pool grows with adversaries / pool
+    = rho fixed, this tends to `verdict_probabilities(k, epsilon, rho, tau)`."""
+    k = integer_at_least("k", k, 1)
+    epsilon = probability("epsilon", epsilon)
+    pool = integer_at_least("pool", pool, k)
+    adversaries = integer_at_least("adversaries", adversaries, 0)
+    if adversaries > pool:
+        raise ParameterError(f"adversaries = {adversaries}: more than the pool of {pool}")
+    tau = _majority_tau(tau)
+    wrong_seats = np.arange(k + 1)
+    drawn = stats.hypergeom.pmf(wrong_seats, pool, adversaries, k)
+    # With m adversarial seats, the wrong votes are m plus Binomial(k - m, epsilon) honest errors.
+    weights = np.zeros(k + 1)
+    for m in range(k + 1):
+        if drawn[m] > 0:
+            errors = np.arange(k - m + 1)
+            weights[m + errors] += drawn[m] * _binomial_pmf(k - m, errors, epsilon)
+    return _verdict_split(tau, k, wrong_seats, weights)
+
+
+def trace_pass_probability(
+    pass_probabilities: Sequence[float],
+    beta: float,
+    *,
+    weights: Sequence[int] | None = None,
+    critical: Sequence[bool] | None = None,
+) -> float:
+    """Pr[the trace is valid] for independent segments: segment s passes with probability
+    `pass_probabilities[s]`, and the trace is valid when every critical segment passed and the
+    passed weight W reaches beta * sum(w) (read as the decimal beta was written as, like `quorum`).
+    Weights are whole numbers, as on chain (default 1). Exact: W's distribution is convolved segment
+    by segment over its integer support."""
+    p = [probability(f"pass_probabilities[{i}]", value) for i, value in enumerate(pass_probabilities)]
+    if not p:
+        raise ParameterError("pass_probabilities is empty: a trace needs at least one segment")
+    beta = open_unit("beta", beta)
+    w = [1] * len(p) if weights is None else [integer_at_least(f"weights[{i}]", v, 1) for i, v in enumerate(weights)]
+    flags = [False] * len(p) if critical is None else [bool(flag) for flag in critical]
+    if len(w) != len(p) or len(flags) != len(p):
+        raise ParameterError(
+            f"{len(p)} pass probabilities, {len(w)} weights and {len(flags)} critical flags: one of each per segment"
+        )
+    needed = math.ceil(Fraction(beta).limit_denominator(10**9) * sum(w))
+    all_critical_pass = math.prod(ps for ps, flag in zip(p, flags, strict=True) if flag)
+    needed -= sum(ws for ws, flag in zip(w, flags, strict=True) if flag)
+    distribution = np.ones(1)  # distribution[W] over the non-critical segments
+    for ps, ws, flag in zip(p, w, flags, strict=True):
+        if flag:
+            continue
+        grown = np.zeros(len(distribution) + ws)
+        grown[: len(distribution)] += distribution * (1.0 - ps)
+        grown[ws:] += distribution * ps
+        distribution = grown
+    reach = float(distribution[max(needed, 0) :].sum())
+    return float(np.clip(all_critical_pass * reach, 0.0, 1.0))
 
 
 @dataclass(frozen=True, slots=True)
