@@ -1,0 +1,730 @@
+"""The HTTP gateway for providers: `/v1/audits`, with source anonymization (paper 3.4.4).
+
+- `POST /v1/audits`: 202 `AuditAccepted` (the id, the epoch, links); 400 an unparseable trace, 413 a
+  body over `max_body_bytes`, 422 a schema error, 503 the chain, IPFS, a tier's auditors or the
+  gateway's funds unavailable.
+- `GET /v1/audits/{id}`: `AuditView`, queued, batched, auditing, done (with the SDK's `AuditResult`
+  JSON) or failed (with the error); 404 for an unknown id.
+- `GET /v1/audits/{id}/events`: server-sent events `status`, `progress`, then `done` or `failed` (the
+  `AuditView`); `Last-Event-ID` resumes a stream.
+- `GET /v1/audits/{id}/proof`: `ProofView`, the chain, audit contract, session, trace root, finalize
+  block and transaction, the session's verdict, this trace's verdict and its segments' inclusion
+  proofs; 409 until the audit is done.
+
+Every error is `{"error": {"code", "message"}}` (`ErrorResponse`).
+
+The flow. A submission is parsed and decomposed (`trust.sdk.client.trace_graph` / `agents_graph`),
+then checked against the network as the SDK checks a trace before uploading anything
+(`BatchClient.admit`: the IPFS node, the chain and its deployment, the size limits, a committee for
+every tier, the gateway wallet's balance). Only then is it accepted (202) into the open epoch
+(`trust.api.batcher`). When the epoch closes, ALL its traces are audited as ONE session from the
+gateway's own wallet, their segments shuffled together under batch-local node ids
+(`trust.sdk.batch`), so the auditors cannot tell which provider a segment came from. Each trace's
+verdict is judged off chain on its own segments with the SDK's judgement; the on-chain verdict of
+the session covers the whole batch and is not any one provider's.
+
+Nothing is half-submitted: a refused submission uploads and sends nothing; a batch that fails before
+its session opens unpins what it uploaded and every one of its audits fails with the error.
+
+State lives in memory: an audit is kept `retention_seconds` after it ends; a restart forgets every
+audit (and the open sessions' keys: escalated rounds of a session the gateway was driving are then
+served by nobody). The audit id is 128 random bits and is the only credential: whoever holds it
+reads the result.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations at definition time,
+# and they name `find`, a dependency local to `gateway_router`.
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from eth_account.signers.local import LocalAccount
+from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException
+from starlette.types import Receive, Scope
+
+from trust.api.batcher import Batcher, EpochPolicy
+from trust.api.gateway_models import (
+    AuditAccepted,
+    AuditLinks,
+    AuditStatus,
+    AuditView,
+    BatchView,
+    ErrorDetail,
+    ErrorResponse,
+    ProgressView,
+    ProofView,
+    SegmentProofView,
+    SubmitRequest,
+)
+from trust.errors import (
+    AuditError,
+    AuditTimeout,
+    ChainError,
+    ConfigError,
+    FeeTooLow,
+    GraphError,
+    InsufficientAuditors,
+    IpfsError,
+    TrustError,
+)
+from trust.graphs.cig import Cig
+from trust.graphs.decompose import Trace
+from trust.graphs.hdag import Hdag
+from trust.graphs.serialization import FORMAT as HDAG_FORMAT
+from trust.sdk.batch import BatchClient, BatchEntry, SegmentInclusion
+from trust.sdk.config import AuditConfig
+from trust.sdk.progress import ProgressEvent
+from trust.sdk.result import AuditResult
+from trust.settings import Settings
+
+__all__ = [
+    "DEFAULT_EPOCH_SECONDS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_TRACES_PER_EPOCH",
+    "AuditState",
+    "Gateway",
+    "GatewayError",
+    "GatewayOptions",
+    "StreamEvent",
+    "error_for",
+    "gateway_router",
+    "parse_trace",
+]
+
+log = logging.getLogger("trust.api.gateway")
+
+DEFAULT_EPOCH_SECONDS = 30.0
+"""How long an epoch collects traces after its first one arrived."""
+DEFAULT_MAX_TRACES_PER_EPOCH = 16
+DEFAULT_MAX_SEGMENTS_PER_EPOCH = 1024
+"""Segments of one batch session (the protocol's `maxSegmentsPerSession` may lower it)."""
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body: a trace of `AuditConfig.max_trace_chars` (10^6) characters of ASCII, with JSON
+escaping to spare; non-ASCII text takes up to four bytes a character."""
+DEFAULT_MAX_TRACE_CHARS = 1_000_000
+DEFAULT_MAX_NODES = 1024
+DEFAULT_SESSION_TIMEOUT_SECONDS = 900.0
+"""How long a batch's session is driven before its audits fail with `timeout`."""
+DEFAULT_REPORT_GRACE_SECONDS = 3.0
+DEFAULT_RETENTION_SECONDS = 3600.0
+"""How long a finished audit stays readable."""
+DEFAULT_MAX_OPEN_AUDITS = 1024
+"""Audits not yet finished at once; beyond it submissions get 503 `busy`."""
+MAX_EVENTS_KEPT = 512
+"""Events kept per audit for replay (progress events of one stage with the same counts are merged)."""
+AUDIT_ID_BYTES = 16
+"""Random bytes of an audit id (128 bits: the id is the credential that reads the result)."""
+_MS_PER_SECOND = 1000
+_FINAL_EVENTS = frozenset({"done", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOptions:
+    """The gateway's settings (seconds and bytes as named). See docs/gateway.md for each."""
+
+    epoch_seconds: float = DEFAULT_EPOCH_SECONDS
+    max_traces_per_epoch: int = DEFAULT_MAX_TRACES_PER_EPOCH
+    max_segments_per_epoch: int = DEFAULT_MAX_SEGMENTS_PER_EPOCH
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_trace_chars: int = DEFAULT_MAX_TRACE_CHARS
+    max_nodes: int = DEFAULT_MAX_NODES
+    session_timeout_seconds: float = DEFAULT_SESSION_TIMEOUT_SECONDS
+    report_grace_seconds: float = DEFAULT_REPORT_GRACE_SECONDS
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS
+    max_open_audits: int = DEFAULT_MAX_OPEN_AUDITS
+
+    def __post_init__(self) -> None:
+        EpochPolicy(self.epoch_seconds, self.max_traces_per_epoch, self.max_segments_per_epoch)
+        for name in ("max_body_bytes", "max_trace_chars", "max_nodes", "max_open_audits"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"gateway {name} must be at least 1, got {getattr(self, name)}")
+        for name in ("session_timeout_seconds", "retention_seconds"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"gateway {name} must be positive, got {getattr(self, name)}")
+        if not self.report_grace_seconds >= 0:
+            raise ConfigError(f"gateway report_grace_seconds must be zero or more, got {self.report_grace_seconds}")
+
+
+class GatewayError(Exception):
+    """An answer other than success: its HTTP status, stable code and message."""
+
+    def __init__(self, status: int, code: str, message: str, details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def response(self) -> JSONResponse:
+        body = ErrorResponse(error=ErrorDetail(code=self.code, message=self.message, details=self.details))
+        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=self.status)
+
+
+def error_for(exc: TrustError) -> tuple[int, str]:
+    """The HTTP status and code of an SDK error: the provider's input is 400, everything the gateway
+    or the network lacks right now is 503 (retry later), the rest 500."""
+    if isinstance(exc, GraphError):
+        return 400, "invalid_trace"
+    if isinstance(exc, IpfsError):
+        return 503, "ipfs_error"
+    if isinstance(exc, ChainError):
+        return 503, "chain_error"
+    if isinstance(exc, InsufficientAuditors):
+        return 503, "auditors_unavailable"
+    if isinstance(exc, AuditTimeout):
+        return 504, "timeout"
+    if isinstance(exc, FeeTooLow):
+        return 500, "fee_too_low"
+    if isinstance(exc, AuditError):
+        return 503, "gateway_unfunded"
+    return 500, "internal"
+
+
+# ---------------------------------------------------------------------------------------- inputs
+
+
+def parse_trace(kind: str, trace: str | Mapping[str, Any] | list[Any], config: AuditConfig) -> Hdag | Cig:
+    """The graph of a submission (`GraphError` naming what is wrong). A trace is raw text, a
+    trust.hdag document (object or text), {problem, steps} or a list of steps; an agent log is
+    what `trust.sdk.client.agents_graph` reads (object, list or JSON text)."""
+    from trust.sdk.client import agents_graph, trace_graph
+
+    if kind == "agents":
+        return agents_graph(trace, config)
+    if isinstance(trace, str):
+        return trace_graph(trace, config)
+    if isinstance(trace, Mapping) and trace.get("format") == HDAG_FORMAT:
+        return trace_graph(json.dumps(trace, ensure_ascii=False), config)
+    problem: object = None
+    steps: object = trace
+    if isinstance(trace, Mapping):
+        if "steps" not in trace:
+            raise GraphError(
+                'trace: a JSON object must be a trust.hdag document or {"problem": ..., "steps": [...]}; '
+                f"got the fields {sorted(trace)[:8]}"
+            )
+        problem, steps = trace.get("problem", trace.get("question")), trace["steps"]
+    if not isinstance(steps, list) or not steps:
+        raise GraphError("trace.steps: expected a non-empty JSON array of strings")
+    for index, step in enumerate(steps):
+        if not isinstance(step, str):
+            raise GraphError(f"trace.steps[{index}]: expected a string, got {type(step).__name__}")
+    if problem is not None and not isinstance(problem, str):
+        raise GraphError(f"trace.problem: expected a string, got {type(problem).__name__}")
+    total = sum(len(step) for step in steps) + len(problem or "")
+    if total > config.max_trace_chars:
+        raise GraphError(f"the trace is {total:,} characters, over the limit of {config.max_trace_chars:,}: split it")
+    return trace_graph(Trace(steps=tuple(steps), problem=problem), config)
+
+
+# ---------------------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One server-sent event of an audit: its id (1, 2, ... per audit), name and data."""
+
+    id: int
+    event: str
+    data: dict[str, Any]
+
+
+class AuditState:
+    """One submission, from the open epoch to its result: what the endpoints read and the events its
+    streams follow. Mutated only by the gateway, on the event loop."""
+
+    def __init__(self, audit_id: str, entry: BatchEntry, submitted_at: float) -> None:
+        self.id = audit_id
+        self.entry = entry
+        self.submitted_at = submitted_at
+        self.status = AuditStatus.QUEUED
+        self.epoch: int | None = None
+        self.batch_traces: int | None = None
+        self.batch_segments: int | None = None
+        self.session_id: int | None = None
+        self.result: AuditResult | None = None
+        self.inclusion: tuple[SegmentInclusion, ...] = ()
+        self.error: ErrorDetail | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self._events: deque[StreamEvent] = deque(maxlen=MAX_EVENTS_KEPT)
+        self._next_id = 1
+        self._signal = asyncio.Event()
+        self._last_progress: dict[str, tuple[int, int]] = {}
+
+    @property
+    def signal(self) -> asyncio.Event:
+        """Set at the next event: take it before reading `events_after`, then wait on it."""
+        return self._signal
+
+    def _publish(self, event: str, data: dict[str, Any]) -> None:
+        self._events.append(StreamEvent(self._next_id, event, data))
+        self._next_id += 1
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+
+    def events_after(self, last_id: int) -> list[StreamEvent]:
+        """Events newer than `last_id`; once the audit ended, at least its final event (a stream that
+        reconnects after the end gets the result again rather than waiting forever)."""
+        newer = [event for event in self._events if event.id > last_id]
+        if not newer and self.status.terminal and self._events:
+            return [self._events[-1]]
+        return newer
+
+    def advance(self, status: AuditStatus) -> None:
+        self.status = status
+        self._publish("status", {"status": str(status), "epoch": self.epoch, "session_id": self.session_id})
+
+    def progress(self, event: ProgressEvent) -> None:
+        counts = (event.done, event.total)
+        if not event.message and self._last_progress.get(event.stage) == counts:
+            return  # the session loop repeats unchanged counts on every block
+        self._last_progress[event.stage] = counts
+        view = ProgressView(stage=event.stage, done=event.done, total=event.total, message=event.message)
+        self._publish("progress", view.model_dump(mode="json"))
+
+    def _end(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def succeed(self, result: AuditResult, inclusion: tuple[SegmentInclusion, ...]) -> None:
+        self.result, self.inclusion, self.status = result, inclusion, AuditStatus.DONE
+        self._end()
+        self._publish("done", {})
+
+    def fail(self, code: str, message: str) -> None:
+        self.error, self.status = ErrorDetail(code=code, message=message), AuditStatus.FAILED
+        self._end()
+        self._publish("failed", {})
+
+
+# ---------------------------------------------------------------------------------------- the service
+
+
+class Gateway:
+    """The audits of one gateway: admission, epochs, one batch session per epoch, results.
+
+    `account` is the gateway's wallet: it pays every batch's fee and gas. `settings` gives the chain,
+    IPFS and deployment (as for `TrustClient`); `rpc_url` and `ipfs_url` override them.
+    """
+
+    def __init__(
+        self,
+        account: LocalAccount,
+        settings: Settings,
+        *,
+        rpc_url: str | None = None,
+        ipfs_url: str | None = None,
+        options: GatewayOptions | None = None,
+        poll_seconds: float = 0.1,
+        journal_dir: Path | None = None,
+    ) -> None:
+        self.options = options or GatewayOptions()
+        self._client_options: dict[str, Any] = {
+            "account": account,
+            "settings": settings,
+            "poll_seconds": poll_seconds,
+            "journal_dir": journal_dir,
+        }
+        self._rpc_url, self._ipfs_url = rpc_url, ipfs_url
+        self._admission = self._client(None)
+        self._audits: dict[str, AuditState] = {}
+        self._closing = False
+        self._batcher: Batcher[AuditState] = Batcher(
+            EpochPolicy(
+                self.options.epoch_seconds, self.options.max_traces_per_epoch, self.options.max_segments_per_epoch
+            ),
+            self._run_epoch,
+        )
+
+    def _client(self, progress: Callable[[ProgressEvent], None] | None) -> BatchClient:
+        return BatchClient(self._rpc_url, self._ipfs_url, progress=progress, **self._client_options)
+
+    @property
+    def address(self) -> str:
+        """The gateway wallet's address: the provider of every batch session on chain."""
+        return self._admission.address
+
+    @property
+    def batcher(self) -> Batcher[AuditState]:
+        return self._batcher
+
+    def get(self, audit_id: str) -> AuditState:
+        audit = self._audits.get(audit_id)
+        if audit is None:
+            raise GatewayError(
+                404,
+                "not_found",
+                f"no audit {audit_id!r}: the id is wrong, or the audit ended more than "
+                f"{self.options.retention_seconds:.0f} s ago, or the gateway restarted since",
+            )
+        return audit
+
+    def open_audits(self) -> int:
+        return sum(1 for audit in self._audits.values() if not audit.status.terminal)
+
+    async def submit(self, request: SubmitRequest) -> AuditState:
+        """Parses, checks and queues one submission (see the module docstring); raises `GatewayError`
+        or the SDK's `TrustError` (mapped by `error_for`) when it is refused."""
+        if self._closing:
+            raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
+        open_now = self.open_audits()
+        if open_now >= self.options.max_open_audits:
+            raise GatewayError(
+                503,
+                "busy",
+                f"{open_now} audits are open, the gateway's limit (max_open_audits); retry once some have ended",
+            )
+        config = request.config.audit_config(
+            max_trace_chars=self.options.max_trace_chars, max_nodes=self.options.max_nodes
+        )
+        started = time.monotonic()
+        graph = await asyncio.to_thread(parse_trace, request.kind, request.trace, config)
+        entry = BatchEntry(request.kind, graph, config, time.monotonic() - started)
+        chain_limit = await self._admission.admit(entry)
+        cap = min(self.options.max_segments_per_epoch, chain_limit)
+        if len(graph) > cap:
+            raise GraphError(
+                f"the trace has {len(graph)} nodes; one batch holds at most {cap} segments (the gateway's "
+                "max_segments_per_epoch and the protocol's maxSegmentsPerSession): split the trace"
+            )
+        if self._closing:
+            raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
+        audit = AuditState(secrets.token_urlsafe(AUDIT_ID_BYTES), entry, time.time())
+        self._audits[audit.id] = audit
+        loop = asyncio.get_running_loop()
+        if config.max_latency_ms is not None:
+            audit.timer = loop.call_later(config.max_latency_ms / _MS_PER_SECOND, self._expire, audit)
+        audit.epoch = self._batcher.add(audit, len(graph), max_segments=cap)
+        audit.advance(AuditStatus.QUEUED)
+        log.info("audit %s… (%s, %d nodes) queued in epoch %d", audit.id[:6], entry.kind, len(graph), audit.epoch)
+        return audit
+
+    def _retire(self, audit: AuditState) -> None:
+        asyncio.get_running_loop().call_later(self.options.retention_seconds, self._audits.pop, audit.id, None)
+
+    def _expire(self, audit: AuditState) -> None:
+        if audit.status.terminal:
+            return
+        budget = audit.entry.config.max_latency_ms
+        where = "" if audit.session_id is None else f"; session {audit.session_id} goes on on chain"
+        audit.fail("timeout", f"no verdict within max_latency_ms = {budget} of the submission{where}")
+        self._retire(audit)
+
+    def _session_config(self) -> AuditConfig:
+        return AuditConfig(
+            max_latency_ms=int(self.options.session_timeout_seconds * _MS_PER_SECOND),
+            report_grace_ms=int(self.options.report_grace_seconds * _MS_PER_SECOND),
+            max_nodes=self.options.max_segments_per_epoch,
+        )
+
+    async def _run_epoch(self, number: int, audits: list[AuditState]) -> None:
+        """One closed epoch: every audit still waiting goes into one batch session."""
+        live = [audit for audit in audits if not audit.status.terminal]
+        if not live:
+            return
+        segments = sum(len(audit.entry.graph) for audit in live)
+        for audit in live:
+            audit.batch_traces, audit.batch_segments = len(live), segments
+            audit.advance(AuditStatus.BATCHED)
+        log.info("epoch %d closed: %d traces, %d segments", number, len(live), segments)
+
+        def fan_out(event: ProgressEvent) -> None:
+            for audit in live:
+                if not audit.status.terminal:
+                    audit.progress(event)
+
+        def opened(session_id: int) -> None:
+            for audit in live:
+                audit.session_id = session_id
+                if not audit.status.terminal:
+                    audit.advance(AuditStatus.AUDITING)
+
+        try:
+            outcome = await self._client(fan_out).audit_batch(
+                [audit.entry for audit in live], self._session_config(), on_open=opened
+            )
+        except asyncio.CancelledError:
+            self._fail_all(live, "gateway_stopped", "the gateway stopped before the verdict", number)
+            raise
+        except AuditTimeout as exc:
+            self._fail_all(
+                live,
+                "timeout",
+                f"no verdict within the gateway's session timeout ({self.options.session_timeout_seconds:.0f} s); "
+                f"session {exc.session_id} goes on on chain",
+                number,
+            )
+            return
+        except TrustError as exc:
+            self._fail_all(live, error_for(exc)[1], str(exc), number)
+            return
+        except Exception as exc:  # a bug must not leave audits waiting forever
+            log.exception("epoch %d failed unexpectedly", number)
+            self._fail_all(live, "internal", f"the batch failed unexpectedly: {type(exc).__name__}: {exc}", number)
+            return
+        for audit, result, inclusion in zip(live, outcome.results, outcome.inclusion, strict=True):
+            if not audit.status.terminal:
+                audit.succeed(result, inclusion)
+                self._retire(audit)
+        log.info("epoch %d: session %d final", number, outcome.session_id)
+
+    def _fail_all(self, audits: list[AuditState], code: str, message: str, number: int) -> None:
+        log.warning("epoch %d failed (%s): %s", number, code, message)
+        for audit in audits:
+            if not audit.status.terminal:
+                where = (
+                    f" (session {audit.session_id} is open on chain)"
+                    if audit.session_id is not None and code != "timeout"
+                    else ""
+                )
+                audit.fail(code, message + where)
+                self._retire(audit)
+
+    async def aclose(self) -> None:
+        """Stops taking submissions; audits still queued or running fail with `gateway_stopped`."""
+        self._closing = True
+        for audit in await self._batcher.aclose():
+            if not audit.status.terminal:
+                audit.fail("gateway_stopped", "the gateway stopped before this trace's epoch closed; submit it again")
+        for audit in self._audits.values():
+            if audit.timer is not None:
+                audit.timer.cancel()
+
+
+# ---------------------------------------------------------------------------------------- HTTP
+
+
+class BodyTooLarge(HTTPException):
+    """A body over the limit. An `HTTPException`, because FastAPI lets those through its body reading
+    unchanged (any other exception there becomes a 400 "error parsing the body")."""
+
+    def __init__(self, limit: int, declared: int | None) -> None:
+        size = f"declares {declared:,} bytes, over" if declared is not None else "went past, while streaming,"
+        super().__init__(
+            413,
+            f"the request body {size} the gateway's limit of {limit:,} bytes (max_body_bytes): "
+            "split the trace or ask the operator to raise the limit",
+        )
+
+
+class _LimitedRequest(Request):
+    """A request whose body is read with a size limit, before anything parses it: a declared
+    Content-Length over the limit is refused unread, a chunked body as soon as it passes it."""
+
+    def __init__(self, scope: Scope, receive: Receive, max_body_bytes: int) -> None:
+        super().__init__(scope, receive)
+        self.max_body_bytes = max_body_bytes
+
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):
+            declared = self.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+                raise BodyTooLarge(self.max_body_bytes, int(declared))
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in self.stream():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise BodyTooLarge(self.max_body_bytes, None)
+                chunks.append(chunk)
+            self._body = b"".join(chunks)
+        return self._body
+
+
+def _validation_error(exc: RequestValidationError) -> GatewayError:
+    details = [
+        {"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", "")), "type": error["type"]}
+        for error in exc.errors()
+    ]
+    if not details:
+        return GatewayError(422, "invalid_request", "the request does not match the schema")
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        reason = first.get("ctx", {}).get("error", "malformed")
+        return GatewayError(422, "invalid_json", f"the body is not JSON ({reason} at character {first['loc'][-1]})")
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return GatewayError(422, "invalid_request", f"{'.'.join(details[0]['loc'])}: {details[0]['msg']}{more}", details)
+
+
+def _gateway_route(max_body_bytes: int) -> type[APIRoute]:
+    """A route class that reads bodies under the limit and renders every error as `ErrorResponse`,
+    so the router answers in its own format whatever app mounts it."""
+
+    class GatewayRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            original = super().get_route_handler()
+
+            async def handler(request: Request) -> Response:
+                try:
+                    return await original(_LimitedRequest(request.scope, request.receive, max_body_bytes))
+                except BodyTooLarge as exc:
+                    return GatewayError(413, "body_too_large", exc.detail).response()
+                except RequestValidationError as exc:
+                    return _validation_error(exc).response()
+                except GatewayError as exc:
+                    return exc.response()
+                except TrustError as exc:
+                    status, code = error_for(exc)
+                    if status >= 500:
+                        log.warning("%s %s refused (%s): %s", request.method, request.url.path, code, exc)
+                    return GatewayError(status, code, str(exc)).response()
+                except HTTPException as exc:
+                    return GatewayError(exc.status_code, "http_error", str(exc.detail)).response()
+
+            return handler
+
+    return GatewayRoute
+
+
+_INVALID: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse, "description": "the request does not match the schema"}
+}
+_UNKNOWN: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorResponse, "description": "no such audit (or it ended more than retention_seconds ago)"}
+}
+_JSON_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+_STREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": answer["description"], "content": _JSON_ERROR}
+    for status, answer in {**_UNKNOWN, **_INVALID}.items()
+}
+"""The stream's errors are JSON, not events: `model` would document them under text/event-stream."""
+
+
+def _links(request: Request, audit_id: str) -> AuditLinks:
+    return AuditLinks(
+        audit=request.url_for("gateway_audit", audit_id=audit_id).path,
+        events=request.url_for("gateway_audit_events", audit_id=audit_id).path,
+        proof=request.url_for("gateway_audit_proof", audit_id=audit_id).path,
+    )
+
+
+def _view(request: Request, audit: AuditState) -> AuditView:
+    batch = None
+    if audit.epoch is not None and audit.batch_traces is not None and audit.batch_segments is not None:
+        batch = BatchView(
+            epoch=audit.epoch, traces=audit.batch_traces, segments=audit.batch_segments, session_id=audit.session_id
+        )
+    return AuditView(
+        id=audit.id,
+        kind="agents" if audit.entry.kind == "agents" else "trace",
+        status=audit.status,
+        submitted_at=datetime.fromtimestamp(audit.submitted_at, UTC),
+        nodes=len(audit.entry.graph),
+        batch=batch,
+        result=audit.result.to_json() if audit.result is not None else None,
+        error=audit.error,
+        links=_links(request, audit.id),
+    )
+
+
+def gateway_router(gateway: Gateway) -> APIRouter:
+    """The `/v1` routes over `gateway` (see the module docstring)."""
+    router = APIRouter(
+        prefix="/v1", tags=["audits"], route_class=_gateway_route(gateway.options.max_body_bytes), responses=_INVALID
+    )
+
+    def find(audit_id: Annotated[str, PathParam(description="the id POST /v1/audits returned")]) -> AuditState:
+        return gateway.get(audit_id)
+
+    @router.post(
+        "/audits",
+        status_code=202,
+        response_model=AuditAccepted,
+        summary="Submit a trace or an agent log",
+        description="Parsed, decomposed and checked against the network now; audited with the other traces of "
+        "its epoch as one session from the gateway's wallet. Nothing is uploaded or sent for a refused submission.",
+        responses={
+            400: {"model": ErrorResponse, "description": "the trace cannot be parsed or is too large for a session"},
+            413: {"model": ErrorResponse, "description": "the body is over max_body_bytes"},
+            503: {"model": ErrorResponse, "description": "the chain, IPFS, a tier's auditors or the gateway's funds "},
+        },
+    )
+    async def submit(body: SubmitRequest, request: Request, response: Response) -> AuditAccepted:
+        audit = await gateway.submit(body)
+        links = _links(request, audit.id)
+        response.headers["Location"] = links.audit
+        assert audit.epoch is not None
+        return AuditAccepted(id=audit.id, status=audit.status, epoch=audit.epoch, links=links)
+
+    @router.get(
+        "/audits/{audit_id}", name="gateway_audit", response_model=AuditView, summary="An audit", responses=_UNKNOWN
+    )
+    async def read(audit: Annotated[AuditState, Depends(find)], request: Request) -> AuditView:
+        return _view(request, audit)
+
+    @router.get(
+        "/audits/{audit_id}/events",
+        name="gateway_audit_events",
+        response_class=EventSourceResponse,
+        summary="Follow an audit (server-sent events)",
+        responses=_STREAM_ERRORS,
+        description="Events `status` ({status, epoch, session_id}), `progress` (a ProgressView of the batch's "
+        "session) and finally `done` or `failed` (the AuditView), each with an id; send `Last-Event-ID` to "
+        "resume after a reconnection.",
+    )
+    async def events(
+        audit: Annotated[AuditState, Depends(find)],
+        request: Request,
+        last_event_id: Annotated[str | None, Header(description="the id of the last event received")] = None,
+    ) -> AsyncIterator[ServerSentEvent]:
+        after = int(last_event_id) if last_event_id is not None and last_event_id.isdigit() else 0
+        while True:
+            signal = audit.signal
+            for item in audit.events_after(after):
+                after = item.id
+                final = item.event in _FINAL_EVENTS
+                data = _view(request, audit).model_dump(mode="json") if final else item.data
+                yield ServerSentEvent(data=data, event=item.event, id=str(item.id))
+                if final:
+                    return
+            await signal.wait()
+
+    @router.get(
+        "/audits/{audit_id}/proof",
+        name="gateway_audit_proof",
+        response_model=ProofView,
+        summary="The on-chain proof of a finished audit",
+        responses={**_UNKNOWN, 409: {"model": ErrorResponse, "description": "the audit is not done (yet)"}},
+    )
+    async def proof(audit: Annotated[AuditState, Depends(find)]) -> ProofView:
+        result = audit.result
+        if result is None:
+            if audit.error is not None:
+                raise GatewayError(
+                    409, "no_proof", f"audit {audit.id} failed ({audit.error.code}): no proof exists for it"
+                )
+            raise GatewayError(
+                409,
+                "proof_not_ready",
+                f"audit {audit.id} is {audit.status}: the proof exists once its batch's session is final",
+            )
+        chain = result.proof
+        return ProofView(
+            chain_id=chain.chain_id,
+            audit_contract=chain.audit_contract,
+            session_id=chain.session_id,
+            trace_root=chain.trace_root,
+            finalized_block=chain.finalized_block,
+            finalize_tx=chain.finalize_tx,
+            session_valid_on_chain=chain.valid_on_chain,
+            verdict="VALID" if result.valid else "INVALID",
+            batch_traces=audit.batch_traces or 1,
+            segments=[SegmentProofView.model_validate(segment.to_json()) for segment in audit.inclusion],
+        )
+
+    return router

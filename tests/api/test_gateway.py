@@ -1,0 +1,403 @@
+"""The provider gateway (`/v1/audits`), over HTTP.
+
+Without a network (httpx's ASGI transport): the error format and statuses of bad input (400, 413 for a
+declared and for a chunked body, 422, 404), 503 when the chain is down, the OpenAPI document.
+
+Against a whole local network (Anvil, the local IPFS node, the contracts and three tier-1 workers as
+separate processes), the gateway served by uvicorn together with the explorer:
+
+- two providers' traces in one epoch land in ONE session opened by the gateway's wallet, their
+  segments interleaved on chain, each verdict judged on the trace's own segments and equal to the
+  SDK's verdict for the trace audited alone (the sound one VALID inside an INVALID session, the
+  flawed one INVALID at its two wrong additions); one followed over server-sent events (status,
+  progress, then the result), the other polled; every segment's inclusion proof checks on chain;
+- refused input, IPFS down, and a batch whose session cannot be opened leave no session, no pins
+  and the gateway wallet's nonce unchanged.
+
+The traces are running sums: every node, the goal included, is a calculation tier 1 decides, so the
+tier-1 workers settle every segment in the first round (a clinical trace's goal and strategy are
+out of tier 1's reach: its workers would not vote and the segments would wait for their windows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from eth_account import Account
+
+from tests.api.story import serve
+from tests.graphs.cig_strategies import APPLES_LOG
+from trust.api.app import LOCAL_GATEWAY_INDEX, create_app
+from trust.api.gateway import GatewayOptions, parse_trace
+from trust.chain.client import ChainClient
+from trust.chain.compiler import compile_protocol
+from trust.chain.protocol import Protocol
+from trust.chain.types import SegmentSpec
+from trust.devnet import dev_account
+from trust.errors import GraphError
+from trust.graphs.cig import Cig
+from trust.graphs.hdag import EdgeType, Hdag, HdagNode, Level, Tier
+from trust.graphs.serialization import dumps
+from trust.graphs.status import NodeStatus
+from trust.localnet import LocalNetwork, WorkerSpec
+from trust.privacy.merkle import SegmentLeaf
+from trust.processes import free_port
+from trust.sdk import AuditConfig, TrustClient, Verdict
+from trust.sdk.client import segment_profiles
+from trust.settings import DevnetSettings, Settings
+from trust.storage.kubo import KuboClient
+from trust.toolchain import Toolchain
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+WORKERS = [WorkerSpec(1)] * 3
+ADDITIONS = 11
+"""Steps of the running-sum traces: 12 segments each, so two shuffled traces that happen not to
+interleave (all of one before all of the other) come up once in C(24, 12) / 2, about 1.4 million."""
+WRONG_STEPS = (5, 9)
+EPOCH_SECONDS = 600.0
+"""Long: the module's epochs close by count (two traces), never by time."""
+BODY_LIMIT = 64 * 1024
+SMALL_LIMIT = 8 * 1024
+TIER1 = {"auditor_tiers": [1], "max_latency_ms": 300_000}
+POLL_SECONDS = 0.25
+HTTP_TIMEOUT = httpx.Timeout(60.0)
+
+
+def running_sum(wrong: tuple[int, ...] = ()) -> Hdag:
+    """ "Add 1 to ADDITIONS one at a time": the goal (the whole sum) and one operation per addition,
+    each depending on the previous one; an addition in `wrong` is off by one, and the later ones
+    carry the wrong total on correctly."""
+    graph = Hdag()
+    terms = " + ".join(str(i) for i in range(1, ADDITIONS + 1))
+    expected = ADDITIONS * (ADDITIONS + 1) // 2
+    graph.add_node(HdagNode("goal", Level.GOAL, f"Add the numbers one at a time: {terms} = {expected}.", domain="math"))
+    total, previous = 0, "goal"
+    for i in range(1, ADDITIONS + 1):
+        new = total + i + (1 if i in wrong else 0)
+        text = f"{total} + {i} = {new}"
+        node_id = f"add{i}"
+        graph.add_node(
+            HdagNode(node_id, Level.OPERATION, text, domain="math", tier=Tier.COMPUTATIONAL, expression=text)
+        )
+        graph.add_edge(previous, node_id, EdgeType.DECOMPOSES_TO if previous == "goal" else EdgeType.DEPENDS_ON)
+        total, previous = new, node_id
+    return graph
+
+
+def _document(graph: Hdag) -> dict[str, Any]:
+    return {"kind": "trace", "trace": json.loads(dumps(graph)), "config": TIER1}
+
+
+def _offline_app(**options: Any) -> Any:
+    """The gateway alone, pointed at a chain and an IPFS node that are not there."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    account = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX)
+    return create_app(
+        account, Settings(), rpc_url=dead, ipfs_url=dead, explorer=False, options=GatewayOptions(**options)
+    )
+
+
+def _asgi(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
+
+
+def _error(response: httpx.Response, status: int, code: str) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code, body
+    message: str = body["error"]["message"]
+    return message
+
+
+# ---------------------------------------------------------------------------------------- no network
+
+
+async def test_bad_input_gets_a_json_error_naming_the_problem() -> None:
+    async with _asgi(_offline_app(max_body_bytes=SMALL_LIMIT)) as http:
+        message = _error(
+            await http.post("/v1/audits", json={"kind": "agents", "trace": "{not json"}), 400, "invalid_trace"
+        )
+        assert "not JSON" in message
+        cyclic = json.loads(dumps(running_sum()))
+        cyclic["edges"].append({"source": "add3", "target": "add2", "type": "depends_on"})
+        assert "cycle" in _error(await http.post("/v1/audits", json={"trace": cyclic}), 400, "invalid_trace")
+        steps = {"trace": {"problem": "2 + 2?", "steps": ["2 + 2 = 4", 4]}}
+        assert "trace.steps[1]" in _error(await http.post("/v1/audits", json=steps), 400, "invalid_trace")
+
+        message = _error(await http.post("/v1/audits", json={"trace": "x" * 2 * SMALL_LIMIT}), 413, "body_too_large")
+        assert "declares" in message and f"{SMALL_LIMIT:,} bytes" in message
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(4):
+                yield b" " * (SMALL_LIMIT // 2)
+
+        chunked = await http.post("/v1/audits", content=chunks(), headers={"content-type": "application/json"})
+        assert chunked.request.headers["transfer-encoding"] == "chunked"
+        assert "while streaming" in _error(chunked, 413, "body_too_large")
+
+        schema = await http.post("/v1/audits", json={"trace": "2 + 2 = 4", "config": {"fee_wei": 1}})
+        assert "body.config.fee_wei" in _error(schema, 422, "invalid_request")
+        assert schema.json()["error"]["details"][0]["type"] == "extra_forbidden"
+        tiers = await http.post("/v1/audits", json={"trace": "2 + 2 = 4", "config": {"auditor_tiers": ["gpu"]}})
+        assert "unknown auditor tier 'gpu'" in _error(tiers, 422, "invalid_request")
+        assert "kind" in _error(
+            await http.post("/v1/audits", json={"kind": "essay", "trace": "a"}), 422, "invalid_request"
+        )
+        garbled = await http.post("/v1/audits", content=b"{nope", headers={"content-type": "application/json"})
+        assert "not JSON" in _error(garbled, 422, "invalid_json")
+
+        for path in ("/v1/audits/unknown", "/v1/audits/unknown/events", "/v1/audits/unknown/proof"):
+            assert "no audit 'unknown'" in _error(await http.get(path), 404, "not_found")
+        assert "Not Found" in _error(await http.get("/v1/other"), 404, "not_found")
+
+
+async def test_every_documented_form_of_a_trace_parses() -> None:
+    config = AuditConfig()
+    document = dumps(running_sum())
+    steps = ["4 * 6 = 24 eggs in packs.", "24 + 2 = 26", "So the shop sells 26 eggs."]
+    forms: list[str | dict[str, Any] | list[Any]] = [
+        "Step 1: 4 * 6 = 24 eggs in packs.\nStep 2: 24 + 2 = 26.",
+        document,
+        json.loads(document),
+        steps,
+        {"problem": "How many eggs?", "steps": steps},
+    ]
+    for form in forms:
+        graph = parse_trace("trace", form, config)
+        assert isinstance(graph, Hdag) and len(graph) > 1
+    assert set(parse_trace("trace", document, config).graph.nodes) == set(running_sum().graph.nodes)
+    for log in (APPLES_LOG, json.dumps(APPLES_LOG)):
+        agents = parse_trace("agents", log, config)
+        assert isinstance(agents, Cig) and len(agents) == len(APPLES_LOG["turns"])
+    with pytest.raises(GraphError, match="trust.hdag document or"):
+        parse_trace("trace", {"text": "2 + 2 = 4"}, config)
+    with pytest.raises(GraphError, match="max_trace_chars|over the limit"):
+        parse_trace("trace", ["x" * 600, "y" * 600], AuditConfig(max_trace_chars=1000))
+
+
+async def test_the_chain_down_is_503_with_the_sdks_message() -> None:
+    async with _asgi(_offline_app()) as http:
+        response = await http.post("/v1/audits", json={"trace": "Step 1: 2 + 2 = 4.\nStep 2: 4 * 3 = 12."})
+        assert "cannot reach the chain" in _error(response, 503, "chain_error")
+
+
+async def test_the_openapi_document_describes_every_route_and_error() -> None:
+    spec = _offline_app().openapi()
+    post = spec["paths"]["/v1/audits"]["post"]
+    assert post["tags"] == ["audits"] and "202" in post["responses"]
+    error = {"$ref": "#/components/schemas/ErrorResponse"}
+    for status in ("400", "413", "422", "503"):
+        assert post["responses"][status]["content"]["application/json"]["schema"] == error
+    assert spec["components"]["schemas"]["SubmitRequest"]["examples"]
+    events = spec["paths"]["/v1/audits/{audit_id}/events"]["get"]["responses"]
+    assert "text/event-stream" in events["200"]["content"] and events["404"]["content"]["application/json"]
+    proof = spec["paths"]["/v1/audits/{audit_id}/proof"]["get"]["responses"]
+    assert proof["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ProofView"}
+    assert proof["409"]["content"]["application/json"]["schema"] == error
+
+
+# ---------------------------------------------------------------------------------------- a network
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def network(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalNetwork]:
+    async with LocalNetwork(tmp_path_factory.mktemp("network"), WORKERS) as net:
+        yield net
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chain(network: LocalNetwork) -> AsyncIterator[Protocol]:
+    async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as client:
+        yield Protocol.bind(client, network.deployment)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gateway(network: LocalNetwork) -> AsyncIterator[str]:
+    """The gateway and the explorer in one app, served by uvicorn; epochs close at two traces."""
+    app = create_app(
+        dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX),
+        network.settings,
+        rpc_url=network.rpc_url,
+        ipfs_url=network.ipfs_url,
+        options=GatewayOptions(epoch_seconds=EPOCH_SECONDS, max_traces_per_epoch=2, max_body_bytes=BODY_LIMIT),
+    )
+    async with serve(app) as url:
+        yield url
+
+
+async def _footprint(network: LocalNetwork, chain: Protocol, address: str) -> tuple[int, int, frozenset[str]]:
+    """What a submission could leave behind: the wallet's nonce, the sessions on chain, the pins."""
+    nonce = int(await chain.chain.w3.eth.get_transaction_count(address))  # type: ignore[arg-type]
+    sessions = int(await chain.chain.call(chain.audit.contract.functions.sessionCount()))
+    async with KuboClient(network.ipfs_url) as kubo:
+        pins = frozenset(await kubo.pin_ls())
+    return nonce, sessions, pins
+
+
+async def _poll(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    """The audit's view once it ended (the audit's own max_latency_ms bounds the wait)."""
+    while True:
+        view: dict[str, Any] = (await http.get(url)).json()
+        if view["status"] in ("done", "failed"):
+            return view
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _follow(http: httpx.AsyncClient, url: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every server-sent event of an audit, (event, data), until its final one."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    fields: dict[str, str] = {}
+    async with http.stream("GET", url) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith(":"):
+                continue  # keep-alive comment
+            if line:
+                name, _, value = line.partition(":")
+                fields[name] = value.removeprefix(" ")
+                continue
+            if "event" in fields:
+                events.append((fields["event"], json.loads(fields["data"])))
+                if fields["event"] in ("done", "failed"):
+                    return events
+            fields = {}
+    return events
+
+
+@pytest.mark.slow
+async def test_refused_input_and_ipfs_down_leave_nothing_behind(
+    network: LocalNetwork, chain: Protocol, gateway: str
+) -> None:
+    address = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX).address
+    before = await _footprint(network, chain, address)
+    async with httpx.AsyncClient(base_url=gateway, timeout=HTTP_TIMEOUT) as http:
+        _error(await http.post("/v1/audits", json={"kind": "agents", "trace": "{not json"}), 400, "invalid_trace")
+        _error(await http.post("/v1/audits", content=b"{" + b" " * BODY_LIMIT + b"}"), 413, "body_too_large")
+        _error(await http.post("/v1/audits", json={**_document(running_sum()), "fee_wei": 1}), 422, "invalid_request")
+        assert (await http.get("/explorer/api/status")).status_code == 200  # the explorer shares the app
+    offline = create_app(
+        dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX),
+        network.settings,
+        rpc_url=network.rpc_url,
+        ipfs_url=f"http://127.0.0.1:{free_port()}",
+        explorer=False,
+    )
+    async with _asgi(offline) as http:
+        response = await http.post("/v1/audits", json=_document(running_sum()))
+        assert "does not answer" in _error(response, 503, "ipfs_error")
+    assert await _footprint(network, chain, address) == before
+
+
+@pytest.mark.slow
+async def test_a_batch_whose_session_cannot_open_unpins_and_sends_nothing(
+    network: LocalNetwork, chain: Protocol
+) -> None:
+    # A wallet holding the batch's fee and one wei: the checks pass, createSession cannot pay its gas.
+    poor = Account.create()
+    graph = running_sum()
+    profiles = segment_profiles(graph, AuditConfig(auditor_tiers=[1]))
+    fee = await chain.audit.minimum_fee(
+        [SegmentSpec(p.tier, p.weight, b"\x01" * 32, p.critical) for p in profiles.values()]
+    )
+    funder = dev_account(DevnetSettings().mnemonic, 0)
+    await chain.chain.send_value(funder, poor.address, fee + 1)
+    before = await _footprint(network, chain, poor.address)
+    app = create_app(
+        poor,
+        network.settings,
+        rpc_url=network.rpc_url,
+        ipfs_url=network.ipfs_url,
+        explorer=False,
+        options=GatewayOptions(max_traces_per_epoch=1),
+    )
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=HTTP_TIMEOUT) as http:
+        accepted = await http.post("/v1/audits", json=_document(graph))
+        assert accepted.status_code == 202, accepted.text
+        view = await _poll(http, accepted.json()["links"]["audit"])
+    assert view["status"] == "failed" and view["error"]["code"] == "chain_error", view
+    assert "createSession" in view["error"]["message"]
+    assert await _footprint(network, chain, poor.address) == before
+
+
+@pytest.mark.slow
+async def test_two_providers_share_one_session_and_are_judged_apart(
+    network: LocalNetwork, chain: Protocol, gateway: str, tmp_path: Path
+) -> None:
+    sound, flawed = running_sum(), running_sum(WRONG_STEPS)
+    async with httpx.AsyncClient(base_url=gateway, timeout=HTTP_TIMEOUT) as http:
+        first = await http.post("/v1/audits", json=_document(sound))
+        assert first.status_code == 202, first.text
+        accepted = first.json()
+        assert accepted["status"] == "queued" and first.headers["location"] == accepted["links"]["audit"]
+        assert (await http.get(accepted["links"]["proof"])).json()["error"]["code"] == "proof_not_ready"
+        following = asyncio.create_task(_follow(http, accepted["links"]["events"]))
+        second = await http.post("/v1/audits", json=_document(flawed))
+        assert second.status_code == 202 and second.json()["epoch"] == accepted["epoch"]
+        flawed_view = await _poll(http, second.json()["links"]["audit"])
+        events = await following
+        sound_view = (await http.get(accepted["links"]["audit"])).json()
+        proofs = [(await http.get(view["links"]["proof"])).json() for view in (sound_view, flawed_view)]
+
+    # The stream: status queued, batched, auditing, progress of the session, then the result.
+    names = [name for name, _ in events]
+    statuses = [data["status"] for name, data in events if name == "status"]
+    assert statuses == ["queued", "batched", "auditing"], events
+    assert names[-1] == "done" and events[-1][1] == sound_view
+    assert "progress" in names[names.index("status", 2) :], "no progress event while auditing"
+
+    # One session for both, from the gateway's wallet; each trace judged on its own segments.
+    assert sound_view["status"] == flawed_view["status"] == "done", (sound_view, flawed_view)
+    batch = sound_view["batch"]
+    assert batch == {**flawed_view["batch"]} and batch["traces"] == 2 and batch["segments"] == 2 * len(sound)
+    session = await chain.audit.session(batch["session_id"])
+    gateway_address = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX).address
+    assert session.provider.lower() == gateway_address.lower() and session.segment_count == 2 * len(sound)
+    sound_result, flawed_result = sound_view["result"], flawed_view["result"]
+    assert sound_result["verdict"] == "VALID" and flawed_result["verdict"] == "INVALID"
+    assert set(sound_result["nodes"]) == set(sound.graph.nodes), "node ids come back as the provider gave them"
+    assert {c["node"] for c in flawed_result["root_causes"]} == {f"add{i}" for i in WRONG_STEPS}
+    for cause in flawed_result["root_causes"]:
+        assert cause["critiques"] and all(c["vote"] == "fail" and "/" not in c["critique"] for c in cause["critiques"])
+    # The session's verdict covers the batch: the flawed trace's critical failures make it INVALID.
+    assert session.valid is False and proofs[0]["session_valid_on_chain"] is False and proofs[0]["verdict"] == "VALID"
+
+    # The segments of the two traces are interleaved in the session, and each is provably in it.
+    owned = [{s["segment"] for s in proof["segments"]} for proof in proofs]
+    assert owned[0] | owned[1] == set(range(2 * len(sound))) and not owned[0] & owned[1]
+    assert not all(max(seg) - min(seg) + 1 == len(seg) for seg in owned), "one trace's segments are contiguous"
+    for proof in proofs:
+        assert proof["trace_root"] == "0x" + session.trace_root.hex() and proof["session_id"] == batch["session_id"]
+        for segment in proof["segments"]:
+            leaf = SegmentLeaf(
+                segment["segment"],
+                bytes.fromhex(segment["cid"][2:]),
+                bytes.fromhex(segment["ciphertext_digest"][2:]),
+                segment["tier"],
+                segment["weight"],
+                segment["critical"],
+            )
+            assert await chain.segment_keys.verify_segment(
+                batch["session_id"], leaf, [bytes.fromhex(p[2:]) for p in segment["proof"]]
+            )
+
+    # The same verdicts as the SDK gives each trace audited alone.
+    client = TrustClient(
+        network.rpc_url, network.ipfs_url, account=network.provider, settings=network.settings, journal_dir=tmp_path
+    )
+    config = AuditConfig(auditor_tiers=[1])
+    alone = await asyncio.gather(client.audit_trace(sound, config), client.audit_trace(flawed, config))
+    for batched, solo in zip((sound_result, flawed_result), alone, strict=True):
+        assert batched["verdict"] == str(solo.verdict)
+        assert {n: node["status"] for n, node in batched["nodes"].items()} == {
+            n: str(status) for n, status in solo.statuses().items()
+        }
+        assert {c["node"] for c in batched["root_causes"]} == {c.node_id for c in solo.root_causes}
+    assert alone[0].verdict is Verdict.VALID and alone[1].statuses()["add6"] is NodeStatus.INVALID_CASCADE
