@@ -27,6 +27,16 @@ contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpg
     ///         instead of its address.
     uint256 public constant MAX_ENVELOPE_CID_BYTES = 128;
 
+    /// @notice The most envelopes one `publishEnvelopesBatch` call takes, over all of its sets.
+    /// @dev Bounds the call's size and gas, which grow with envelopes and sets (a set has at least
+    ///      one envelope, so this bounds sets too; a count of sets alone would bound nothing, as a
+    ///      committee has up to 127 seats). The dearest batch at the bound, sets of one seat for
+    ///      distinct segments with `MAX_ENVELOPE_CID_BYTES`-byte CIDs (352 calldata bytes a set),
+    ///      has about 90 KB of calldata, under the 128 KiB that go-ethereum's transaction pool
+    ///      accepts, and uses well under EIP-7825's cap of 2^24 gas per transaction (the forge test
+    ///      `test_publishEnvelopesBatch_worstCaseFitsTheTransactionGasCap` measures both).
+    uint256 public constant MAX_BATCH_ENVELOPES = 256;
+
     ITRUSTAudit private _audit;
 
     /// @custom:oz-upgrades-unsafe-allow constructor
@@ -48,25 +58,26 @@ contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpg
         external
     {
         ITRUSTAudit audit_ = _audit;
-        ITRUSTAudit.SessionView memory s = audit_.session(sessionId);
-        if (s.status == ITRUSTAudit.SessionStatus.None) revert SegmentKeysUnknownSession(sessionId);
-        if (msg.sender != s.provider) revert SegmentKeysNotProvider(sessionId, msg.sender, s.provider);
-        ITRUSTAudit.SegmentView memory g = audit_.segment(sessionId, segmentId);
-        if (g.status == ITRUSTAudit.SegmentStatus.None) revert SegmentKeysUnknownSegment(sessionId, segmentId);
-        if (round != g.round) revert SegmentKeysWrongRound(sessionId, segmentId, round, g.round);
-        if (g.status != ITRUSTAudit.SegmentStatus.Voting) revert SegmentKeysNotVoting(sessionId, segmentId, g.status);
-        // Voting implies the round's committee is seated: `committee` returns all of its members.
-        address[] memory members = audit_.committee(sessionId, segmentId);
-        if (envelopeCids.length != members.length) {
-            revert SegmentKeysWrongEnvelopeCount(sessionId, segmentId, envelopeCids.length, members.length);
+        _checkProvider(audit_, sessionId);
+        _publishSet(audit_, sessionId, segmentId, round, envelopeCids);
+    }
+
+    /// @inheritdoc ISegmentKeys
+    function publishEnvelopesBatch(uint256 sessionId, EnvelopeSet[] calldata sets) external {
+        uint256 setCount = sets.length;
+        if (setCount == 0) revert SegmentKeysNoEnvelopeSets(sessionId);
+        uint256 envelopeCount = 0;
+        for (uint256 i; i < setCount; ++i) {
+            envelopeCount += sets[i].envelopeCids.length;
         }
-        for (uint256 i; i < members.length; ++i) {
-            uint256 length = envelopeCids[i].length;
-            if (length == 0) revert SegmentKeysEmptyEnvelope(sessionId, segmentId, i);
-            if (length > MAX_ENVELOPE_CID_BYTES) {
-                revert SegmentKeysEnvelopeTooLong(sessionId, segmentId, i, length, MAX_ENVELOPE_CID_BYTES);
-            }
-            emit KeyEnvelopePublished(sessionId, segmentId, round, i, members[i], envelopeCids[i]);
+        if (envelopeCount > MAX_BATCH_ENVELOPES) {
+            revert SegmentKeysBatchTooLarge(sessionId, envelopeCount, MAX_BATCH_ENVELOPES);
+        }
+        ITRUSTAudit audit_ = _audit;
+        _checkProvider(audit_, sessionId);
+        for (uint256 i; i < setCount; ++i) {
+            EnvelopeSet calldata set = sets[i];
+            _publishSet(audit_, sessionId, set.segmentId, set.round, set.envelopeCids);
         }
     }
 
@@ -124,6 +135,43 @@ contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpg
     }
 
     // ------------------------------------------------------------------ internals
+
+    /// @dev Reverts unless `sessionId` exists and the caller is its provider: the session-wide
+    ///      checks of a publication, made once per call however many sets it carries.
+    function _checkProvider(ITRUSTAudit audit_, uint256 sessionId) private view {
+        ITRUSTAudit.SessionView memory s = audit_.session(sessionId);
+        if (s.status == ITRUSTAudit.SessionStatus.None) revert SegmentKeysUnknownSession(sessionId);
+        if (msg.sender != s.provider) revert SegmentKeysNotProvider(sessionId, msg.sender, s.provider);
+    }
+
+    /// @dev Checks one set of envelopes against its segment's round and committee and emits one
+    ///      `KeyEnvelopePublished` per seat. The caller has made the session-wide checks
+    ///      (`_checkProvider`).
+    function _publishSet(
+        ITRUSTAudit audit_,
+        uint256 sessionId,
+        uint256 segmentId,
+        uint8 round,
+        bytes[] calldata envelopeCids
+    ) private {
+        ITRUSTAudit.SegmentView memory g = audit_.segment(sessionId, segmentId);
+        if (g.status == ITRUSTAudit.SegmentStatus.None) revert SegmentKeysUnknownSegment(sessionId, segmentId);
+        if (round != g.round) revert SegmentKeysWrongRound(sessionId, segmentId, round, g.round);
+        if (g.status != ITRUSTAudit.SegmentStatus.Voting) revert SegmentKeysNotVoting(sessionId, segmentId, g.status);
+        // Voting implies the round's committee is seated: `committee` returns all of its members.
+        address[] memory members = audit_.committee(sessionId, segmentId);
+        if (envelopeCids.length != members.length) {
+            revert SegmentKeysWrongEnvelopeCount(sessionId, segmentId, envelopeCids.length, members.length);
+        }
+        for (uint256 i; i < members.length; ++i) {
+            uint256 length = envelopeCids[i].length;
+            if (length == 0) revert SegmentKeysEmptyEnvelope(sessionId, segmentId, i);
+            if (length > MAX_ENVELOPE_CID_BYTES) {
+                revert SegmentKeysEnvelopeTooLong(sessionId, segmentId, i, length, MAX_ENVELOPE_CID_BYTES);
+            }
+            emit KeyEnvelopePublished(sessionId, segmentId, round, i, members[i], envelopeCids[i]);
+        }
+    }
 
     function _leafHash(SegmentLeaf calldata leaf) private pure returns (bytes32) {
         return keccak256(

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {Vm} from "forge-std/Vm.sol";
-
 import {SegmentKeysBase} from "./SegmentKeysBase.sol";
 import {ISegmentKeys} from "../src/interfaces/ISegmentKeys.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
@@ -10,9 +8,6 @@ import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 /// @notice Key envelope delivery (paper section 3.4.2): only the provider, only for a seated round,
 ///         one envelope per seat, addressed to the auditor the committee on chain names.
 contract SegmentKeysDeliveryTest is SegmentKeysBase {
-    bytes32 internal constant PUBLISHED_TOPIC =
-        keccak256("KeyEnvelopePublished(uint256,uint256,uint8,uint256,address,bytes)");
-
     function setUp() public override {
         super.setUp();
         addAuditors("t1-", 1, 4, 1_000e18);
@@ -23,35 +18,6 @@ contract SegmentKeysDeliveryTest is SegmentKeysBase {
     function drawnTier1() internal returns (uint256 id, address[] memory members) {
         id = openSingle(1);
         members = drawSegment(id, 0);
-    }
-
-    function publish(uint256 id, uint256 segmentId, uint8 round, bytes[] memory cids) internal {
-        vm.prank(provider);
-        keys.publishEnvelopes(id, segmentId, round, cids);
-    }
-
-    /// @notice Every `KeyEnvelopePublished` of the last call, checked against the committee and CIDs.
-    function assertPublished(
-        Vm.Log[] memory logs,
-        uint256 id,
-        uint256 segmentId,
-        uint8 round,
-        address[] memory members,
-        bytes[] memory cids
-    ) internal view {
-        assertEq(logs.length, members.length, "one event per seat");
-        for (uint256 i; i < logs.length; ++i) {
-            assertEq(logs[i].emitter, address(keys));
-            assertEq(logs[i].topics.length, 4);
-            assertEq(logs[i].topics[0], PUBLISHED_TOPIC);
-            assertEq(uint256(logs[i].topics[1]), id);
-            assertEq(uint256(logs[i].topics[2]), segmentId);
-            assertEq(address(uint160(uint256(logs[i].topics[3]))), members[i]);
-            (uint8 r, uint256 seatIndex, bytes memory cid) = abi.decode(logs[i].data, (uint8, uint256, bytes));
-            assertEq(r, round);
-            assertEq(seatIndex, i);
-            assertEq(cid, cids[i]);
-        }
     }
 
     // ------------------------------------------------------------------ initialize

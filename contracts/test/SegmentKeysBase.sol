@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Vm} from "forge-std/Vm.sol";
 import {ERC1967Proxy} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol";
 
 import {TRUSTAuditBase} from "./TRUSTBase.sol";
@@ -11,6 +12,9 @@ import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 /// @notice The whole protocol plus `SegmentKeys` behind its proxy, and a Merkle tree built in
 ///         Solidity (sorted pairs, as OpenZeppelin's `MerkleProof` verifies) for the proof tests.
 abstract contract SegmentKeysBase is TRUSTAuditBase {
+    bytes32 internal constant PUBLISHED_TOPIC =
+        keccak256("KeyEnvelopePublished(uint256,uint256,uint8,uint256,address,bytes)");
+
     SegmentKeys internal keys;
 
     address internal stranger = makeAddr("stranger");
@@ -36,6 +40,52 @@ abstract contract SegmentKeysBase is TRUSTAuditBase {
         for (uint256 i; i < count; ++i) {
             // keccak256, not sha256: a precompile call would be taken for the call under `expectRevert`.
             list[i] = abi.encodePacked(hex"01551220", keccak256(abi.encode(tag, i)));
+        }
+    }
+
+    /// @notice `publishEnvelopes` as the session's provider.
+    function publish(uint256 id, uint256 segmentId, uint8 round, bytes[] memory cids) internal {
+        vm.prank(provider);
+        keys.publishEnvelopes(id, segmentId, round, cids);
+    }
+
+    /// @notice Every `KeyEnvelopePublished` of the last call, checked against the committee and CIDs.
+    function assertPublished(
+        Vm.Log[] memory logs,
+        uint256 id,
+        uint256 segmentId,
+        uint8 round,
+        address[] memory members,
+        bytes[] memory cids
+    ) internal view {
+        assertEq(logs.length, members.length, "one event per seat");
+        assertPublishedAt(logs, 0, id, segmentId, round, members, cids);
+    }
+
+    /// @notice The `KeyEnvelopePublished` events of one set, from `logs[first]` on, checked against
+    ///         the committee and CIDs.
+    function assertPublishedAt(
+        Vm.Log[] memory logs,
+        uint256 first,
+        uint256 id,
+        uint256 segmentId,
+        uint8 round,
+        address[] memory members,
+        bytes[] memory cids
+    ) internal view {
+        assertGe(logs.length, first + members.length, "one event per seat");
+        for (uint256 i; i < members.length; ++i) {
+            Vm.Log memory log = logs[first + i];
+            assertEq(log.emitter, address(keys));
+            assertEq(log.topics.length, 4);
+            assertEq(log.topics[0], PUBLISHED_TOPIC);
+            assertEq(uint256(log.topics[1]), id);
+            assertEq(uint256(log.topics[2]), segmentId);
+            assertEq(address(uint160(uint256(log.topics[3]))), members[i]);
+            (uint8 r, uint256 seatIndex, bytes memory cid) = abi.decode(log.data, (uint8, uint256, bytes));
+            assertEq(r, round);
+            assertEq(seatIndex, i);
+            assertEq(cid, cids[i]);
         }
     }
 

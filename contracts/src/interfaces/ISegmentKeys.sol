@@ -49,6 +49,17 @@ interface ISegmentKeys {
         bytes reportCid;
     }
 
+    /// @notice The key envelopes of one drawn round of one segment, for `publishEnvelopesBatch`:
+    ///         the arguments of one `publishEnvelopes` call after its session.
+    /// @param segmentId The segment.
+    /// @param round The segment's current round.
+    /// @param envelopeCids One binary CID per seat, in committee order (as `SegmentLeaf.cid`).
+    struct EnvelopeSet {
+        uint256 segmentId;
+        uint8 round;
+        bytes[] envelopeCids;
+    }
+
     // ------------------------------------------------------------------ events
 
     /// @notice The provider published the key envelope of one seat of a drawn round. A later event
@@ -96,6 +107,11 @@ interface ISegmentKeys {
     error SegmentKeysEnvelopeTooLong(
         uint256 sessionId, uint256 segmentId, uint256 seatIndex, uint256 length, uint256 maximum
     );
+    /// @notice `publishEnvelopesBatch` was called with no set.
+    error SegmentKeysNoEnvelopeSets(uint256 sessionId);
+    /// @notice A `publishEnvelopesBatch` call carries more envelopes, over all of its sets, than
+    ///         `MAX_BATCH_ENVELOPES`: split it into several calls.
+    error SegmentKeysBatchTooLarge(uint256 sessionId, uint256 envelopeCount, uint256 maximum);
     /// @notice `publishReports` was called with no report.
     error SegmentKeysNoReports(uint256 sessionId);
     /// @notice The seat is not the caller's: `holder` is the seat's auditor (zero when there is no
@@ -124,6 +140,20 @@ interface ISegmentKeys {
     ///      event wins. Each CID is 1 to `MAX_ENVELOPE_CID_BYTES` bytes. Stores nothing.
     ///      O(committee size). Emits `KeyEnvelopePublished` per seat.
     function publishEnvelopes(uint256 sessionId, uint256 segmentId, uint8 round, bytes[] calldata envelopeCids) external;
+
+    /// @notice Publishes the key envelopes of several drawn rounds of the session at once: per set,
+    ///         exactly what `publishEnvelopes(sessionId, set.segmentId, set.round,
+    ///         set.envelopeCids)` would, in one transaction.
+    /// @param sessionId The session.
+    /// @param sets The rounds and their envelope CIDs, in any order; a segment may appear more than
+    ///        once (per seat, the later set wins, as with two `publishEnvelopes` calls).
+    /// @dev The session's provider only. Rejects an empty batch (`SegmentKeysNoEnvelopeSets`) and
+    ///      one of more than `MAX_BATCH_ENVELOPES` envelopes over all sets
+    ///      (`SegmentKeysBatchTooLarge`) before reading the session, which it reads once; then checks
+    ///      each set as `publishEnvelopes` does, with the same errors, and emits its events in
+    ///      order. All or nothing. Stores nothing. O(total envelopes): per set one `segment` and one
+    ///      `committee` read of `TRUSTAudit`, per seat one `KeyEnvelopePublished`.
+    function publishEnvelopesBatch(uint256 sessionId, EnvelopeSet[] calldata sets) external;
 
     // ------------------------------------------------------------------ reports
 
