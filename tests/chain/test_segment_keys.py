@@ -26,7 +26,7 @@ from eth_account.signers.local import LocalAccount
 from trust.chain.client import ChainClient
 from trust.chain.deployment import PROTOCOL_CONTRACTS, Deployment, deploy_protocol, hand_to_timelock
 from trust.chain.protocol import KeyEnvelope, Protocol
-from trust.chain.types import SegmentSpec
+from trust.chain.types import EnvelopeSet, SegmentSpec
 from trust.chain.wallets import load_keystore
 from trust.devnet import dev_account, provision_auditors
 from trust.errors import ContractReverted, DeploymentNotFound, VerificationError
@@ -325,6 +325,136 @@ async def test_publication_refusals_name_the_failed_check(committee: Committee) 
     with pytest.raises(VerificationError, match="not a valid CID"):
         await keys.publish_envelopes(provider, session_id, 0, 0, ["not-a-cid", *cids[1:]])
     assert await keys.max_envelope_cid_bytes() == 128
+
+
+def _announced(envelopes: list[KeyEnvelope]) -> list[tuple[int, int, int, int, str, str]]:
+    """What a publication says, without where it lies in the chain (block, log index)."""
+    return [(e.session_id, e.segment_id, e.round, e.seat_index, e.auditor, e.envelope_cid) for e in envelopes]
+
+
+async def test_a_batch_announces_what_one_call_per_set_would(committee: Committee) -> None:
+    protocol, provider = committee.protocol, committee.provider
+    audit, keys, chain = protocol.audit, protocol.segment_keys, protocol.chain
+    specs = [SegmentSpec(tier=2, weight=1, content_digest=bytes([0x60 + i]) * 32) for i in range(4)]
+    session_id, _ = await audit.create_session(provider, b"\x7a" * 32, specs)
+    await _mine_past(chain, (await audit.session(session_id)).randomness_block)
+    drawn = audit.committees_in(await audit.assign_auditors(provider, session_id, range(4)))
+    # Sets out of segment order, one CID given in binary form (the chain holds the same bytes).
+    cids = {c.segment_id: [unixfs_cid(f"batch-{c.segment_id}-{i}".encode()) for i in range(3)] for c in drawn}
+    order = [2, 0, 3, 1]
+    sets = [EnvelopeSet(s, 0, cids[s]) for s in order]
+    sets[1] = EnvelopeSet(0, 0, [parse_cid(cids[0][0]).to_bytes(), *cids[0][1:]])
+
+    singles = [await keys.publish_envelopes(provider, session_id, s, 0, cids[s]) for s in order]
+    one_by_one = [e for sent in singles for e in keys.envelopes_in(sent)]
+    sent = await keys.publish_envelopes_batch(provider, session_id, sets)
+    batched = keys.envelopes_in(sent)
+
+    members = {c.segment_id: c.members for c in drawn}
+    expected = [(session_id, s, 0, i, members[s][i], cids[s][i]) for s in order for i in range(3)]
+    assert _announced(batched) == _announced(one_by_one) == expected
+    assert all(e.block_number == sent.block_number for e in batched)
+    assert [e.log_index for e in batched] == sorted(e.log_index for e in batched)
+    # One transaction instead of four, and cheaper than the four together.
+    assert sent.gas_used < sum(single.gas_used for single in singles)
+    # Readers see the batch's envelopes as the current ones, as for a later publishEnvelopes.
+    for auditor in committee.wallets:
+        mine = await keys.envelopes_for(auditor, session_id=session_id)
+        assert [(e.segment_id, e.block_number) for e in mine] == [(s, sent.block_number) for s in range(4)]
+        assert all(e.envelope_cid == cids[e.segment_id][members[e.segment_id].index(auditor)] for e in mine)
+
+    # A segment twice in one batch: per seat, the later set wins.
+    newer = [unixfs_cid(f"newer-{i}".encode()) for i in range(3)]
+    again = await keys.publish_envelopes_batch(
+        provider, session_id, [EnvelopeSet(1, 0, cids[1]), EnvelopeSet(1, 0, newer)]
+    )
+    assert [e.envelope_cid for e in keys.envelopes_in(again)] == [*cids[1], *newer]
+    seated = members[1][2]
+    assert [e.envelope_cid for e in await keys.envelopes_for(seated, segment_id=1)] == [newer[2]]
+
+
+async def test_batch_refusals_name_the_failed_check_and_publish_nothing(committee: Committee) -> None:
+    protocol, provider = committee.protocol, committee.provider
+    audit, keys, chain = protocol.audit, protocol.segment_keys, protocol.chain
+    specs = [SegmentSpec(tier=2, weight=1, content_digest=bytes([0x70 + i]) * 32) for i in range(2)]
+    session_id, _ = await audit.create_session(provider, b"\x7b" * 32, specs)
+    await _mine_past(chain, (await audit.session(session_id)).randomness_block)
+    await audit.assign_auditors(provider, session_id, [0, 1])
+    cids = [unixfs_cid(f"r{i}".encode()) for i in range(3)]
+    good = EnvelopeSet(0, 0, cids)
+    maximum = await keys.max_batch_envelopes()
+    assert maximum == 256
+
+    cases = [
+        (provider, session_id, [], "SegmentKeysNoEnvelopeSets", {"sessionId": session_id}),
+        (
+            provider,
+            session_id,
+            [good] * (maximum // 3 + 1),
+            "SegmentKeysBatchTooLarge",
+            {"sessionId": session_id, "envelopeCount": 3 * (maximum // 3 + 1), "maximum": maximum},
+        ),
+        (provider, session_id + 9, [good], "SegmentKeysUnknownSession", {"sessionId": session_id + 9}),
+        (
+            committee.stranger,
+            session_id,
+            [good],
+            "SegmentKeysNotProvider",
+            {
+                "sessionId": session_id,
+                "caller": committee.stranger.address.lower(),
+                "provider": provider.address.lower(),
+            },
+        ),
+        # The second set is wrong: the whole batch reverts, naming that set's segment.
+        (
+            provider,
+            session_id,
+            [good, EnvelopeSet(1, 0, cids[:2])],
+            "SegmentKeysWrongEnvelopeCount",
+            {"sessionId": session_id, "segmentId": 1, "count": 2, "committeeSize": 3},
+        ),
+        (
+            provider,
+            session_id,
+            [good, EnvelopeSet(1, 1, cids)],
+            "SegmentKeysWrongRound",
+            {"sessionId": session_id, "segmentId": 1, "round": 1, "currentRound": 0},
+        ),
+        (
+            provider,
+            session_id,
+            [good, EnvelopeSet(2, 0, cids)],
+            "SegmentKeysUnknownSegment",
+            {"sessionId": session_id, "segmentId": 2},
+        ),
+        (
+            provider,
+            session_id,
+            [good, EnvelopeSet(1, 0, [*cids[:2], b"\x01" * 129])],
+            "SegmentKeysEnvelopeTooLong",
+            {"sessionId": session_id, "segmentId": 1, "seatIndex": 2, "length": 129, "maximum": 128},
+        ),
+    ]
+    for sender, session, sets, error, args in cases:
+        with pytest.raises(
+            ContractReverted, match=f"publishEnvelopesBatch\\(\\) from .* reverted with {error}"
+        ) as refused:
+            await keys.publish_envelopes_batch(sender, session, sets)
+        assert (refused.value.error_name, refused.value.error_args) == (error, args)
+    # A text that is not a CID is refused before anything is sent.
+    with pytest.raises(VerificationError, match="not a valid CID"):
+        await keys.publish_envelopes_batch(provider, session_id, [good, EnvelopeSet(1, 0, ["not-a-cid", *cids[1:]])])
+    for auditor in committee.wallets:
+        assert await keys.envelopes_for(auditor, session_id=session_id) == []
+
+    with pytest.raises(ValueError, match="round must be a uint8"):
+        EnvelopeSet(0, 256, cids)
+    with pytest.raises(ValueError, match="segment_id must be a uint256"):
+        EnvelopeSet(-1, 0, cids)
+    with pytest.raises(ValueError, match="sequence of CIDs, one per seat"):
+        EnvelopeSet(0, 0, cids[0])
+    assert EnvelopeSet(0, 0, cids).envelope_cids == tuple(cids)
 
 
 async def _registered_key(protocol: Protocol, auditor: str) -> bytes:

@@ -25,6 +25,7 @@ from trust.chain.deployment import Deployment
 from trust.chain.types import (
     AuditorInfo,
     CommitteeDrawn,
+    EnvelopeSet,
     Phase,
     ReportRef,
     SeatCommit,
@@ -387,8 +388,27 @@ class SegmentKeysContract:
         fn = self.contract.functions.publishEnvelopes(session_id, segment_id, round_id, cids)
         return await self.chain.transact(fn, provider)
 
+    async def publish_envelopes_batch(
+        self, provider: LocalAccount, session_id: int, sets: Sequence[EnvelopeSet]
+    ) -> SentTransaction:
+        """Publishes the envelopes of several drawn rounds of `session_id` in one transaction: per
+        set, exactly what `publish_envelopes` would (the same checks, errors and events), all or
+        nothing.
+
+        Sets may name any segments and rounds of the session, in any order, a segment more than once
+        (per seat, the later set wins). At most `max_batch_envelopes()` envelopes over all sets
+        (256: the largest batch stays under go-ethereum's 128 KiB transaction size and far under the
+        2^24 gas cap); a caller with more splits them over several calls. A text CID is sent in its
+        binary form. Reverts (`ContractReverted`) name the failed check and its set's segment:
+        SegmentKeysNoEnvelopeSets, SegmentKeysBatchTooLarge, then those of `publish_envelopes`.
+        """
+        rows = [(s.segment_id, s.round, [_cid_to_chain(cid) for cid in s.envelope_cids]) for s in sets]
+        fn = self.contract.functions.publishEnvelopesBatch(session_id, rows)
+        return await self.chain.transact(fn, provider)
+
     def envelopes_in(self, sent: SentTransaction) -> list[KeyEnvelope]:
-        """The envelopes a publication transaction announced, in seat order."""
+        """The envelopes a publication transaction announced: in seat order, set after set for a
+        batch."""
         logs = self.contract.events.KeyEnvelopePublished().process_receipt(sent.receipt, errors=DISCARD)
         return [_key_envelope(log["args"], sent.block_number, int(log["logIndex"])) for log in logs]
 
@@ -486,6 +506,10 @@ class SegmentKeysContract:
 
     async def max_envelope_cid_bytes(self) -> int:
         return int(await self.chain.call(self.contract.functions.MAX_ENVELOPE_CID_BYTES()))
+
+    async def max_batch_envelopes(self) -> int:
+        """The most envelopes, over all sets, that one `publish_envelopes_batch` call takes."""
+        return int(await self.chain.call(self.contract.functions.MAX_BATCH_ENVELOPES()))
 
 
 class RegistryContract:

@@ -7,12 +7,14 @@ services never handle web3's raw tuples.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "AuditorInfo",
     "CommitteeDrawn",
+    "EnvelopeSet",
     "Phase",
     "ReportRef",
     "SeatCommit",
@@ -99,6 +101,29 @@ class SeatReveal:
 
     def as_tuple(self) -> tuple[int, int, int, bool, bytes]:
         return (self.session_id, self.segment_id, self.seat_index, self.vote, self.salt)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeSet:
+    """The key envelopes of one drawn round of one segment (`ISegmentKeys.EnvelopeSet`), for
+    `SegmentKeysContract.publish_envelopes_batch`: one CID per seat, in committee order (text, or
+    the binary CID the contract takes). Any sequence of CIDs is kept as a tuple."""
+
+    segment_id: int
+    round: int
+    envelope_cids: Sequence[str | bytes]
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.segment_id < 2**256:
+            raise ValueError(f"segment_id must be a uint256, not {self.segment_id}")
+        if not 0 <= self.round < 2**8:
+            raise ValueError(f"round must be a uint8 (0..255), not {self.round}")
+        if isinstance(self.envelope_cids, str | bytes):
+            raise ValueError(
+                f"envelope_cids of segment {self.segment_id} must be a sequence of CIDs, one per seat, "
+                f"not a single {type(self.envelope_cids).__name__}"
+            )
+        object.__setattr__(self, "envelope_cids", tuple(self.envelope_cids))
 
 
 @dataclass(frozen=True, slots=True)
