@@ -7,6 +7,12 @@ Every figure is the gas the receipts report, divided by the number of seats. The
 creation is paid by the provider and reported apart, and so are the auditors' reward claims (pull
 payments, one transaction per auditor for all of its seats), which the total leaves out as the
 issue's breakdown does; the table shows them so that nothing is hidden.
+
+The provider's key delivery is measured beside it, on a fresh Anvil of its own: a session of
+tier-1 segments with committees of three, whose envelope CIDs (binary CIDv1s of 36 bytes, as the
+provider publishes them) are announced once with one `publishEnvelopes` transaction per segment and
+then with one `publishEnvelopesBatch` of 1, 10 and 50 sets. Which auditors sit in a committee does
+not change this gas (an address topic costs the same whatever it holds), so one session suffices.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,15 +32,66 @@ from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
-from trust.chain.types import SeatCommit, SeatReveal, SegmentSpec
+from trust.chain.types import EnvelopeSet, SeatCommit, SeatReveal, SegmentSpec
 from trust.devnet import dev_account, provision_auditors
 from trust.settings import DevnetSettings, GovernanceSettings, ProtocolSettings
+from trust.storage.cid import unixfs_cid
 from trust.toolchain import Toolchain
 
-__all__ = ["GasReport", "render", "run_gas_benchmark"]
+__all__ = ["BatchGas", "DeliveryGas", "GasReport", "render", "run_gas_benchmark"]
 
 _PHASES = ("draw", "commit", "reveal", "finalize", "distribute")
 _FIRST_AUDITOR_INDEX = 100
+
+#: Sets per `publishEnvelopesBatch` measured by default, and the seats of each set (a tier-1 committee).
+DELIVERY_SETS: tuple[int, ...] = (1, 10, 50)
+_DELIVERY_SEATS = 3
+#: Tier-1 auditors of the delivery session, each staking this many times the tier minimum, so that
+#: they can back every seat of 50 committees of three (150 seats) between them.
+_DELIVERY_AUDITORS = 6
+_DELIVERY_STAKE_MULTIPLE = 10
+_FIRST_DELIVERY_AUDITOR_INDEX = 300
+_BPS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class BatchGas:
+    """One `publishEnvelopesBatch` transaction: its number of sets and the gas its receipt reports."""
+
+    sets: int
+    seats_per_set: int
+    gas: int
+
+    @property
+    def per_set(self) -> int:
+        return round(self.gas / self.sets)
+
+    @property
+    def per_envelope(self) -> int:
+        return round(self.gas / (self.sets * self.seats_per_set))
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryGas:
+    """The provider's key delivery: one `publishEnvelopes` transaction per set against batches.
+
+    `single_gas` is the mean gas of the `single_transactions` one-set transactions (they differ only
+    by a few gas of calldata); every figure includes the transaction's base cost and calldata.
+    """
+
+    seats_per_set: int
+    single_gas: int
+    single_transactions: int
+    batches: tuple[BatchGas, ...]
+
+    @property
+    def single_per_envelope(self) -> int:
+        return round(self.single_gas / self.seats_per_set)
+
+    def saving_bps(self, batch: BatchGas) -> int:
+        """Gas a set saves in `batch` against its own `publishEnvelopes`, in basis points (negative:
+        the batch costs more)."""
+        return round((self.single_gas - batch.per_set) * _BPS / self.single_gas)
 
 
 @dataclass
@@ -47,6 +105,7 @@ class GasReport:
     gas: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     transactions: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     run_totals: list[int] = field(default_factory=list)
+    delivery: DeliveryGas | None = None
 
     @property
     def seats(self) -> int:
@@ -78,8 +137,16 @@ class GasReport:
         }
 
 
-async def run_gas_benchmark(*, segments: int = 10, seats: int = 5, auditors: int = 15, runs: int = 5) -> GasReport:
-    """Runs `runs` sessions, each on a fresh Anvil, and returns the gas of each phase.
+async def run_gas_benchmark(
+    *,
+    segments: int = 10,
+    seats: int = 5,
+    auditors: int = 15,
+    runs: int = 5,
+    delivery_sets: Sequence[int] = DELIVERY_SETS,
+) -> GasReport:
+    """Runs `runs` sessions, each on a fresh Anvil, and returns the gas of each phase, with the key
+    delivery's gas for batches of `delivery_sets` sets (none when empty) measured on one more.
 
     Committees come from real block hashes, so which auditor holds how many seats (and with it the
     number of commit and reveal transactions) changes from run to run: the figures are means.
@@ -88,15 +155,78 @@ async def run_gas_benchmark(*, segments: int = 10, seats: int = 5, auditors: int
         raise ValueError(f"a committee of {seats} needs at least {seats} auditors, not {auditors}")
     if runs < 1:
         raise ValueError(f"runs must be at least 1, not {runs}")
+    if any(count < 1 for count in delivery_sets):
+        raise ValueError(f"delivery_sets must count at least one set per batch, not {list(delivery_sets)}")
     toolchain = Toolchain.discover()
     artifacts = compile_protocol(toolchain)
     report = GasReport(segments=segments, seats_per_segment=seats, auditors=auditors)
+    if delivery_sets:  # first: a batch the contract refuses fails before the longer session runs
+        report.delivery = await _measure_delivery(toolchain, artifacts, tuple(delivery_sets))
     for _ in range(runs):
         before = sum(report.gas[p] for p in _PHASES)
         await _run_once(toolchain, artifacts, report)
         report.runs += 1
         report.run_totals.append(round((sum(report.gas[p] for p in _PHASES) - before) / report.seats))
     return report
+
+
+async def _measure_delivery(
+    toolchain: Toolchain, artifacts: dict[str, Artifact], batch_sizes: tuple[int, ...]
+) -> DeliveryGas:
+    """Announces the envelopes of `max(batch_sizes)` drawn tier-1 segments one transaction per
+    segment, then in one batch of each size (republishing is allowed while the rounds vote)."""
+    segments = max(batch_sizes)
+    devnet = DevnetSettings()
+    settings = ProtocolSettings(committee_size_tier1=_DELIVERY_SEATS, max_segments_per_session=segments)
+    with AnvilNode.start(toolchain, mnemonic=devnet.mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
+        async with ChainClient(node.rpc_url, artifacts) as chain:
+            deployer = dev_account(devnet.mnemonic, 0)
+            provider = dev_account(devnet.mnemonic, 3)
+            protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, settings, GovernanceSettings()))
+            keys = protocol.segment_keys
+            maximum = await keys.max_batch_envelopes()
+            if segments * _DELIVERY_SEATS > maximum:
+                raise ValueError(
+                    f"a batch of {segments} sets of {_DELIVERY_SEATS} envelopes exceeds the contract's "
+                    f"MAX_BATCH_ENVELOPES ({maximum}); measure at most {maximum // _DELIVERY_SEATS} sets"
+                )
+            minimum_stake = (await protocol.params.params())["minStakeTier1"]
+            await provision_auditors(
+                protocol,
+                deployer,
+                [1] * _DELIVERY_AUDITORS,
+                Path(tmp),
+                "benchmark-only",
+                stake_for=lambda _index, _tier: minimum_stake * _DELIVERY_STAKE_MULTIPLE,
+                new_account=lambda index: dev_account(devnet.mnemonic, _FIRST_DELIVERY_AUDITOR_INDEX + index),
+                scrypt_n=2**10,
+            )
+            specs = [SegmentSpec(tier=1, weight=1, content_digest=bytes([i % 255 + 1]) * 32) for i in range(segments)]
+            session_id, _ = await protocol.audit.create_session(provider, b"\x02" * 32, specs)
+            params = await protocol.audit.session_params(session_id)
+            for _ in range(params["randomnessDelayBlocks"] + 1):
+                await chain.rpc("evm_mine", [])
+            await protocol.audit.assign_auditors(deployer, session_id, range(segments))
+
+            sets = [
+                EnvelopeSet(
+                    segment, 0, [unixfs_cid(f"envelope {segment}/{seat}".encode()) for seat in range(_DELIVERY_SEATS)]
+                )
+                for segment in range(segments)
+            ]
+            singles = [
+                await keys.publish_envelopes(provider, session_id, s.segment_id, s.round, s.envelope_cids) for s in sets
+            ]
+            batches = []
+            for count in batch_sizes:
+                sent = await keys.publish_envelopes_batch(provider, session_id, sets[:count])
+                batches.append(BatchGas(sets=count, seats_per_set=_DELIVERY_SEATS, gas=sent.gas_used))
+    return DeliveryGas(
+        seats_per_set=_DELIVERY_SEATS,
+        single_gas=round(sum(s.gas_used for s in singles) / len(singles)),
+        single_transactions=len(singles),
+        batches=tuple(batches),
+    )
 
 
 async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report: GasReport) -> None:
@@ -198,4 +328,41 @@ def render(report: GasReport, console: Console) -> None:
     row("create", "create (provider)")
     row("claim", "claim (auditors, pull)")
     console.print(table)
+    if report.delivery is not None:
+        console.print(_delivery_table(report.delivery))
     print(json.dumps(report.summary()), flush=True)
+
+
+def _delivery_table(delivery: DeliveryGas) -> Table:
+    """One `publishEnvelopes` per set against `publishEnvelopesBatch`: gas per transaction, set and
+    envelope, and what a set saves in the batch."""
+    table = Table(
+        title=(
+            f"key delivery (provider): sets of {delivery.seats_per_set} envelopes (binary CIDv1s of 36 bytes), "
+            "gas per transaction"
+        )
+    )
+    table.add_column("call")
+    table.add_column("sets / transaction", justify="right")
+    table.add_column("gas / transaction", justify="right")
+    table.add_column("gas / set", justify="right")
+    table.add_column("gas / envelope", justify="right")
+    table.add_column("saved per set", justify="right")
+    table.add_row(
+        f"publishEnvelopes (mean of {delivery.single_transactions})",
+        "1",
+        f"{delivery.single_gas:,}",
+        f"{delivery.single_gas:,}",
+        f"{delivery.single_per_envelope:,}",
+        "",
+    )
+    for batch in delivery.batches:
+        table.add_row(
+            "publishEnvelopesBatch",
+            f"{batch.sets}",
+            f"{batch.gas:,}",
+            f"{batch.per_set:,}",
+            f"{batch.per_envelope:,}",
+            f"{delivery.saving_bps(batch) / 100:.1f}%",
+        )
+    return table
