@@ -1,7 +1,8 @@
 """The provider gateway (`/v1/audits`), over HTTP.
 
 Without a network (httpx's ASGI transport): the error format and statuses of bad input (400, 413 for a
-declared and for a chunked body, 422, 404), 503 when the chain is down, the OpenAPI document.
+declared and for a chunked body, 422, 404), 503 when the chain is down, every documented form of a
+trace, the OpenAPI document.
 
 Against a whole local network (Anvil, the local IPFS node, the contracts and three tier-1 workers as
 separate processes), the gateway served by uvicorn together with the explorer:
@@ -11,8 +12,9 @@ separate processes), the gateway served by uvicorn together with the explorer:
   SDK's verdict for the trace audited alone (the sound one VALID inside an INVALID session, the
   flawed one INVALID at its two wrong additions); one followed over server-sent events (status,
   progress, then the result), the other polled; every segment's inclusion proof checks on chain;
-- refused input, IPFS down, and a batch whose session cannot be opened leave no session, no pins
-  and the gateway wallet's nonce unchanged.
+- refused input, IPFS down, an audit past its latency budget, a gateway stopped with its epoch open,
+  and a batch whose session cannot be opened leave no session, no pins and the wallet's nonce
+  unchanged.
 
 The traces are running sums: every node, the goal included, is a calculation tier 1 decides, so the
 tier-1 workers settle every segment in the first round (a clinical trace's goal and strategy are
@@ -183,6 +185,7 @@ async def test_every_documented_form_of_a_trace_parses() -> None:
         parse_trace("trace", ["x" * 600, "y" * 600], AuditConfig(max_trace_chars=1000))
 
 
+@pytest.mark.slow  # the chain adapter retries the connection for a few seconds before it gives up
 async def test_the_chain_down_is_503_with_the_sdks_message() -> None:
     async with _asgi(_offline_app()) as http:
         response = await http.post("/v1/audits", json={"trace": "Step 1: 2 + 2 = 4.\nStep 2: 4 * 3 = 12."})
@@ -251,11 +254,15 @@ async def _poll(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def _follow(http: httpx.AsyncClient, url: str) -> list[tuple[str, dict[str, Any]]]:
-    """Every server-sent event of an audit, (event, data), until its final one."""
-    events: list[tuple[str, dict[str, Any]]] = []
+Event = tuple[str, dict[str, Any], int]
+
+
+async def _follow(http: httpx.AsyncClient, url: str, last_event_id: int | None = None) -> list[Event]:
+    """Every server-sent event of an audit, (event, data, id), until its final one."""
+    events: list[Event] = []
     fields: dict[str, str] = {}
-    async with http.stream("GET", url) as response:
+    headers = {} if last_event_id is None else {"last-event-id": str(last_event_id)}
+    async with http.stream("GET", url, headers=headers) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         async for line in response.aiter_lines():
             if line.startswith(":"):
@@ -265,7 +272,7 @@ async def _follow(http: httpx.AsyncClient, url: str) -> list[tuple[str, dict[str
                 fields[name] = value.removeprefix(" ")
                 continue
             if "event" in fields:
-                events.append((fields["event"], json.loads(fields["data"])))
+                events.append((fields["event"], json.loads(fields["data"]), int(fields["id"])))
                 if fields["event"] in ("done", "failed"):
                     return events
             fields = {}
@@ -297,6 +304,33 @@ async def test_refused_input_and_ipfs_down_leave_nothing_behind(
 
 
 @pytest.mark.slow
+async def test_an_expired_or_stopped_audit_fails_and_its_epoch_sends_nothing(
+    network: LocalNetwork, chain: Protocol
+) -> None:
+    account = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX)
+    before = await _footprint(network, chain, account.address)
+    app = create_app(
+        account,
+        network.settings,
+        rpc_url=network.rpc_url,
+        ipfs_url=network.ipfs_url,
+        explorer=False,
+        options=GatewayOptions(epoch_seconds=EPOCH_SECONDS, max_traces_per_epoch=3),
+    )
+    hurried = {**_document(running_sum()), "config": {**TIER1, "max_latency_ms": 1}}
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=HTTP_TIMEOUT) as http:
+        expired = await _poll(http, (await http.post("/v1/audits", json=hurried)).json()["links"]["audit"])
+        waiting = (await http.post("/v1/audits", json=_document(running_sum()))).json()
+        assert waiting["status"] == "queued" and expired["batch"] is None
+    assert expired["status"] == "failed" and expired["error"]["code"] == "timeout"
+    assert "max_latency_ms = 1" in expired["error"]["message"]
+    # The server stopped with the epoch still open: its trace fails, and was never sent.
+    stopped = app.state.gateway.get(waiting["id"])
+    assert stopped.status == "failed" and stopped.error.code == "gateway_stopped"
+    assert await _footprint(network, chain, account.address) == before
+
+
+@pytest.mark.slow
 async def test_a_batch_whose_session_cannot_open_unpins_and_sends_nothing(
     network: LocalNetwork, chain: Protocol
 ) -> None:
@@ -322,6 +356,7 @@ async def test_a_batch_whose_session_cannot_open_unpins_and_sends_nothing(
         accepted = await http.post("/v1/audits", json=_document(graph))
         assert accepted.status_code == 202, accepted.text
         view = await _poll(http, accepted.json()["links"]["audit"])
+        _error(await http.get(view["links"]["proof"]), 409, "no_proof")
     assert view["status"] == "failed" and view["error"]["code"] == "chain_error", view
     assert "createSession" in view["error"]["message"]
     assert await _footprint(network, chain, poor.address) == before
@@ -347,11 +382,18 @@ async def test_two_providers_share_one_session_and_are_judged_apart(
         proofs = [(await http.get(view["links"]["proof"])).json() for view in (sound_view, flawed_view)]
 
     # The stream: status queued, batched, auditing, progress of the session, then the result.
-    names = [name for name, _ in events]
-    statuses = [data["status"] for name, data in events if name == "status"]
+    names = [name for name, _, _ in events]
+    statuses = [data["status"] for name, data, _ in events if name == "status"]
     assert statuses == ["queued", "batched", "auditing"], events
     assert names[-1] == "done" and events[-1][1] == sound_view
-    assert "progress" in names[names.index("status", 2) :], "no progress event while auditing"
+    auditing = next(i for i, (name, data, _) in enumerate(events) if data.get("status") == "auditing")
+    assert "progress" in names[auditing:], "no progress event while auditing"
+    assert [number for _, _, number in events] == sorted({number for _, _, number in events})
+    # A stream that reconnects gets what it missed, and after the end the result again.
+    async with httpx.AsyncClient(base_url=gateway, timeout=HTTP_TIMEOUT) as http:
+        replay = await _follow(http, accepted["links"]["events"], last_event_id=events[-3][2])
+        again = await _follow(http, accepted["links"]["events"], last_event_id=events[-1][2])
+    assert replay == events[-2:] and again == events[-1:]
 
     # One session for both, from the gateway's wallet; each trace judged on its own segments.
     assert sound_view["status"] == flawed_view["status"] == "done", (sound_view, flawed_view)
