@@ -405,11 +405,12 @@ class Gateway:
         if self._closing:
             raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
         audit = AuditState(secrets.token_urlsafe(AUDIT_ID_BYTES), entry, time.time())
-        self._audits[audit.id] = audit
-        loop = asyncio.get_running_loop()
-        if config.max_latency_ms is not None:
-            audit.timer = loop.call_later(config.max_latency_ms / _MS_PER_SECOND, self._expire, audit)
+        # No await from here on: the epoch's dispatch (a task) sees the audit registered and queued.
         audit.epoch = self._batcher.add(audit, len(graph), max_segments=cap)
+        self._audits[audit.id] = audit
+        if config.max_latency_ms is not None:
+            seconds = config.max_latency_ms / _MS_PER_SECOND
+            audit.timer = asyncio.get_running_loop().call_later(seconds, self._expire, audit)
         audit.advance(AuditStatus.QUEUED)
         log.info("audit %s… (%s, %d nodes) queued in epoch %d", audit.id[:6], entry.kind, len(graph), audit.epoch)
         return audit
@@ -585,6 +586,10 @@ def _gateway_route(max_body_bytes: int) -> type[APIRoute]:
                     return GatewayError(status, code, str(exc)).response()
                 except HTTPException as exc:
                     return GatewayError(exc.status_code, "http_error", str(exc.detail)).response()
+                except Exception as exc:  # a bug: still a JSON error, and logged with its traceback
+                    log.exception("%s %s failed unexpectedly", request.method, request.url.path)
+                    message = f"the gateway failed unexpectedly ({type(exc).__name__}); the operator's log has details"
+                    return GatewayError(500, "internal", message).response()
 
             return handler
 
