@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import networkx as nx
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.graphs.hdag_strategies import valid_hdags
 from trust.errors import GraphError, VerificationError
+from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy import (
@@ -119,7 +121,7 @@ def test_the_plan_covers_only_the_committee_and_each_seat_once(hdag: Hdag) -> No
 def test_a_committee_that_does_not_fit_the_trace_is_refused(hdag: Hdag) -> None:
     keys = _stored(hdag)
     n = len(keys)
-    with pytest.raises(VerificationError, match=f"segment {n}, but the trace has segments"):
+    with pytest.raises(VerificationError, match=f"segment {n}, but the trace registers segments 0..{n - 1}"):
         plan_envelopes(hdag, TRACE_ID, keys, [Seat(n, _auditor(0), b"\x02" * 32)])
     with pytest.raises(VerificationError, match="two encryption keys"):
         plan_envelopes(hdag, TRACE_ID, keys, [Seat(0, _auditor(0), b"\x02" * 32), Seat(1, _auditor(0), b"\x03" * 32)])
@@ -153,3 +155,42 @@ def test_a_coalition_reads_the_union_of_its_seats_need_to_know(hdag: Hdag, data:
 def test_readable_nodes_names_an_unknown_node(hdag: Hdag) -> None:
     with pytest.raises(GraphError, match="unknown node 'zz'"):
         readable_nodes(parent_lists(hdag), ["zz"])
+
+
+def _cig() -> Cig:
+    """u0 (user) -> t1 (expert) -> x2 (tool) -> t3 (expert), and u0 -> t3."""
+    cig = Cig()
+    for step, (node_id, role) in enumerate(
+        (("u0", Role.USER), ("t1", Role.EXPERT), ("x2", Role.TOOL), ("t3", Role.EXPERT))
+    ):
+        cig.add_turn(AgentTurn(id=node_id, step=step, agent=role.value, role=role, output=f"turn {step}"))
+    for source, target in (("u0", "t1"), ("t1", "x2"), ("x2", "t3"), ("u0", "t3")):
+        cig.add_edge(source, target)
+    return cig
+
+
+def _cig_keys() -> list[SegmentKey]:
+    """t1 and t3 registered (segments 0, 1), u0 and x2 context-only (2, 3; placeholder proofs)."""
+    cid = unixfs_cid(b"segment")
+    order = [("t1", None), ("t3", None), ("u0", (b"\x05" * 32,)), ("x2", (b"\x06" * 32,))]
+    return [
+        SegmentKey(node, i, cid, bytes([i + 1]) * 32, bytes([i]) * 32, proof) for i, (node, proof) in enumerate(order)
+    ]
+
+
+def test_context_keys_reach_the_seats_of_their_children_and_nobody_sits_on_them() -> None:
+    cig, keys = _cig(), _cig_keys()
+    key = b"\x09" * 32
+    plans = plan_envelopes(cig, TRACE_ID, keys, [Seat(0, _auditor(0), key), Seat(1, _auditor(1), key)])
+    grants = {plan.grant.node_id: plan.grant for plan in plans}
+    assert [k.node_id for k in grants["t1"].segments] == ["t1", "u0"]
+    assert [k.node_id for k in grants["t3"].segments] == ["t3", "u0", "x2"]  # parents in graph order
+    # The context parents travel with their proofs (the seat checks them against the root).
+    assert grants["t3"].segment("x2").proof == (b"\x06" * 32,) and grants["t3"].format_version == 2
+    with pytest.raises(VerificationError, match=r"registers segments 0\.\.1 \(and 2 context-only after them"):
+        plan_envelopes(cig, TRACE_ID, keys, [Seat(2, _auditor(0), key)])
+    with pytest.raises(GraphError, match=r"segments\[1\] \('u0'\): list the registered segments first"):
+        reordered = [keys[0], *(dataclasses.replace(k, segment_index=i + 1) for i, k in enumerate(keys[2:]))]
+        plan_envelopes(cig, TRACE_ID, [*reordered, dataclasses.replace(keys[1], segment_index=3)], [])
+    with pytest.raises(GraphError, match="'u0' is a context-only segment"):
+        grant_for(cig, "u0", TRACE_ID, {k.node_id: k for k in keys})

@@ -12,12 +12,16 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from trust.errors import GraphError, VerificationError
 from trust.privacy.envelopes import (
     ENVELOPE_HEADER_BYTES,
+    ENVELOPE_VERSION,
+    MAX_ENVELOPE_BYTES,
+    PLAIN_ENVELOPE_VERSION,
     KeyGrant,
     SegmentKey,
     open_envelope,
     public_key_bytes,
     seal_envelope,
 )
+from trust.privacy.merkle import MAX_PROOF_HASHES
 
 TRACE_ID = bytes(32 * [7])
 ROOT = bytes(32 * [9])
@@ -182,3 +186,105 @@ def test_a_malformed_payload_is_refused_after_authentication(entry: dict[str, ob
         envelope = seal_envelope(forged, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
     with pytest.raises(VerificationError, match=re.escape(message)):
         _open(private, envelope)
+
+
+# ---------------------------------------------------------------- context-only keys (format version 2)
+
+PROOF = (b"\x21" * 32, b"\x22" * 32, b"\x23" * 32)
+
+
+def context_key(node_id: str, index: int, fill: int, proof: tuple[bytes, ...] = PROOF) -> SegmentKey:
+    return SegmentKey(node_id, index, CID, bytes([fill + 100]) * 32, bytes([fill]) * 32, proof)
+
+
+CONTEXT_GRANT = KeyGrant(TRACE_ID, 4, "s3", (segment_key("s3", 4, 3), context_key("u0", 6, 6)))
+
+
+def _sealed_payload(document: dict[str, object], version: int, public: bytes) -> bytes:
+    """An envelope of `version` around `document`, sealed for the seat of segment 4 as a provider would."""
+    forged = KeyGrant.__new__(KeyGrant)
+    for name, value in (("trace_id", TRACE_ID), ("segment_index", 4), ("node_id", "s3"), ("segments", ())):
+        object.__setattr__(forged, name, value)
+    payload = json.dumps(document).encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KeyGrant, "payload", lambda self: payload)
+        patch.setattr(KeyGrant, "format_version", version)
+        return seal_envelope(forged, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
+
+
+def test_a_grant_with_a_context_key_is_written_as_version_2_and_reads_back() -> None:
+    private, public = devnet_style_key()
+    envelope = seal_envelope(CONTEXT_GRANT, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
+    assert envelope[:5] == b"TREV\x02" and CONTEXT_GRANT.format_version == ENVELOPE_VERSION == 2
+    grant = _open(private, envelope)
+    assert grant == CONTEXT_GRANT
+    assert grant.segment("u0").proof == PROOF and grant.segment("u0").context
+    assert grant.segment("s3").proof is None and not grant.segment("s3").context
+    # Without a context key the grant is written exactly as before: version 1, which older readers open.
+    assert GRANT.format_version == PLAIN_ENVELOPE_VERSION == 1
+    assert "proof" not in GRANT.payload().decode() and b'"version":1' in GRANT.payload()
+    # The version is bound into HPKE's info: relabelling it fails authentication.
+    with pytest.raises(VerificationError, match=AUTH):
+        _open(private, envelope[:4] + b"\x01" + envelope[5:])
+
+
+def test_a_segment_key_entry_round_trips_and_is_read_strictly() -> None:
+    for key in (segment_key("s3", 4, 3), context_key("u0", 6, 6)):
+        assert SegmentKey.from_entry(key.entry()) == key
+        assert SegmentKey.from_entry(json.loads(json.dumps(key.entry()))) == key
+    with pytest.raises(GraphError, match=re.escape("is not {node, segment, cid, digest, key}")):
+        SegmentKey.from_entry(context_key("u0", 6, 6).entry(), allow_proof=False)
+    with pytest.raises(GraphError, match="not a list of 1 to 32 hashes"):
+        SegmentKey.from_entry({**context_key("u0", 6, 6).entry(), "proof": []})
+    with pytest.raises(GraphError, match="not a list of 1 to 32 hashes"):
+        SegmentKey.from_entry({**context_key("u0", 6, 6).entry(), "proof": ["AB" * 32]})
+    with pytest.raises(GraphError, match="not a list of 1 to 32 hashes"):
+        SegmentKey.from_entry({**context_key("u0", 6, 6).entry(), "proof": ["ab" * 32] * 33})
+    with pytest.raises(GraphError, match="a tuple of 1 to 32 hashes"):
+        context_key("u0", 6, 6, proof=())
+    with pytest.raises(GraphError, match="must be a 32-byte hash"):
+        context_key("u0", 6, 6, proof=(b"\x01" * 31,))
+
+
+def test_the_seats_own_key_never_carries_a_proof() -> None:
+    with pytest.raises(GraphError, match="own node's key carries an inclusion proof"):
+        KeyGrant(TRACE_ID, 6, "u0", (context_key("u0", 6, 6),))
+
+
+@pytest.mark.parametrize(
+    ("version", "document", "message"),
+    [
+        # A proof is a version-2 field: a version-1 payload that carries one is refused.
+        (1, {"version": 1, "keys": [segment_key("s3", 4, 3).entry(), context_key("u0", 6, 6).entry()]}, "key entry"),
+        # The payload's version must be the header's.
+        (2, {"version": 1, "keys": [segment_key("s3", 4, 3).entry(), context_key("u0", 6, 6).entry()]}, "version 1"),
+        (1, {"version": 2, "keys": [segment_key("s3", 4, 3).entry()]}, "expected 'trust.keys' 1"),
+        (1, {"version": True, "keys": [segment_key("s3", 4, 3).entry()]}, "version True"),
+        # The seat's own entry with a proof.
+        (2, {"version": 2, "keys": [context_key("s3", 4, 3).entry()]}, "own node's key carries an inclusion proof"),
+        (2, {"version": 2, "keys": [segment_key("s3", 4, 3).entry(), {"proof": ["ab" * 32]}]}, "key entry"),
+    ],
+)
+def test_a_malformed_version_2_payload_is_refused(version: int, document: dict[str, object], message: str) -> None:
+    private, public = devnet_style_key()
+    full = {"format": "trust.keys", "trace": "07" * 32, "segment": 4, "node": "s3", **document}
+    envelope = _sealed_payload(full, version, public)
+    assert envelope[4] == version
+    with pytest.raises(VerificationError, match=re.escape(message)):
+        _open(private, envelope)
+
+
+def test_a_grant_too_large_for_one_envelope_is_refused_when_sealing() -> None:
+    _, public = devnet_style_key()
+    deepest = tuple(bytes([i]) * 32 for i in range(MAX_PROOF_HASHES))
+    parents = tuple(context_key(f"u{i}", 5 + i, i % 200, deepest) for i in range(120))
+    grant = KeyGrant(TRACE_ID, 4, "s3", (segment_key("s3", 4, 3), *parents))
+    assert len(grant.payload()) > MAX_ENVELOPE_BYTES
+    with pytest.raises(GraphError, match="above the 262,144 a reader accepts"):
+        seal_envelope(grant, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)
+    # A realistic grant: a turn with 20 context parents in a tree of 8,192 leaves (13-hash proofs).
+    deep = tuple(bytes([i]) * 32 for i in range(13))
+    typical = KeyGrant(
+        TRACE_ID, 4, "s3", (segment_key("s3", 4, 3), *(context_key(f"u{i}", 5 + i, i, deep) for i in range(20)))
+    )
+    assert len(seal_envelope(typical, trace_root=ROOT, auditor=AUDITOR, recipient_key=public)) < 32 * 1024

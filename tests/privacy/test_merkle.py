@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from trust.errors import GraphError, VerificationError
 from trust.privacy.merkle import (
+    CONTEXT_TIER,
+    CONTEXT_WEIGHT,
+    MAX_PROOF_HASHES,
     SegmentLeaf,
     build,
     check_inclusion,
@@ -211,3 +214,20 @@ def test_cid_bytes_decodes_cidv1_base32_and_cidv0() -> None:
     for bad in ("", "zb2rh", "bafy!!", "baaaa"):
         with pytest.raises(GraphError, match="cid"):
             cid_bytes(bad)
+
+
+def test_context_leaves_follow_the_segments_in_one_tree_and_commit_tier_0() -> None:
+    registered = [_leaf(i) for i in range(3)]
+    context = [SegmentLeaf.context(i, registered[0].cid, bytes([i]) * 32) for i in range(3, 6)]
+    assert (
+        [(c.tier, c.weight, c.critical) for c in context]
+        == [(CONTEXT_TIER, CONTEXT_WEIGHT, False)] * 3
+        == [(0, 0, False)] * 3
+    )
+    tree = build([*registered, *context])
+    for leaf in (*registered, *context):
+        assert verify(tree.root, leaf, tree.proof(leaf.index))
+        assert len(tree.proof(leaf.index)) <= MAX_PROOF_HASHES
+    # The same blob committed as a registered segment is another leaf: a context proof does not pass for it.
+    posing = SegmentLeaf(context[0].index, context[0].cid, context[0].ciphertext_digest, 2, 1, False)
+    assert not verify(tree.root, posing, tree.proof(context[0].index))

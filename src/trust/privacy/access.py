@@ -11,6 +11,11 @@ blobs are stored; `plan_envelopes`, given the committee as read from chain (one 
 auditor and segment, with the encryption key the auditor registered), one `EnvelopePlan` per seat
 and nothing else. The function has no other source of recipients, so a key can only go to an
 auditor the chain seated; an auditor seated on several segments gets one envelope per seat.
+
+A trace may hold *context-only* segments (a `SegmentKey` with an inclusion proof, listed after
+every registered one): nodes a seat reads as parents but nobody audits, such as a CIG's user and
+tool turns. Their keys go into the grants of their children's seats like any parent's; no seat
+ever sits on them, and a seat on one is refused.
 """
 
 from __future__ import annotations
@@ -146,6 +151,11 @@ def grant_for(
     missing = [member for member in wanted if member not in segments]
     if missing:
         raise GraphError(f"node {node_id!r}: no segment key for {missing}; seal and store every node first")
+    if segments[node_id].context:
+        raise GraphError(
+            f"node {node_id!r} is a context-only segment ({segments[node_id].segment_index}): it is delivered to "
+            "the seats of its children, and no seat audits it"
+        )
     return KeyGrant(
         trace_id,
         segments[node_id].segment_index,
@@ -165,12 +175,13 @@ def plan_envelopes(
 ) -> list[EnvelopePlan]:
     """One envelope plan per seat of `committee`, and only for those seats.
 
-    `trace_id` is the one the segments were sealed under; `segments[i]` is segment i (`segment_keys`:
-    the trace's order, every node of the graph exactly once). `committee` is what the chain seated;
-    the same seat read twice (for example from two event queries) yields one plan. Raises
+    `trace_id` is the one the segments were sealed under; `segments[i]` is segment i, every node of
+    the graph exactly once: the registered segments first, then the context-only ones (those with an
+    inclusion proof; `trust.delivery.StoredTrace.all_segments`). `committee` is what the chain
+    seated; the same seat read twice (for example from two event queries) yields one plan. Raises
     `VerificationError` when the committee does not fit the trace: a seat on a segment the trace
-    does not have, or one auditor read with two different encryption keys. Every grant carries
-    `reply_key` (the provider's per-session report key; None for no reports).
+    does not have or on a context-only one, or one auditor read with two different encryption keys.
+    Every grant carries `reply_key` (the provider's per-session report key; None for no reports).
     """
     nodes = _node_ids(graph)
     by_node = {segment.node_id: segment for segment in segments}
@@ -186,14 +197,23 @@ def plan_envelopes(
         raise GraphError(
             f"segments[{misplaced[0]}] names segment {segments[misplaced[0]].segment_index}: list them in order"
         )
+    registered = sum(1 for segment in segments if not segment.context)
+    stray = [i for i, segment in enumerate(segments) if segment.context != (i >= registered)]
+    if stray:
+        raise GraphError(
+            f"segments[{stray[0]}] ({segments[stray[0]].node_id!r}): list the registered segments first, then the "
+            "context-only ones (those with an inclusion proof)"
+        )
     plans: list[EnvelopePlan] = []
     seen: set[tuple[int, str]] = set()
     key_of: dict[str, bytes] = {}
+    span = f"0..{registered - 1}" if registered else "none"
     for seat in committee:
-        if seat.segment_index >= len(segments):
+        if seat.segment_index >= registered:
             raise VerificationError(
-                f"auditor {seat.auditor} is seated on segment {seat.segment_index}, but the trace has segments "
-                f"0..{len(segments) - 1}: the committee was read for another session"
+                f"auditor {seat.auditor} is seated on segment {seat.segment_index}, but the trace registers segments "
+                f"{span} (and {len(segments) - registered} context-only after them, which nobody audits): the "
+                "committee was read for another session"
             )
         auditor = seat.auditor.lower()
         known = key_of.setdefault(auditor, seat.encryption_key)

@@ -12,8 +12,12 @@ The tree is OpenZeppelin's `StandardMerkleTree` (the `@openzeppelin/merkle-tree`
   `2n - 2 - i`; inner node j hashes positions `2j + 1` and `2j + 2`; the root sits at 0. A proof
   lists the siblings from the leaf up. One leaf: the root is the leaf, the proof is empty.
 
-docs/privacy.md states the same encoding for the Solidity side. The segment index is the on-chain
-segment id, so `build` requires the leaves in index order 0..n-1.
+docs/privacy.md states the same encoding for the Solidity side. `build` takes the leaves in index
+order 0..m-1: indices 0..n-1 are the session's on-chain segments (the index is the segment id), and
+a trace may add *context-only* leaves n..m-1 after them (`SegmentLeaf.context`: tier 0, weight 0,
+not critical). Those nodes are sealed and delivered to the seats that need them as parents, but
+never registered or voted on; the root still commits to their blobs, so a seat checks a context
+segment against the root with its inclusion proof instead of against a registered content digest.
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from eth_hash.auto import keccak
 from trust.errors import GraphError, VerificationError
 
 __all__ = [
+    "CONTEXT_TIER",
+    "CONTEXT_WEIGHT",
     "LEAF_TYPES",
     "MAX_CID_BYTES",
+    "MAX_PROOF_HASHES",
     "MerkleTree",
     "SegmentLeaf",
     "build",
@@ -47,6 +54,17 @@ LEAF_TYPES = ("uint256", "bytes", "bytes32", "uint8", "uint32", "bool")
 
 MAX_CID_BYTES = 128
 """Longest binary CID accepted in a leaf: a CIDv1 with a sha2-256 multihash is 36 bytes."""
+
+CONTEXT_TIER = 0
+"""The tier a context-only leaf commits. No auditor tier is 0 (they are 1..3), so a context leaf can
+never pass for a registered segment, whose tier `SegmentKeys.verifySegment`'s caller compares."""
+
+CONTEXT_WEIGHT = 0
+"""The weight a context-only leaf commits: it counts for nothing in the trace verdict."""
+
+MAX_PROOF_HASHES = 32
+"""Longest inclusion proof a reader accepts: a tree of up to 2^32 leaves (a proof of a tree of m
+leaves holds at most ceil(log2 m) hashes; 4,096 on-chain segments and as many context leaves need 13)."""
 
 _HASH_BYTES = 32
 _UINT32_MAX = 2**32 - 1
@@ -89,6 +107,12 @@ class SegmentLeaf:
             raise GraphError(f"segment leaf {self.index}: weight {self.weight!r} is not a uint32")
         if not isinstance(self.critical, bool):
             raise GraphError(f"segment leaf {self.index}: critical must be a bool, got {self.critical!r}")
+
+    @classmethod
+    def context(cls, index: int, cid: bytes, ciphertext_digest: bytes) -> SegmentLeaf:
+        """The leaf of a context-only node at `index` (after every on-chain segment): tier
+        `CONTEXT_TIER`, weight `CONTEXT_WEIGHT`, not critical."""
+        return cls(index, cid, ciphertext_digest, CONTEXT_TIER, CONTEXT_WEIGHT, False)
 
     def encode(self) -> bytes:
         """`abi.encode(index, cid, ciphertextDigest, tier, weight, critical)`."""
@@ -212,7 +236,8 @@ def tree_from_hashes(hashes: Sequence[bytes]) -> MerkleTree:
 
 
 def build(leaves: Sequence[SegmentLeaf]) -> MerkleTree:
-    """The trace tree over the segment leaves, given in segment order (`leaves[i].index == i`)."""
+    """The trace tree over the segment leaves, given in segment order (`leaves[i].index == i`): the
+    on-chain segments first, then any context-only leaves (see the module docstring)."""
     for position, leaf in enumerate(leaves):
         if not isinstance(leaf, SegmentLeaf):
             raise GraphError(f"leaves[{position}]: expected a SegmentLeaf, got {type(leaf).__name__}")
