@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from trust.chain.types import CommitteeDrawn
 from trust.chain.wallets import load_keystore
 from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
+from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy import merkle
@@ -96,6 +97,30 @@ def tier1_profiles(graph: Hdag) -> dict[str, SegmentProfile]:
     return {node.id: SegmentProfile(1) for node in graph.nodes()}
 
 
+def products_log() -> Cig:
+    """A multi-agent log of the same products: the user's task u0 and a calculator's output x3 are
+    context-only (they pose and report); the experts' turns t1, t2, t4 are audited at tier 1, and
+    t2's 17 * 23 = 409 is wrong. t1 and t2 read the task, t4 reads the calculator."""
+    cig = Cig()
+    turns = [
+        ("u0", Role.USER, "Check the products 17 * 23 and 12 * 12."),
+        ("t1", Role.EXPERT, "17 * 23 = 391"),
+        ("t2", Role.EXPERT, "17 * 23 = 409"),
+        ("x3", Role.TOOL, "12 * 12 = 144"),
+        ("t4", Role.EXPERT, "The calculator agrees: 12 * 12 = 144"),
+    ]
+    for step, (node_id, role, output) in enumerate(turns):
+        cig.add_turn(AgentTurn(id=node_id, step=step, agent=role.value, role=role, output=output))
+    for source, target in (("u0", "t1"), ("u0", "t2"), ("t1", "t2"), ("t2", "x3"), ("x3", "t4")):
+        cig.add_edge(source, target)
+    return cig
+
+
+def tier1_log_profiles(graph: Cig) -> dict[str, SegmentProfile]:
+    """Tier 1 for the reasoning turns; the user's and tools' turns context-only."""
+    return {turn.id: SegmentProfile(1, audited=turn.role not in (Role.USER, Role.TOOL)) for turn in graph.turns()}
+
+
 async def open_session(network: Network, stored: StoredTrace) -> tuple[int, list[CommitteeDrawn]]:
     """Creates the session, waits for its randomness block and draws every committee."""
     audit, chain = network.protocol.audit, network.protocol.chain
@@ -107,13 +132,23 @@ async def open_session(network: Network, stored: StoredTrace) -> tuple[int, list
 
 
 async def submit(
-    network: Network, kubo: KuboClient, graph: Hdag, *, tamper: Sequence[int] = (), reply_key: bytes | None = None
+    network: Network,
+    kubo: KuboClient,
+    graph: Hdag | Cig,
+    *,
+    tamper: Sequence[int] = (),
+    reply_key: bytes | None = None,
+    profiles: Mapping[str, SegmentProfile] | None = None,
 ) -> tuple[int, StoredTrace, list[CommitteeDrawn]]:
     """The provider's side: store, register, draw and deliver the keys (with `reply_key` in every
-    grant: the seats then report to it). Segments in `tamper` are replaced on IPFS by a copy with
-    one ciphertext byte flipped, registered under the copy's CID (so the chain and the envelope
-    agree on where it lies, but not on what it holds)."""
-    stored = await store_trace(kubo, graph, profiles=tier1_profiles(graph))
+    grant: the seats then report to it). `profiles` default to tier 1 for every node of an HDAG.
+    Segments in `tamper` are replaced on IPFS by a copy with one ciphertext byte flipped, registered
+    under the copy's CID (so the chain and the envelope agree on where it lies, but not on what it
+    holds)."""
+    if profiles is None:
+        assert isinstance(graph, Hdag), "pass the profiles of a CIG"
+        profiles = tier1_profiles(graph)
+    stored = await store_trace(kubo, graph, profiles=profiles)
     if tamper:
         segments, leaves = list(stored.segments), list(stored.leaves)
         for index in tamper:
@@ -122,7 +157,7 @@ async def submit(
             cid = await kubo.add(bytes(blob))
             segments[index] = dataclasses.replace(segments[index], cid=cid)
             leaves[index] = dataclasses.replace(leaves[index], cid=merkle.cid_bytes(cid))
-        stored = StoredTrace(stored.trace_id, tuple(segments), tuple(leaves), merkle.build(leaves))
+        stored = StoredTrace.build(stored.trace_id, segments, leaves, stored.context)
     session_id, committees = await open_session(network, stored)
     await deliver_keys(
         network.protocol, kubo, network.provider, session_id, graph, stored, committees, reply_key=reply_key

@@ -24,7 +24,16 @@ from trust.worker.identity import AuditorIdentity, ensure_registered
 from trust.worker.keys import load_encryption_key, vote_salt
 from trust.worker.store import SeatState
 
-from .conftest import PASSWORD, WORKER_SETTINGS, Network, make_worker, products, submit
+from .conftest import (
+    PASSWORD,
+    WORKER_SETTINGS,
+    Network,
+    make_worker,
+    products,
+    products_log,
+    submit,
+    tier1_log_profiles,
+)
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
@@ -88,6 +97,40 @@ async def test_three_workers_vote_a_session_end_to_end(
         events = [e.event for e in worker.store.recent(200) if e.seat == wrong.key]
         # Every seat committed: each worker saw the window close early and revealed at once.
         assert events == ["drawn", "fetched", "voted", "committed", "closed", "revealed", "finalized"]
+
+
+async def test_a_multi_agent_log_is_voted_with_its_user_and_tool_turns_as_context(
+    network: Network, kubo: KuboClient, workers: list[Worker]
+) -> None:
+    graph = products_log()
+    session_id, stored, committees = await submit(network, kubo, graph, profiles=tier1_log_profiles(graph))
+    audited = [key.node_id for key in stored.segments]
+    assert audited == ["t1", "t2", "t4"] and [key.node_id for key in stored.context] == ["u0", "x3"]
+    assert sorted(c.segment_id for c in committees) == [0, 1, 2]  # no committee on a context-only turn
+    audit = network.protocol.audit
+
+    async def settled() -> bool:
+        states = [s.state for w in workers for s in w.store.seats()]
+        return len(states) == 3 * len(audited) and all(state is SeatState.CLAIMED for state in states)
+
+    await _run_until(workers, None, settled, timeout=120)
+
+    statuses = [(await audit.segment(session_id, i)).status for i in range(len(audited))]
+    assert statuses == [SegmentStatus.PASSED, SegmentStatus.FAILED, SegmentStatus.PASSED]
+    assert (await audit.session(session_id)).status is SessionStatus.DISTRIBUTED
+    for worker in workers:
+        seats = worker.store.seats()
+        assert [s.node_id for s in seats] == audited and [s.vote for s in seats] == [True, False, True]
+        # Each seat fetched and verified its context parents: the task for t1 (and t2, with t1), the
+        # calculator's output for t4, each checked against the trace root by its inclusion proof.
+        fetched = [e.detail for e in worker.store.recent(200) if e.event == "fetched"]
+        assert sorted(fetched) == sorted(
+            [
+                "node 't1' and 1 parent (2 segments verified)",
+                "node 't2' and 2 parents (3 segments verified)",
+                "node 't4' and 1 parent (2 segments verified)",
+            ]
+        )
 
 
 async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
