@@ -11,8 +11,9 @@ The provider's side, in the order of a session:
    they are not registered, and nobody is seated on them or votes on them.
 2. After the draw, `deliver_keys`: for every seat of the drawn committees, the seat's key grant
    (its node's key and its parents', `trust.privacy.access`) sealed to the key the auditor
-   registered, uploaded and pinned, and the envelope CIDs published on chain per segment
-   (`SegmentKeys.publishEnvelopes`). Recipients come only from the committees on chain.
+   registered, uploaded and pinned, and the envelope CIDs published on chain, every drawn round
+   in one transaction (`SegmentKeys.publishEnvelopesBatch`, `publishEnvelopes` for a single round).
+   Recipients come only from the committees on chain.
 
 The auditor's side:
 
@@ -43,7 +44,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
 from trust.chain.protocol import KeyEnvelope, Protocol
-from trust.chain.types import CommitteeDrawn, SegmentSpec
+from trust.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
 from trust.errors import GraphError, VerificationError
 from trust.graphs.analysis import critical_path
 from trust.graphs.cig import Cig, Role
@@ -321,13 +322,35 @@ async def deliver_keys(
     sealed = seal_envelopes(plans, stored.root)
     cids = await gather_bounded(concurrency, _uploads(kubo, [s.envelope for s in sealed]))
     cid_of = {(s.seat.segment_index, s.seat.auditor): cid for s, cid in zip(sealed, cids, strict=True)}
+    sets = [
+        EnvelopeSet(c.segment_id, c.round, [cid_of[(c.segment_id, member)] for member in c.members]) for c in committees
+    ]
     announced: list[KeyEnvelope] = []
-    for c in committees:
-        sent = await protocol.segment_keys.publish_envelopes(
-            provider, session_id, c.segment_id, c.round, [cid_of[(c.segment_id, member)] for member in c.members]
-        )
+    for chunk in _batches(sets, await protocol.segment_keys.max_batch_envelopes()):
+        if len(chunk) == 1:  # one round alone is cheaper through the single call
+            (only,) = chunk
+            sent = await protocol.segment_keys.publish_envelopes(
+                provider, session_id, only.segment_id, only.round, list(only.envelope_cids)
+            )
+        else:
+            sent = await protocol.segment_keys.publish_envelopes_batch(provider, session_id, chunk)
         announced += protocol.segment_keys.envelopes_in(sent)
     return announced
+
+
+def _batches(sets: Sequence[EnvelopeSet], most: int) -> list[list[EnvelopeSet]]:
+    """`sets` in order, cut into runs of at most `most` envelopes (`publishEnvelopesBatch`'s bound;
+    a set larger than that, impossible with committees of at most 127 seats, goes alone)."""
+    chunks: list[list[EnvelopeSet]] = []
+    size = 0
+    for item in sets:
+        count = len(item.envelope_cids)
+        if not chunks or size + count > most:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += count
+    return chunks
 
 
 @dataclass(frozen=True, slots=True)
