@@ -129,15 +129,19 @@ async def test_every_seat_of_a_mixed_batch_reads_its_node_and_its_parents_only(i
     async with KuboClient(ipfs_api_url) as kubo:
         stored = await store_batch(kubo, plan)
         pinned = await kubo.pin_ls()
-        assert {key.cid for key in stored.segments} <= set(pinned)
-        assert [key.node_id for key in stored.segments] == list(plan.order)
+        assert {key.cid for key in stored.all_segments} <= set(pinned)
+        assert [key.node_id for key in stored.all_segments] == list(plan.order)
+        # The user's turn of the agent log is context: after every registered segment, not voted on.
+        audited = [node_id for node_id in plan.order if plan.profiles[node_id].audited]
+        assert [key.node_id for key in stored.segments] == audited and stored.context
+        assert all(not plan.profiles[key.node_id].audited for key in stored.context)
         for index, (leaf, key) in enumerate(zip(stored.leaves, stored.segments, strict=True)):
             profile = plan.profiles[key.node_id]
             assert (leaf.tier, leaf.weight, leaf.critical) == (profile.tier, profile.weight, profile.critical)
             assert merkle.verify(stored.root, leaf, stored.proof(index))
         seats = [Seat(i, AUDITOR, public_key_bytes(private)) for i in range(len(stored.segments))]
         root = stored.root
-        envelopes = seal_envelopes(plan_envelopes(plan.graph, stored.trace_id, stored.segments, seats), root)
+        envelopes = seal_envelopes(plan_envelopes(plan.graph, stored.trace_id, stored.all_segments, seats), root)
         owners = plan.owners()
         for envelope in envelopes:
             segment = envelope.seat.segment_index

@@ -273,6 +273,10 @@ def plan_batch(entries: Sequence[BatchEntry], *, rng: random.Random | None = Non
         union.add_edges_from(renamed.graph.edges)
     order = [node_id for member in members for node_id in member.original]
     rng.shuffle(order)
+    # Registered segments first, context-only nodes (CIG user and tool turns) after them, each part
+    # in the shuffled order: the trace root commits to both, only the first are voted on.
+    audited = {node_id for member in members for node_id, profile in member.profiles.items() if profile.audited}
+    order = [node_id for node_id in order if node_id in audited] + [n for n in order if n not in audited]
     return BatchPlan(tuple(members), tuple(order), union)
 
 
@@ -313,8 +317,10 @@ async def store_batch(
         await _unpin(kubo, [a for a in answers if isinstance(a, str)])
         raise failures[0]
     cids = cast(list[str], answers)
-    segments = tuple(segment_keys(sealed, cids))
     profiles = plan.profiles
+    keys = segment_keys(sealed, cids)
+    registered = sum(1 for node_id in plan.order if profiles[node_id].audited)
+    segments, context = tuple(keys[:registered]), tuple(keys[registered:])
     leaves = tuple(
         merkle.SegmentLeaf(
             key.segment_index,
@@ -326,7 +332,7 @@ async def store_batch(
         )
         for key in segments
     )
-    return StoredTrace(trace_id, segments, leaves, merkle.build(leaves))
+    return StoredTrace.build(trace_id, segments, leaves, context)
 
 
 # ---------------------------------------------------------------------- the session
@@ -408,7 +414,7 @@ class BatchClient(TrustClient):
             try:
                 await driver.open(fee)
             except BaseException:
-                await _unpin(kubo, [key.cid for key in stored.segments])
+                await _unpin(kubo, [key.cid for key in stored.all_segments])
                 raise
             if on_open is not None:
                 on_open(driver.session_id)

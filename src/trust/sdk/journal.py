@@ -95,6 +95,7 @@ class SessionRecord:
             "config": self.config,
             "trace_id": self.stored.trace_id.hex(),
             "segments": [key.entry() for key in self.stored.segments],
+            "context": [key.entry() for key in self.stored.context],
             "leaves": [[leaf.tier, leaf.weight, leaf.critical] for leaf in self.stored.leaves],
             "graph": graph_to_json(self.graph),
         }
@@ -103,15 +104,13 @@ class SessionRecord:
     def from_json(cls, data: dict[str, Any]) -> SessionRecord:
         if data.get("format") != JOURNAL_FORMAT or data.get("version") != JOURNAL_VERSION:
             raise ConfigError(f"not a {JOURNAL_FORMAT} v{JOURNAL_VERSION} record")
-        keys = tuple(
-            SegmentKey(e["node"], e["segment"], e["cid"], bytes.fromhex(e["digest"]), bytes.fromhex(e["key"]))
-            for e in data["segments"]
-        )
+        keys = tuple(SegmentKey.from_entry(e, allow_proof=False) for e in data["segments"])
+        context = tuple(SegmentKey.from_entry(e) for e in data.get("context", []))
         leaves = tuple(
             merkle.SegmentLeaf(key.segment_index, merkle.cid_bytes(key.cid), key.ciphertext_digest, tier, weight, crit)
             for key, (tier, weight, crit) in zip(keys, data["leaves"], strict=True)
         )
-        stored = StoredTrace(bytes.fromhex(data["trace_id"]), keys, leaves, merkle.build(leaves))
+        stored = StoredTrace.build(bytes.fromhex(data["trace_id"]), keys, leaves, context)
         return cls(
             chain_id=data["chain_id"],
             audit_contract=data["audit_contract"],
