@@ -10,6 +10,7 @@ before anything is uploaded or sent (the provider's nonce and pins unchanged, no
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,12 +22,13 @@ from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
 from trust.chain.protocol import Protocol
 from trust.chain.wallets import load_keystore
-from trust.demo.clinical import FLAWED_ERRORS, flawed_trace, sound_trace
+from trust.demo.clinical import FINAL, FLAWED_ERRORS, flawed_trace, sound_trace
 from trust.demo.expert import run_scripted_expert
 from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
 from trust.graphs.status import NodeStatus
 from trust.localnet import LocalNetwork, WorkerSpec
 from trust.processes import free_port
+from trust.refine import Regenerated, RepairRequest
 from trust.sdk import AuditConfig, AuditResult, TrustClient, Verdict
 from trust.sdk.result import PHASES
 from trust.toolchain import Toolchain
@@ -117,7 +119,9 @@ async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes
 async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) -> None:
     result = await client.audit_agents(APPLES_LOG)
     assert result.kind == "agents"
-    assert list(result.nodes) == [f"t{i}" for i in range(len(APPLES_LOG["turns"]))]
+    # The user's turn (t0) poses the task: it travels as context to the turns that use it, and only
+    # the agents' turns are segments on chain.
+    assert list(result.nodes) == [f"t{i}" for i in range(1, len(APPLES_LOG["turns"]))], _describe(result)
     assert all(node.tier in (2, 3) for node in result.nodes.values()), _describe(result)  # 3: escalated
     assert result.seats == 3 * len(result.nodes)
     _check_proof_and_phases(result)
@@ -135,6 +139,38 @@ async def test_a_timeout_leaves_a_session_that_resume_finishes(client: TrustClie
     assert list(tmp_path.glob("chain-*/*.json")), "the session record must survive the timeout"
     result = await client.resume(session_id, AuditConfig())
     assert result.session_id == session_id and result.verdict is Verdict.VALID
+
+
+async def test_refine_repairs_a_planted_leaf_error_and_reaudits_only_that_node(client: TrustClient) -> None:
+    trace = sound_trace()
+    trace.replace_node(dataclasses.replace(trace.node("final"), content=FINAL.replace("= 2", "= 3")))
+    first = await client.audit_trace(trace)
+    assert first.verdict is Verdict.INVALID
+    assert [cause.node_id for cause in first.root_causes] == ["final"], _describe(first)
+
+    asked: list[tuple[str, str]] = []
+
+    def regenerate(request: RepairRequest) -> Regenerated:
+        assert request.feedback is not None, "the failed node is re-run with its auditors' feedback"
+        asked.append((request.node, request.feedback.prompt()))
+        return Regenerated(output=FINAL)
+
+    refined = await client.refine(first, regenerate)
+
+    assert [node for node, _ in asked] == ["final"]
+    assert "= 3" in asked[0][1], "the feedback quotes the failed output"
+    assert refined.valid and refined.verdict is Verdict.VALID
+    # One new session whose only segment is the repaired leaf; the ten other nodes were frozen,
+    # travelled as context, and kept their content.
+    assert refined.reaudited == (1,)
+    (again,) = refined.audits
+    assert set(again.nodes) == {"final"} and again.verdict is Verdict.VALID and again.proof.valid_on_chain
+    assert again.session_id != first.session_id
+    assert refined.graph.node("final").content == FINAL
+    for node in trace.nodes():
+        if node.id != "final":
+            assert refined.graph.node(node.id) == node
+    assert refined.to_json()["reaudited"] == [1]
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(

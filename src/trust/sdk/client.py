@@ -30,7 +30,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -60,15 +60,18 @@ from trust.graphs.hdag import Hdag, Tier
 from trust.graphs.serialization import FORMAT as HDAG_FORMAT
 from trust.graphs.serialization import loads as loads_hdag
 from trust.graphs.validation import validate
+from trust.refine import Regenerate
+from trust.refine import refine as refine_loop
 from trust.sdk.config import AuditConfig
 from trust.sdk.journal import Journal, SessionRecord
 from trust.sdk.keys import reply_key
 from trust.sdk.outcome import judge
 from trust.sdk.progress import ProgressCallback, ProgressEvent
+from trust.sdk.refinement import NetworkRefinement, ReauditRound, findings_of, rebuild_graph
 from trust.sdk.result import AuditResult, Proof
 from trust.sdk.session import SessionDriver
 from trust.sdk.timings import phase_timings
-from trust.settings import Settings
+from trust.settings import RefinementSettings, Settings
 from trust.storage.kubo import KuboClient
 from trust.toolchain import Toolchain
 
@@ -165,6 +168,55 @@ class TrustClient:
             await driver.attach()
             return await self._finish(driver, config)
 
+    async def refine(
+        self,
+        result: AuditResult,
+        regenerate: Regenerate,
+        config: AuditConfig | None = None,
+        *,
+        settings: RefinementSettings | None = None,
+    ) -> NetworkRefinement:
+        """The prune-freeze-repair loop (paper 2.3) over the network, from a finished audit.
+
+        Each round prunes the failed nodes and their descendants, re-runs them through `regenerate`
+        (called from a worker thread; it may block on a model), and audits exactly those nodes in a
+        new session whose other nodes travel as context only: frozen nodes are neither re-run nor
+        re-audited (`trust.sdk.refinement`). Stops when every node is Valid, after
+        `RefinementSettings.max_rounds` rounds, or on stationarity.
+        """
+        config = config or AuditConfig()
+        loop_settings = settings or self.settings.refinement
+        reaudit = ReauditRound(
+            result.graph,
+            lambda graph, nodes: self._audit(graph, result.kind, config, {"start": time.time()}, only=nodes),
+            asyncio.get_running_loop(),
+        )
+
+        def report(message: str) -> None:
+            self._say("refine", len(reaudit.audits), loop_settings.max_rounds, message)
+
+        record = await asyncio.to_thread(
+            refine_loop,
+            result.graph.graph,
+            reaudit,
+            regenerate,
+            loop_settings,
+            tau_stat=self.settings.audit.tau_stat,
+            findings=findings_of(result),
+            progress=report,
+        )
+        return NetworkRefinement(record, rebuild_graph(result.graph, record.graph), tuple(reaudit.audits))
+
+    def refine_sync(
+        self,
+        result: AuditResult,
+        regenerate: Regenerate,
+        config: AuditConfig | None = None,
+        *,
+        settings: RefinementSettings | None = None,
+    ) -> NetworkRefinement:
+        return asyncio.run(self.refine(result, regenerate, config, settings=settings))
+
     def audit_trace_sync(self, trace: TraceInput, config: AuditConfig | None = None) -> AuditResult:
         return asyncio.run(self.audit_trace(trace, config))
 
@@ -215,8 +267,16 @@ class TrustClient:
             distribute=config.distribute,
         )
 
-    async def _audit(self, graph: Hdag | Cig, kind: str, config: AuditConfig, marks: dict[str, float]) -> AuditResult:
-        profiles = segment_profiles(graph, config)
+    async def _audit(
+        self,
+        graph: Hdag | Cig,
+        kind: str,
+        config: AuditConfig,
+        marks: dict[str, float],
+        *,
+        only: Collection[str] | None = None,
+    ) -> AuditResult:
+        profiles = segment_profiles(graph, config, only=only)
         async with self._connection() as (protocol, kubo):
             fee = await self._preflight(protocol, kubo, profiles, config)
             self._say("upload", 0, len(profiles))
@@ -256,10 +316,11 @@ class TrustClient:
                 f"the IPFS node at {self.ipfs_url} does not answer ({exc}); is it running (`trust ipfs up`)?"
             ) from exc
         params = await protocol.params.params()
+        profiles = {node_id: p for node_id, p in profiles.items() if p.audited}  # context is not registered
         most = min(config.max_nodes, int(params["maxSegmentsPerSession"]))
         if len(profiles) > most:
             raise GraphError(
-                f"the trace has {len(profiles)} nodes; a session takes at most {most} "
+                f"the trace has {len(profiles)} nodes to audit; a session takes at most {most} "
                 "(AuditConfig.max_nodes and the protocol's maxSegmentsPerSession): split the trace"
             )
         for tier in sorted({profile.tier for profile in profiles.values()}):
@@ -329,7 +390,7 @@ class TrustClient:
 
 async def _unpin(kubo: KuboClient, stored: StoredTrace) -> None:
     """Best effort: the blobs of a session that never opened are not kept pinned."""
-    for key in stored.segments:
+    for key in stored.all_segments:
         try:
             await kubo.pin_rm(key.cid)
         except TrustError as exc:
@@ -402,10 +463,19 @@ def agents_graph(agent_log: AgentLog | Cig | Mapping[str, Any] | Sequence[Any] |
     return graph
 
 
-def segment_profiles(graph: Hdag | Cig, config: AuditConfig) -> dict[str, SegmentProfile]:
-    """Each node's tier (routed, then fitted to `auditor_tiers`), weight and critical flag."""
+def segment_profiles(
+    graph: Hdag | Cig, config: AuditConfig, *, only: Collection[str] | None = None
+) -> dict[str, SegmentProfile]:
+    """Each node's tier (routed, then fitted to `auditor_tiers`), weight, critical flag, and whether it
+    is audited: a CIG's user and tool turns travel as context only (`trust.delivery.default_profiles`),
+    and with `only` (a re-audit) so does every node outside it."""
     profiles = default_profiles(graph)
     return {
-        node_id: SegmentProfile(int(config.tier_for(Tier(p.tier))), p.weight, p.critical)
+        node_id: SegmentProfile(
+            int(config.tier_for(Tier(p.tier))),
+            p.weight,
+            p.critical,
+            p.audited and (only is None or node_id in only),
+        )
         for node_id, p in profiles.items()
     }
