@@ -20,15 +20,20 @@ from trust.sdk.result import AuditResult, Critique, NodeResult, Outcome, PhaseTi
 
 if TYPE_CHECKING:
     from trust.sdk.client import TraceInput, TrustClient
+    from trust.sdk.refinement import NetworkRefinement
 
 
 def __getattr__(name: str) -> Any:
-    """`TrustClient` and `TraceInput` load the chain and IPFS adapters on first use only, so that
+    """`TrustClient`, `TraceInput` and `NetworkRefinement` load the chain and IPFS adapters on first use only, so that
     reading results (`trust.sdk.result`) stays light."""
     if name in ("TrustClient", "TraceInput"):
         from trust.sdk import client
 
         return getattr(client, name)
+    if name == "NetworkRefinement":
+        from trust.sdk import refinement
+
+        return refinement.NetworkRefinement
     raise AttributeError(f"module 'trust.sdk' has no attribute {name!r}")
 
 
@@ -36,6 +41,7 @@ __all__ = [
     "AuditConfig",
     "AuditResult",
     "Critique",
+    "NetworkRefinement",
     "NodeResult",
     "Outcome",
     "PhaseTimings",
