@@ -187,6 +187,32 @@ class StoredTrace:
         proved = tuple(dataclasses.replace(key, proof=tuple(tree.proof(key.segment_index))) for key in context)
         return cls(trace_id, tuple(segments), tuple(leaves), tree, proved)
 
+    @classmethod
+    def from_keys(
+        cls, trace_id: bytes, keys: Sequence[SegmentKey], profiles: Mapping[str, SegmentProfile]
+    ) -> StoredTrace:
+        """The stored trace of `keys` in index order, the audited nodes' first (by their `profiles`)
+        and the context-only ones after them: each audited key's leaf takes its profile's tier,
+        weight and critical flag, then `build` makes the tree and the context proofs."""
+        registered = 0
+        while registered < len(keys) and profiles[keys[registered].node_id].audited:
+            registered += 1
+        stray = [key.node_id for key in keys[registered:] if profiles[key.node_id].audited]
+        if stray:
+            raise GraphError(f"audited nodes {stray[:5]} come after context-only ones: register them first")
+        leaves = [
+            merkle.SegmentLeaf(
+                key.segment_index,
+                merkle.cid_bytes(key.cid),
+                key.ciphertext_digest,
+                profiles[key.node_id].tier,
+                profiles[key.node_id].weight,
+                profiles[key.node_id].critical,
+            )
+            for key in keys[:registered]
+        ]
+        return cls.build(trace_id, keys[:registered], leaves, keys[registered:])
+
     @property
     def root(self) -> bytes:
         """The trace root to register with `createSession` (over registered and context leaves)."""
@@ -273,20 +299,7 @@ async def store_trace(
         )
     ordered = audited + context
     cids = await gather_bounded(concurrency, _uploads(kubo, [s.blob for s in ordered]))
-    keys = segment_keys(ordered, cids)
-    registered = keys[: len(audited)]
-    leaves = [
-        merkle.SegmentLeaf(
-            key.segment_index,
-            merkle.cid_bytes(key.cid),
-            key.ciphertext_digest,
-            profiles[key.node_id].tier,
-            profiles[key.node_id].weight,
-            profiles[key.node_id].critical,
-        )
-        for key in registered
-    ]
-    return StoredTrace.build(trace_id, registered, leaves, keys[len(audited) :])
+    return StoredTrace.from_keys(trace_id, segment_keys(ordered, cids), profiles)
 
 
 async def deliver_keys(

@@ -317,22 +317,7 @@ async def store_batch(
         await _unpin(kubo, [a for a in answers if isinstance(a, str)])
         raise failures[0]
     cids = cast(list[str], answers)
-    profiles = plan.profiles
-    keys = segment_keys(sealed, cids)
-    registered = sum(1 for node_id in plan.order if profiles[node_id].audited)
-    segments, context = tuple(keys[:registered]), tuple(keys[registered:])
-    leaves = tuple(
-        merkle.SegmentLeaf(
-            key.segment_index,
-            merkle.cid_bytes(key.cid),
-            key.ciphertext_digest,
-            profiles[key.node_id].tier,
-            profiles[key.node_id].weight,
-            profiles[key.node_id].critical,
-        )
-        for key in segments
-    )
-    return StoredTrace.build(trace_id, segments, leaves, context)
+    return StoredTrace.from_keys(trace_id, segment_keys(sealed, cids), plan.profiles)
 
 
 # ---------------------------------------------------------------------- the session
