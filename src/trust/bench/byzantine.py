@@ -1,0 +1,882 @@
+"""`trust bench byzantine`: adversarial auditors on a local network, against the consensus toolkit.
+
+For each adversarial fraction rho (0.1, 0.2, 0.3 by default) a provider audits traces of arithmetic
+claims through the SDK while `round(rho * pool)` of the `pool` tier-1 auditors run `trust worker run
+--adversary wrong`: they audit honestly, then vote the opposite. The run counts how each segment
+ended against its ground truth (correct, wrong, undetermined), compares the rates with the exact
+probabilities of `trust.theory.consensus`, does the same for the traces' final verdicts, and follows
+every auditor's money (ETH rewards, staked tokens and slashing) from before the first audit to after
+the last claim.
+
+Why the network is set up as it is, so that what is measured is what the theory models:
+
+- **Exact honest auditors.** Every segment is one arithmetic claim ("37 * 41 = 1517", right or wrong
+  by construction, and a goal that states a true sum), which the tier-1 checks decide exactly: an
+  honest seat is never wrong (epsilon = 0, `HONEST_EPSILON`), an adversarial one always is, so
+  "correct" means the segment's verdict equals the claim's truth.
+- **Committees of four, one round** (`byzantine_protocol`). With q = ceil(0.66 k), a committee of
+  three with equal stakes always has a two-vote quorum one way or the other, so nothing could end
+  undetermined; with k = 4, q = 3 and a 2-2 split is undetermined. `max_rounds = 1` makes "no quorum"
+  final at once (Undetermined, counted as failed): escalation would go to tier 2 with 2k + 1 seats,
+  which a tier-1 network cannot seat (it ends Undetermined too, via `CommitteeUnavailable`, only three
+  randomness delays later), and the theory's "escalated past the last round" is exactly this event.
+- **Equal stakes, never short of unlocked stake.** The draw is stake-weighted without replacement
+  (`AuditorRegistry.drawCommittee`); with equal stakes every committee of k members is equally
+  likely, so the adversarial seats m are Hypergeometric(pool, adversaries, k) and
+  `verdict_probabilities_drawn` is exact. Each stake backs `SEAT_CAPACITY` seats so that no member is
+  ever passed over for want of unlocked stake, and slashing moves stakes by well under 1% (the run
+  reports the largest drift as `stake_drift`), so draw weights stay equal. The i.i.d. figure of
+  Lemma 4.1 (`verdict_probabilities`) is printed beside it: on a pool of 20 the two differ by up to
+  0.023.
+- **Every seat votes.** Windows are long (`COMMIT_WINDOW_SECONDS`) so that no seat on a busy machine
+  misses its commit; a silent seat would count against both outcomes, which the model leaves out. The
+  run counts silent seats and checks every verdict against what its committee's composition implies
+  (m <= k - q adversaries: correct, m >= q: wrong, else undetermined).
+- **One network, the pool changed between phases.** Starting `pool - min(adversaries)` honest and
+  `max(adversaries)` adversarial workers once, each phase marks exactly `pool - adversaries` honest and
+  `adversaries` adversarial auditors available (`setAvailable`) and the rest unavailable, checks that
+  the tier's eligible count is the pool, and audits. Each phase takes the auditors of each role that
+  sat in the fewest phases so far, so that every adversary's seats are spread over two phases
+  (rho = 0.1 and 0.3, or 0.2 and 0.3) rather than some sitting only at rho = 0.3, where an
+  adversary wins a sixth of its seats and is released on half. Auditors keep their role for the whole
+  run, so the money is followed once, before the first phase and after the last claim; the gas of the
+  availability switches (the benchmark's doing, not the protocol's) is added back.
+
+Statistics. Each rate is a binomial proportion with its Wilson interval (`montecarlo.proportion`); a
+prediction agrees when it lies inside the interval. There are four comparisons per rho (three
+segment rates and the rate of wrong trace verdicts), so each interval is taken at level
+1 - (1 - family_level) / comparisons (Bonferroni): with `family_level = 0.99` the chance that a
+correct model fails any comparison is at most 1%. A trace's verdict is wrong when the chain's verdict
+differs from the one its claims' truth gives (`trace_pass_probability`: W >= beta sum(w) and every
+critical segment passed, with each segment passing with probability `correct` when its claim is true
+and `wrong` when it is false); the traces' probabilities differ, and the interval of a binomial with
+their mean is conservative for their sum (a Poisson-binomial count varies less).
+
+Money. An auditor's position is its wallet ETH plus its pending staker reward, and its staked tokens.
+The payoff in the paper's units (section 4.7: R = 6, P = 8) converts both with the deployment's own
+R and P (docs/protocol.md: R = 0.0006 ETH is the paper's 6 units, P = 8 TRUST its 8), so gas, rewards
+and slashes add up as in eq. 4.15-4.17.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from eth_account.signers.local import LocalAccount
+from rich.console import Console
+from rich.table import Table
+from scipy import stats
+
+from trust.chain.client import ChainClient, SentTransaction
+from trust.chain.compiler import compile_protocol
+from trust.chain.protocol import Protocol
+from trust.chain.wallets import load_keystore
+from trust.errors import ConfigError, DevnetError
+from trust.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level, Tier
+from trust.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
+from trust.sdk.client import TrustClient, segment_profiles
+from trust.sdk.config import AuditConfig
+from trust.sdk.result import AuditResult, Outcome
+from trust.settings import ProtocolSettings
+from trust.theory.consensus import (
+    VerdictProbabilities,
+    quorum,
+    trace_pass_probability,
+    verdict_probabilities,
+    verdict_probabilities_drawn,
+)
+from trust.theory.montecarlo import Proportion, proportion
+from trust.theory.params import DEFAULT_PARAMETERS
+from trust.toolchain import Toolchain
+
+__all__ = [
+    "ADVERSARY",
+    "RHOS",
+    "AuditorBalance",
+    "ByzantineBench",
+    "Comparison",
+    "LabelledTrace",
+    "RhoPhase",
+    "SegmentRecord",
+    "TraceRecord",
+    "byzantine_protocol",
+    "byzantine_trace",
+    "render",
+    "run_byzantine_benchmark",
+]
+
+RHOS: tuple[float, ...] = (0.1, 0.2, 0.3)
+"""The adversarial fractions of the issue's Byzantine run."""
+POOL = 20
+"""Tier-1 auditors eligible in each phase: 2, 4 and 6 adversaries at rho = 0.1, 0.2, 0.3."""
+COMMITTEE_SIZE = 4
+"""k of tier 1 (q = ceil(0.66 * 4) = 3, so a 2-2 split is undetermined); see the module docstring."""
+SEGMENTS_PER_RHO = 200
+SEGMENTS_PER_TRACE = 10
+"""A goal and nine claims per trace (one session each)."""
+SESSIONS_IN_PARALLEL = 8
+FAMILY_LEVEL = 0.99
+"""Confidence of all comparisons together (Bonferroni): a correct model fails one at most 1% of runs."""
+ADVERSARY = "wrong"
+"""The adversarial mode: audit, then vote the opposite. `random` and `copy` vote a coin flip without
+reading, which the model can take as rho / 2 wrong seats but not as adversaries; `silent` never
+reveals, which the model leaves out."""
+HONEST_EPSILON = 0.0
+"""An honest tier-1 seat's error rate on these claims: the arithmetic check is exact."""
+FLAW_RATE = 0.3
+"""In a flawed trace, the chance that a claim other than the answer is wrong (the answer always is)."""
+SEAT_CAPACITY = 4096
+"""Seats each stake backs at once (`LocalNetwork.seat_capacity`): 65,536 TRUST at P = 8, so that no
+member is passed over and slashing (8 TRUST a time) leaves draw weights equal to well under 1%."""
+COMMIT_WINDOW_SECONDS = 900
+"""Long enough that no seat misses its commit on a loaded machine; an honest round never waits it
+out (the window closes when every seat has committed)."""
+REVEAL_WINDOW_SECONDS = 60
+"""Workers reveal in the tick after the window closes; they claim rewards once it has passed."""
+WORKER_POLL_SECONDS = 1.0
+"""How often workers read the chain: each tick costs reads per open seat, and many segments are in
+flight at once, so a slower tick raises throughput on two cores."""
+AUDIT_BUDGET_MS = 1_800_000
+"""Latency budget of one trace (`AuditConfig.max_latency_ms`): a stuck session fails the run."""
+CLAIM_TIMEOUT_SECONDS = 300.0
+"""How long to wait after the last audit for every aligned seat's reward to be claimed."""
+_READ_CONCURRENCY = 16
+_VERDICTS = ("correct", "wrong", "undetermined")
+_TRACE_QUANTITY = "trace wrong"
+
+
+def byzantine_protocol() -> ProtocolSettings:
+    """The local protocol with committees of `COMMITTEE_SIZE`, one round and long windows."""
+    return ProtocolSettings.model_validate(
+        LOCAL_PROTOCOL.model_dump()
+        | {
+            "committee_size_tier1": COMMITTEE_SIZE,
+            "max_rounds": 1,
+            "commit_window_seconds": COMMIT_WINDOW_SECONDS,
+            "reveal_window_seconds": REVEAL_WINDOW_SECONDS,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------- traces
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledTrace:
+    """An HDAG of claims and, per node id, whether its claim holds."""
+
+    graph: Hdag
+    truth: Mapping[str, bool]
+
+    @property
+    def sound(self) -> bool:
+        return all(self.truth.values())
+
+
+_OPERAND_MIN, _OPERAND_MAX = 12, 99
+_ERROR_MIN, _ERROR_MAX = 1, 9
+
+
+def byzantine_trace(index: int, rng: random.Random, segments: int = SEGMENTS_PER_TRACE) -> LabelledTrace:
+    """A goal that states a true sum, then `segments - 1` products under it. Even `index`: every claim
+    holds (a sound trace). Odd: the last product (the answer, on the critical path) is wrong, and each
+    other product is wrong with probability `FLAW_RATE`. Every node is a tier-1 segment."""
+    if segments < 2:
+        raise ConfigError(f"segments_per_trace = {segments}: a trace needs its goal and at least one claim")
+    graph = Hdag()
+    a, b = rng.randint(_OPERAND_MIN, _OPERAND_MAX), rng.randint(_OPERAND_MIN, _OPERAND_MAX)
+    goal = f"Worksheet {index}: check every product below; the header total is {a} + {b} = {a + b}."
+    graph.add_node(_node("g0", Level.GOAL, goal))
+    truth = {"g0": True}
+    flawed = index % 2 == 1
+    for i in range(1, segments):
+        x, y = rng.randint(_OPERAND_MIN, _OPERAND_MAX), rng.randint(_OPERAND_MIN, _OPERAND_MAX)
+        holds = not flawed or (i < segments - 1 and rng.random() >= FLAW_RATE)
+        stated = x * y if holds else x * y + rng.choice((-1, 1)) * rng.randint(_ERROR_MIN, _ERROR_MAX)
+        node_id = f"op{i}"
+        graph.add_node(_node(node_id, Level.OPERATION, f"{x} * {y} = {stated}", f"{x} * {y} == {stated}"))
+        graph.add_edge("g0", node_id, EdgeType.DECOMPOSES_TO)
+        truth[node_id] = holds
+    return LabelledTrace(graph, truth)
+
+
+def _node(node_id: str, level: Level, content: str, expression: str | None = None) -> HdagNode:
+    return HdagNode(node_id, level, content, Difficulty.EASY, "math", "low", Tier.COMPUTATIONAL, expression=expression)
+
+
+# ---------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecord:
+    """One audited segment: its claim's truth, how it ended on chain, and its committee (auditor
+    addresses) with each seat's reveal."""
+
+    session_id: int
+    segment_id: int
+    node_id: str
+    truth: bool
+    outcome: Outcome
+    members: tuple[str, ...]
+    adversarial_seats: int
+    revealed: tuple[bool, ...]
+    votes: tuple[bool, ...]
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome is Outcome.UNDETERMINED:
+            return "undetermined"
+        return "correct" if (self.outcome is Outcome.PASSED) == self.truth else "wrong"
+
+    @property
+    def silent_seats(self) -> int:
+        return sum(1 for r in self.revealed if not r)
+
+    def implied_verdict(self, q: int) -> str:
+        """What the committee's composition gives when every seat votes as its role says."""
+        k = len(self.members)
+        if k - self.adversarial_seats >= q:
+            return "correct"
+        return "wrong" if self.adversarial_seats >= q else "undetermined"
+
+    def aligned_seats(self) -> list[int]:
+        """Seat indexes that voted the decided outcome (they are paid R; none when undetermined)."""
+        if self.outcome is Outcome.UNDETERMINED:
+            return []
+        passed = self.outcome is Outcome.PASSED
+        return [i for i, (r, v) in enumerate(zip(self.revealed, self.votes, strict=True)) if r and v == passed]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One trace's final verdict: the chain's, the one its claims' truth gives, and the theory's
+    probability that the chain says VALID."""
+
+    session_id: int
+    sound: bool
+    valid_on_chain: bool
+    truly_valid: bool
+    p_valid: float
+
+    @property
+    def wrong(self) -> bool:
+        return self.valid_on_chain != self.truly_valid
+
+    @property
+    def p_wrong(self) -> float:
+        return 1.0 - self.p_valid if self.truly_valid else self.p_valid
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One predicted probability against the observed rate's interval."""
+
+    rho: float
+    quantity: str
+    predicted: float
+    iid: float | None
+    observed: Proportion
+
+    @property
+    def agrees(self) -> bool:
+        return self.observed.contains(self.predicted)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rho": self.rho,
+            "quantity": self.quantity,
+            "predicted": round(self.predicted, 6),
+            "iid": None if self.iid is None else round(self.iid, 6),
+            "observed": self.observed.successes,
+            "n": self.observed.trials,
+            "rate": round(self.observed.rate, 6),
+            "ci": [round(self.observed.low, 6), round(self.observed.high, 6)],
+            "agrees": self.agrees,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RhoPhase:
+    """One adversarial fraction: the pool, the predictions, and every segment and trace audited."""
+
+    rho: float
+    pool: int
+    adversaries: int
+    committee_size: int
+    tau: float
+    predicted: VerdictProbabilities
+    iid: VerdictProbabilities
+    segments: tuple[SegmentRecord, ...]
+    traces: tuple[TraceRecord, ...]
+    seconds: float
+
+    @property
+    def quorum(self) -> int:
+        return quorum(self.committee_size, self.tau)
+
+    def counts(self) -> dict[str, int]:
+        found = {verdict: 0 for verdict in _VERDICTS}
+        for segment in self.segments:
+            found[segment.verdict] += 1
+        return found
+
+    def observed(self, level: float) -> dict[str, Proportion]:
+        n = len(self.segments)
+        return {verdict: proportion(count, n, level) for verdict, count in self.counts().items()}
+
+    def agrees_with(self, prediction: VerdictProbabilities, level: float) -> bool:
+        """Whether every segment rate's interval at `level` holds `prediction` (the test feeds it a
+        prediction for the wrong rho to show that this can fail)."""
+        observed = self.observed(level)
+        return all(observed[v].contains(prediction.as_dict()[v]) for v in _VERDICTS)
+
+    def comparisons(self, level: float) -> list[Comparison]:
+        observed = self.observed(level)
+        rows = [
+            Comparison(self.rho, v, self.predicted.as_dict()[v], self.iid.as_dict()[v], observed[v]) for v in _VERDICTS
+        ]
+        wrong = sum(1 for t in self.traces if t.wrong)
+        rows.append(
+            Comparison(
+                self.rho,
+                _TRACE_QUANTITY,
+                self.expected_wrong_traces / len(self.traces),
+                None,
+                proportion(wrong, len(self.traces), level),
+            )
+        )
+        return rows
+
+    @property
+    def expected_wrong_traces(self) -> float:
+        return sum(t.p_wrong for t in self.traces)
+
+    def composition(self) -> list[int]:
+        """How many segments had m = 0 .. k adversarial seats."""
+        found = [0] * (self.committee_size + 1)
+        for segment in self.segments:
+            found[segment.adversarial_seats] += 1
+        return found
+
+    def expected_composition(self) -> list[float]:
+        m = np.arange(self.committee_size + 1)
+        pmf = stats.hypergeom.pmf(m, self.pool, self.adversaries, self.committee_size)
+        return [float(p) * len(self.segments) for p in pmf]
+
+    @property
+    def mismatched(self) -> int:
+        """Segments whose verdict is not what their committee's composition implies."""
+        return sum(1 for s in self.segments if s.verdict != s.implied_verdict(self.quorum))
+
+    @property
+    def silent_seats(self) -> int:
+        return sum(s.silent_seats for s in self.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditorBalance:
+    """One auditor's money before the first phase and after the last claim. ETH is the wallet plus
+    the pending staker reward, with the gas of the benchmark's availability switches added back;
+    stake is in token base units."""
+
+    address: str
+    adversary: bool
+    rhos: tuple[float, ...]
+    seats: int
+    aligned: int
+    eth_before_wei: int
+    eth_after_wei: int
+    stake_before: int
+    stake_after: int
+    unit_wei: int
+    unit_token: int
+
+    @property
+    def eth_change_wei(self) -> int:
+        return self.eth_after_wei - self.eth_before_wei
+
+    @property
+    def stake_change(self) -> int:
+        return self.stake_after - self.stake_before
+
+    @property
+    def slashes(self) -> int:
+        """Forfeited seat locks (each is P)."""
+        return max(0, -self.stake_change) // (self.unit_token * _PAPER_P)
+
+    @property
+    def payoff_units(self) -> float:
+        """The change in the paper's units (section 4.7: R = 6, P = 8)."""
+        return self.eth_change_wei / self.unit_wei + self.stake_change / self.unit_token
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "role": "adversary" if self.adversary else "honest",
+            "rhos": list(self.rhos),
+            "seats": self.seats,
+            "aligned": self.aligned,
+            "eth_change": self.eth_change_wei / 10**18,
+            "stake_change_tokens": self.stake_change / 10**18,
+            "slashes": self.slashes,
+            "payoff_units": round(self.payoff_units, 3),
+        }
+
+
+_PAPER_R = int(DEFAULT_PARAMETERS["economics"]["R"])
+_PAPER_P = int(DEFAULT_PARAMETERS["economics"]["P"])
+
+
+@dataclass(frozen=True, slots=True)
+class ByzantineBench:
+    """The whole run: one `RhoPhase` per rho, every auditor's balance, and how long it took."""
+
+    phases: tuple[RhoPhase, ...]
+    balances: tuple[AuditorBalance, ...]
+    family_level: float
+    stake_drift: float
+    """The largest relative change of any auditor's stake (draw weight) over the run."""
+    unclaimed_seats: int
+    """Aligned seats whose reward was still unclaimed when the run stopped waiting."""
+    seconds: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def comparisons_count(self) -> int:
+        return sum(len(_VERDICTS) + 1 for _ in self.phases)
+
+    @property
+    def level(self) -> float:
+        """The level of each interval: 1 - (1 - family_level) / comparisons (Bonferroni)."""
+        return 1.0 - (1.0 - self.family_level) / self.comparisons_count
+
+    def comparisons(self) -> list[Comparison]:
+        return [row for phase in self.phases for row in phase.comparisons(self.level)]
+
+    @property
+    def agrees(self) -> bool:
+        return all(row.agrees for row in self.comparisons())
+
+    @property
+    def adversaries_lost(self) -> bool:
+        return all(b.payoff_units < 0 and b.stake_change < 0 for b in self.balances if b.adversary)
+
+    @property
+    def honest_gained(self) -> bool:
+        return all(b.payoff_units > 0 and b.eth_change_wei > 0 for b in self.balances if not b.adversary)
+
+    def summary(self) -> dict[str, Any]:
+        def role(adversary: bool) -> dict[str, Any]:
+            group = [b for b in self.balances if b.adversary == adversary]
+            payoffs = [b.payoff_units for b in group]
+            return {
+                "auditors": len(group),
+                "seats": sum(b.seats for b in group),
+                "mean_eth_change": sum(b.eth_change_wei for b in group) / max(len(group), 1) / 10**18,
+                "mean_stake_change_tokens": sum(b.stake_change for b in group) / max(len(group), 1) / 10**18,
+                "slashes": sum(b.slashes for b in group),
+                "payoff_units": [round(min(payoffs), 3), round(max(payoffs), 3)] if payoffs else [],
+            }
+
+        return {
+            "family_level": self.family_level,
+            "level": round(self.level, 6),
+            "agrees": self.agrees,
+            "comparisons": [row.to_json() for row in self.comparisons()],
+            "phases": [
+                {
+                    "rho": p.rho,
+                    "pool": p.pool,
+                    "adversaries": p.adversaries,
+                    "k": p.committee_size,
+                    "q": p.quorum,
+                    "segments": len(p.segments),
+                    "traces": len(p.traces),
+                    "counts": p.counts(),
+                    "composition": p.composition(),
+                    "expected_composition": [round(x, 2) for x in p.expected_composition()],
+                    "mismatched": p.mismatched,
+                    "silent_seats": p.silent_seats,
+                    "wrong_traces": sum(1 for t in p.traces if t.wrong),
+                    "expected_wrong_traces": round(p.expected_wrong_traces, 3),
+                    "seconds": round(p.seconds, 1),
+                    "segments_per_s": round(len(p.segments) / p.seconds, 3) if p.seconds > 0 else None,
+                }
+                for p in self.phases
+            ],
+            "honest": role(False),
+            "adversaries": role(True),
+            "adversaries_lost": self.adversaries_lost,
+            "honest_gained": self.honest_gained,
+            "stake_drift": round(self.stake_drift, 6),
+            "unclaimed_seats": self.unclaimed_seats,
+            "seconds": round(self.seconds, 1),
+            "settings": self.settings,
+        }
+
+
+# ---------------------------------------------------------------------------------------- the run
+
+
+def _adversary_counts(rhos: Sequence[float], pool: int) -> list[int]:
+    if pool < COMMITTEE_SIZE:
+        raise ConfigError(f"pool = {pool}: a committee of {COMMITTEE_SIZE} needs at least {COMMITTEE_SIZE} auditors")
+    if not rhos:
+        raise ConfigError("rhos is empty: name at least one adversarial fraction")
+    counts = []
+    for rho in rhos:
+        adversaries = round(rho * pool)
+        if not 0 <= rho <= 1 or not math.isclose(adversaries, rho * pool, abs_tol=1e-9):
+            raise ConfigError(
+                f"rho = {rho} of a pool of {pool} is {rho * pool:g} auditors: pick a pool that makes every "
+                "rho a whole number of auditors (20 for 0.1, 0.2, 0.3)"
+            )
+        counts.append(adversaries)
+    return counts
+
+
+async def run_byzantine_benchmark(
+    *,
+    rhos: Sequence[float] = RHOS,
+    pool: int = POOL,
+    segments_per_rho: int = SEGMENTS_PER_RHO,
+    segments_per_trace: int = SEGMENTS_PER_TRACE,
+    sessions_in_parallel: int = SESSIONS_IN_PARALLEL,
+    family_level: float = FAMILY_LEVEL,
+    seed: int = 0,
+    folder: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ByzantineBench:
+    """Runs the Byzantine benchmark (see the module docstring) on one fresh local network, in
+    `folder` (kept, with the workers' logs) or a temporary one. `segments_per_rho` is rounded up to
+    whole traces of `segments_per_trace` segments; `seed` fixes the claims."""
+    counts = _adversary_counts(rhos, pool)
+    if segments_per_rho < 1 or sessions_in_parallel < 1:
+        raise ConfigError(
+            f"segments_per_rho = {segments_per_rho}, sessions_in_parallel = {sessions_in_parallel}: both must be >= 1"
+        )
+    if not 0 < family_level < 1:
+        raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
+    traces_per_rho = math.ceil(segments_per_rho / segments_per_trace)
+    say = progress or (lambda _message: None)
+    honest_workers, adversarial_workers = pool - min(counts), max(counts)
+    specs = [WorkerSpec(1)] * honest_workers + [WorkerSpec(1, ADVERSARY)] * adversarial_workers
+    settings = {
+        "rhos": list(rhos),
+        "pool": pool,
+        "k": COMMITTEE_SIZE,
+        "max_rounds": 1,
+        "adversary": ADVERSARY,
+        "segments_per_trace": segments_per_trace,
+        "traces_per_rho": traces_per_rho,
+        "sessions_in_parallel": sessions_in_parallel,
+        "seed": seed,
+        "workers": len(specs),
+    }
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="trust-byzantine-") as scratch:
+        root = folder or Path(scratch)
+        say(f"starting the local network: {honest_workers} honest and {adversarial_workers} adversarial workers")
+        async with LocalNetwork(
+            root,
+            specs,
+            protocol_settings=byzantine_protocol(),
+            equal_stakes=True,
+            seat_capacity=SEAT_CAPACITY,
+            worker_poll_seconds=WORKER_POLL_SECONDS,
+        ) as network:
+            run = _Run(network, say, sessions_in_parallel, segments_per_trace)
+            async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as chain:
+                run.protocol = Protocol.bind(chain, network.deployment)
+                await run.prepare()
+                rng = random.Random(seed)
+                phases = []
+                for rho, adversaries in zip(rhos, counts, strict=True):
+                    phases.append(await run.phase(rho, pool, adversaries, traces_per_rho, rng))
+                unclaimed = await run.wait_for_claims()
+                balances, drift = await run.balances()
+    return ByzantineBench(tuple(phases), balances, family_level, drift, unclaimed, time.monotonic() - started, settings)
+
+
+@dataclass
+class _Run:
+    network: LocalNetwork
+    say: Callable[[str], None]
+    sessions_in_parallel: int
+    segments_per_trace: int
+    protocol: Protocol = field(init=False)
+    accounts: dict[str, LocalAccount] = field(init=False, default_factory=dict)
+    roles: dict[str, bool] = field(init=False, default_factory=dict)
+    before: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)
+    switch_gas_wei: dict[str, int] = field(init=False, default_factory=dict)
+    sat_in: dict[str, list[float]] = field(init=False, default_factory=dict)
+    segments: list[SegmentRecord] = field(init=False, default_factory=list)
+    params: dict[str, int] = field(init=False, default_factory=dict)
+
+    async def prepare(self) -> None:
+        password = (self.network.folder / "keystore-password").read_text().strip()
+        adversaries = self.network.adversaries()
+        for auditor in self.network.auditors:
+            self.accounts[auditor.address] = load_keystore(Path(auditor.keystore), password)
+            self.roles[auditor.address] = auditor.address in adversaries
+        self.params = await self.protocol.params.params()
+        for address in self.accounts:
+            self.before[address] = (await self._eth(address), (await self.protocol.registry.auditor(address)).stake)
+
+    def _least_used(self, adversary: bool, count: int) -> list[str]:
+        """`count` auditors of the role that sat in the fewest phases so far (earliest first on a tie):
+        every auditor's seats spread over more than one phase where the counts allow."""
+        role = [a for a, bad in self.roles.items() if bad == adversary]
+        return sorted(role, key=lambda a: len(self.sat_in.get(a, [])))[:count]
+
+    async def _eth(self, address: str) -> int:
+        return await self.protocol.chain.balance(address) + await self.protocol.registry.pending_staker_reward(address)
+
+    async def _switch(self, address: str, available: bool) -> None:
+        info = await self.protocol.registry.auditor(address)
+        if info.available == available:
+            return
+        # Each switch writes the tier's sortition tree, whose history costs an extra slot per node and
+        # block. Gas estimated in the block of the previous switch prices it as an overwrite, and the
+        # transaction, mined in the next block, runs out of gas; estimating in a fresh block avoids it.
+        await self._next_block()
+        sent = await self.protocol.registry.set_available(self.accounts[address], available)
+        self.switch_gas_wei[address] = self.switch_gas_wei.get(address, 0) + _gas_cost(sent)
+
+    async def _next_block(self) -> None:
+        chain = self.protocol.chain
+        start = await chain.block_number()
+        while await chain.block_number() == start:
+            await asyncio.sleep(self.network.block_seconds / 2)
+
+    async def phase(self, rho: float, pool: int, adversaries: int, traces: int, rng: random.Random) -> RhoPhase:
+        honest = self._least_used(False, pool - adversaries)
+        bad = [a for a, is_bad in self.roles.items() if is_bad]
+        chosen = set(honest) | set(self._least_used(True, adversaries))
+        for address in self.accounts:
+            await self._switch(address, address in chosen)
+        eligible = await self.protocol.registry.eligible_count(1)
+        if eligible != pool:
+            raise DevnetError(f"rho = {rho}: {eligible} tier-1 auditors are eligible, expected the pool of {pool}")
+        for address in chosen:
+            self.sat_in.setdefault(address, []).append(rho)
+        self.say(f"rho = {rho}: {pool - adversaries} honest and {adversaries} adversarial auditors, {traces} traces")
+
+        labelled = [byzantine_trace(i, rng, self.segments_per_trace) for i in range(traces)]
+        client = TrustClient(
+            self.network.rpc_url,
+            self.network.ipfs_url,
+            account=self.network.provider,
+            settings=self.network.settings,
+            journal_dir=self.network.folder / "journal",
+        )
+        gate = asyncio.Semaphore(self.sessions_in_parallel)
+        done = 0
+
+        async def audit(trace: LabelledTrace) -> AuditResult:
+            nonlocal done
+            async with gate:
+                result = await client.audit_trace(trace.graph, _CONFIG)
+            done += 1
+            self.say(f"rho = {rho}: trace {done} of {traces} {result.verdict} (session {result.session_id})")
+            return result
+
+        started = time.monotonic()
+        results = await asyncio.gather(*(audit(t) for t in labelled))
+        seconds = time.monotonic() - started
+
+        bad_set = set(bad)
+        segments: list[SegmentRecord] = []
+        for trace, result in zip(labelled, results, strict=True):
+            segments += await self._segments(trace, result, bad_set)
+        self.segments += segments
+        tau = int(self.params["tauBps"]) / 10_000
+        beta = int(self.params["betaBps"]) / 10_000
+        predicted = verdict_probabilities_drawn(COMMITTEE_SIZE, HONEST_EPSILON, pool, adversaries, tau)
+        iid = verdict_probabilities(COMMITTEE_SIZE, HONEST_EPSILON, rho, tau)
+        trace_records = [_trace_record(t, r, predicted, beta) for t, r in zip(labelled, results, strict=True)]
+        return RhoPhase(
+            rho, pool, adversaries, COMMITTEE_SIZE, tau, predicted, iid, tuple(segments), tuple(trace_records), seconds
+        )
+
+    async def _segments(self, trace: LabelledTrace, result: AuditResult, bad: set[str]) -> list[SegmentRecord]:
+        gate = asyncio.Semaphore(_READ_CONCURRENCY)
+        session = result.session_id
+
+        async def one(node_id: str) -> SegmentRecord:
+            node = result.nodes[node_id]
+            async with gate:
+                seats = [await self.protocol.audit.seat(session, node.segment, 0, i) for i in range(COMMITTEE_SIZE)]
+            members = tuple(s.auditor for s in seats)
+            return SegmentRecord(
+                session,
+                node.segment,
+                node_id,
+                trace.truth[node_id],
+                node.outcome,
+                members,
+                sum(1 for m in members if m in bad),
+                tuple(s.revealed for s in seats),
+                tuple(s.vote for s in seats),
+            )
+
+        return list(await asyncio.gather(*(one(node_id) for node_id in trace.truth)))
+
+    async def wait_for_claims(self) -> int:
+        """Waits until every aligned seat's reward is claimed by its worker; returns how many were
+        still unclaimed after `CLAIM_TIMEOUT_SECONDS`."""
+        pending = [(s.session_id, s.segment_id, i) for s in self.segments for i in s.aligned_seats()]
+        self.say(f"waiting for the workers to claim {len(pending)} aligned seats")
+        deadline = time.monotonic() + CLAIM_TIMEOUT_SECONDS
+        gate = asyncio.Semaphore(_READ_CONCURRENCY)
+
+        async def claimed(seat: tuple[int, int, int]) -> bool:
+            async with gate:
+                return (await self.protocol.audit.seat(seat[0], seat[1], 0, seat[2])).claimed
+
+        while pending and time.monotonic() < deadline:
+            flags = await asyncio.gather(*(claimed(seat) for seat in pending))
+            pending = [seat for seat, done in zip(pending, flags, strict=True) if not done]
+            if pending:
+                await asyncio.sleep(WORKER_POLL_SECONDS * 4)
+        return len(pending)
+
+    async def balances(self) -> tuple[tuple[AuditorBalance, ...], float]:
+        unit_wei = int(self.params["rewardPerSeatWei"]) // _PAPER_R
+        unit_token = int(self.params["penaltyPerSeat"]) // _PAPER_P
+        seats: dict[str, int] = {}
+        aligned: dict[str, int] = {}
+        for segment in self.segments:
+            for member in segment.members:
+                seats[member] = seats.get(member, 0) + 1
+            for i in segment.aligned_seats():
+                aligned[segment.members[i]] = aligned.get(segment.members[i], 0) + 1
+        rows = []
+        drift = 0.0
+        for address, adversary in self.roles.items():
+            eth_before, stake_before = self.before[address]
+            eth_after = await self._eth(address) + self.switch_gas_wei.get(address, 0)
+            stake_after = (await self.protocol.registry.auditor(address)).stake
+            drift = max(drift, abs(stake_after - stake_before) / stake_before)
+            rows.append(
+                AuditorBalance(
+                    address,
+                    adversary,
+                    tuple(self.sat_in.get(address, [])),
+                    seats.get(address, 0),
+                    aligned.get(address, 0),
+                    eth_before,
+                    eth_after,
+                    stake_before,
+                    stake_after,
+                    unit_wei,
+                    unit_token,
+                )
+            )
+        return tuple(rows), drift
+
+
+_CONFIG = AuditConfig(auditor_tiers=[1], report_grace_ms=0, max_latency_ms=AUDIT_BUDGET_MS)
+
+
+def _gas_cost(sent: SentTransaction) -> int:
+    receipt = sent.receipt
+    return int(receipt["gasUsed"]) * int(receipt["effectiveGasPrice"])
+
+
+def _trace_record(
+    trace: LabelledTrace, result: AuditResult, predicted: VerdictProbabilities, beta: float
+) -> TraceRecord:
+    profiles = segment_profiles(trace.graph, _CONFIG)
+    order = list(trace.truth)
+    weights = [profiles[n].weight for n in order]
+    critical = [profiles[n].critical for n in order]
+    # A true claim passes when the round is correct; a false one when it is wrong.
+    p_pass = [predicted.correct if trace.truth[n] else predicted.wrong for n in order]
+    # The verdict the claims' truth gives: the same rule with every segment passing exactly when it holds.
+    truth = [1.0 if trace.truth[n] else 0.0 for n in order]
+    truly_valid = trace_pass_probability(truth, beta, weights=weights, critical=critical) == 1.0
+    return TraceRecord(
+        result.session_id,
+        trace.sound,
+        result.proof.valid_on_chain,
+        truly_valid,
+        trace_pass_probability(p_pass, beta, weights=weights, critical=critical),
+    )
+
+
+# ---------------------------------------------------------------------------------------- output
+
+
+def render(bench: ByzantineBench, console: Console) -> None:
+    """The comparison table (rho, predicted, observed with its interval, agreement), the committees'
+    compositions, and the money by role."""
+    table = Table(
+        title=(
+            f"Byzantine run: k = {COMMITTEE_SIZE}, one round, adversaries vote '{ADVERSARY}'; "
+            f"{bench.level:.4%} intervals (family {bench.family_level:.0%}, Bonferroni over "
+            f"{bench.comparisons_count})"
+        )
+    )
+    for column in ("rho", "adversaries", "quantity", "predicted", "i.i.d.", "observed", "interval", "agrees"):
+        table.add_column(column, justify="left" if column == "quantity" else "right")
+    for phase in bench.phases:
+        for row in phase.comparisons(bench.level):
+            table.add_row(
+                f"{row.rho:g}",
+                f"{phase.adversaries}/{phase.pool}",
+                row.quantity,
+                f"{row.predicted:.4f}",
+                "-" if row.iid is None else f"{row.iid:.4f}",
+                f"{row.observed.successes}/{row.observed.trials} = {row.observed.rate:.4f}",
+                f"[{row.observed.low:.4f}, {row.observed.high:.4f}]",
+                "yes" if row.agrees else "NO",
+            )
+    console.print(table)
+
+    drawn = Table(title="Committees: adversarial seats m per segment, observed (expected, hypergeometric)")
+    drawn.add_column("rho", justify="right")
+    for m in range(COMMITTEE_SIZE + 1):
+        drawn.add_column(f"m = {m}", justify="right")
+    drawn.add_column("verdict != composition", justify="right")
+    drawn.add_column("silent seats", justify="right")
+    drawn.add_column("segments/s", justify="right")
+    for phase in bench.phases:
+        cells = [f"{o} ({e:.1f})" for o, e in zip(phase.composition(), phase.expected_composition(), strict=True)]
+        rate = f"{len(phase.segments) / phase.seconds:.2f}" if phase.seconds > 0 else "-"
+        drawn.add_row(f"{phase.rho:g}", *cells, str(phase.mismatched), str(phase.silent_seats), rate)
+    console.print(drawn)
+
+    money = Table(title="Money, before the first audit to after the last claim (payoff in the paper's units)")
+    for column in ("role", "auditors", "seats", "mean ETH change", "mean stake change (TRUST)", "slashes", "payoff"):
+        money.add_column(column, justify="left" if column == "role" else "right")
+    summary = bench.summary()
+    for key, name, verdict in (
+        ("honest", "honest", bench.honest_gained),
+        ("adversaries", "adversarial", bench.adversaries_lost),
+    ):
+        group = summary[key]
+        low, high = group["payoff_units"] or [0.0, 0.0]
+        money.add_row(
+            f"{name} ({'all ' + ('gained' if key == 'honest' else 'lost') if verdict else 'NOT all'})",
+            str(group["auditors"]),
+            str(group["seats"]),
+            f"{group['mean_eth_change']:+.6f}",
+            f"{group['mean_stake_change_tokens']:+.2f}",
+            str(group["slashes"]),
+            f"{low:+.1f} .. {high:+.1f}",
+        )
+    console.print(money)
+    console.print(
+        f"stake drift {bench.stake_drift:.3%}, unclaimed aligned seats {bench.unclaimed_seats}, "
+        f"{bench.seconds:.0f} s in all"
+    )
