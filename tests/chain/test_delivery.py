@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from eth_account.signers.local import LocalAccount
 
+from tests.chain.delivery_network import Network, deliver_network
 from trust.chain.client import ChainClient
-from trust.chain.deployment import deploy_protocol
-from trust.chain.protocol import Protocol
 from trust.chain.types import CommitteeDrawn
 from trust.delivery import (
     SegmentProfile,
@@ -32,27 +28,19 @@ from trust.delivery import (
     receive_keys,
     store_trace,
 )
-from trust.devnet import dev_account, provision_auditors
+from trust.devnet import dev_account
 from trust.errors import VerificationError
 from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy.access import need_to_know
 from trust.privacy.envelopes import KeyGrant, public_key_bytes
 from trust.privacy.segments import segment_plaintexts
-from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 PASSWORD = "delivery-test-only"
-SETTINGS = ProtocolSettings(
-    committee_size_tier1=1,
-    committee_size_tier2=3,
-    committee_size_tier3=3,
-    commit_window_seconds=300,
-    reveal_window_seconds=300,
-)
 TIERS = [1, 2, 2, 2, 2]  # one computational auditor, four LLM auditors (three per tier-2 seat)
 
 
@@ -62,24 +50,9 @@ async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
         yield client
 
 
-@dataclass
-class Network:
-    protocol: Protocol
-    provider: LocalAccount
-    private_keys: dict[str, X25519PrivateKey]
-
-
 @pytest.fixture
 async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> Network:
-    deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
-    protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, SETTINGS, GovernanceSettings()))
-    accounts = await provision_auditors(protocol, deployer, TIERS, keystore_dir, PASSWORD, scrypt_n=2**10)
-    private_keys = {}
-    for account in accounts:
-        key = serialization.load_pem_private_key(Path(account.encryption_key_file).read_bytes(), PASSWORD.encode())
-        assert isinstance(key, X25519PrivateKey)
-        private_keys[account.address] = key
-    return Network(protocol, provider, private_keys)
+    return await deliver_network(chain, mnemonic, keystore_dir, TIERS, PASSWORD)
 
 
 def eggs() -> Hdag:

@@ -13,18 +13,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from eth_account.signers.local import LocalAccount
 
+from tests.chain.delivery_network import Network, deliver_network
 from trust.auditors.base import request_from_plaintexts
 from trust.chain.client import ChainClient
-from trust.chain.deployment import deploy_protocol
-from trust.chain.protocol import Protocol
 from trust.chain.types import CommitteeDrawn
 from trust.delivery import (
     CONTEXT_ROLES,
@@ -37,7 +32,6 @@ from trust.delivery import (
     receive_keys,
     store_trace,
 )
-from trust.devnet import dev_account, provision_auditors
 from trust.errors import GraphError, VerificationError
 from trust.graphs.cig import AgentTurn, Cig, Role
 from trust.graphs.decompose import from_steps
@@ -45,18 +39,10 @@ from trust.privacy import merkle
 from trust.privacy.access import need_to_know, segment_keys
 from trust.privacy.envelopes import KeyGrant, SegmentKey
 from trust.privacy.segments import new_trace_id, seal_graph, segment_plaintexts
-from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
 
 PASSWORD = "delivery-context-test-only"
-SETTINGS = ProtocolSettings(
-    committee_size_tier1=1,
-    committee_size_tier2=3,
-    committee_size_tier3=3,
-    commit_window_seconds=300,
-    reveal_window_seconds=300,
-)
 TIERS = [2, 2, 2]  # three LLM auditors: every tier-2 seat of the session
 
 
@@ -147,24 +133,9 @@ async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
         yield client
 
 
-@dataclass
-class Network:
-    protocol: Protocol
-    provider: LocalAccount
-    private_keys: dict[str, X25519PrivateKey]
-
-
 @pytest.fixture
 async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> Network:
-    deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
-    protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, SETTINGS, GovernanceSettings()))
-    accounts = await provision_auditors(protocol, deployer, TIERS, keystore_dir, PASSWORD, scrypt_n=2**10)
-    private_keys = {}
-    for account in accounts:
-        key = serialization.load_pem_private_key(Path(account.encryption_key_file).read_bytes(), PASSWORD.encode())
-        assert isinstance(key, X25519PrivateKey)
-        private_keys[account.address] = key
-    return Network(protocol, provider, private_keys)
+    return await deliver_network(chain, mnemonic, keystore_dir, TIERS, PASSWORD)
 
 
 async def _session(network: Network, kubo: KuboClient, graph: Cig) -> tuple[int, StoredTrace, list[ReceivedGrant]]:
