@@ -30,7 +30,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -139,24 +139,14 @@ class TrustClient:
     async def audit_trace(self, trace: TraceInput, config: AuditConfig | None = None) -> AuditResult:
         """Audits one model's chain of thought: decomposed into an HDAG, each node audited at its tier."""
         config = config or AuditConfig()
-        marks = {"start": time.time()}
-        self._say("decompose", 0, 1)
-        graph = trace_graph(trace, config)
-        marks["decomposed"] = time.time()
-        self._say("decompose", 1, 1, f"{len(graph)} nodes")
-        return await self._audit(graph, "trace", config, marks)
+        return await self._decompose_and_audit(lambda: trace_graph(trace, config), "trace", "nodes", config)
 
     async def audit_agents(
         self, agent_log: AgentLog | Cig | Mapping[str, Any] | str, config: AuditConfig | None = None
     ) -> AuditResult:
         """Audits a multi-agent log: its causal interaction graph, one segment per turn."""
         config = config or AuditConfig()
-        marks = {"start": time.time()}
-        self._say("decompose", 0, 1)
-        graph = agents_graph(agent_log, config)
-        marks["decomposed"] = time.time()
-        self._say("decompose", 1, 1, f"{len(graph)} turns")
-        return await self._audit(graph, "agents", config, marks)
+        return await self._decompose_and_audit(lambda: agents_graph(agent_log, config), "agents", "turns", config)
 
     async def resume(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
         """Finishes a session this provider opened earlier (after `AuditTimeout`, or a crash)."""
@@ -266,6 +256,16 @@ class TrustClient:
             finalize=config.finalize,
             distribute=config.distribute,
         )
+
+    async def _decompose_and_audit(
+        self, decompose_input: Callable[[], Hdag | Cig], kind: str, unit: str, config: AuditConfig
+    ) -> AuditResult:
+        marks = {"start": time.time()}
+        self._say("decompose", 0, 1)
+        graph = decompose_input()
+        marks["decomposed"] = time.time()
+        self._say("decompose", 1, 1, f"{len(graph)} {unit}")
+        return await self._audit(graph, kind, config, marks)
 
     async def _audit(
         self,
