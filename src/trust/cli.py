@@ -1078,6 +1078,33 @@ def bench_e2e_cmd(
     print(json.dumps(bench.summary()), flush=True)
 
 
+@bench_app.command("byzantine")
+def bench_byzantine_cmd(
+    segments: Annotated[int, typer.Option("--segments", min=10, help="tier-1 segments audited per rho")] = 200,
+    pool: Annotated[int, typer.Option("--pool", min=4, help="tier-1 auditors eligible in every phase")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="fixes the generated claims")] = 0,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="run the network in this folder and keep it (workers' logs)")
+    ] = None,
+) -> None:
+    """Adversarial auditors (the worker's `wrong` mode) holding rho = 0.1, 0.2 and 0.3 of a tier on a
+    local network: observed correct / wrong / undetermined verdicts against the consensus toolkit's
+    exact probabilities, and every auditor's money before and after; ends with one JSON line and
+    exits 1 when an observed rate disagrees or the adversaries did not lose."""
+    from trust.bench.byzantine import render, run_byzantine_benchmark
+
+    with err_console.status("Byzantine benchmark") as status:
+        bench = asyncio.run(
+            run_byzantine_benchmark(
+                pool=pool, segments_per_rho=segments, seed=seed, folder=keep, progress=status.update
+            )
+        )
+    render(bench, console)
+    print(json.dumps(bench.summary()), flush=True)
+    if not (bench.agrees and bench.adversaries_lost and bench.honest_gained):
+        raise SystemExit(1)
+
+
 def main() -> None:
     try:
         app()

@@ -12,7 +12,16 @@
 Formulas, choices and the paper's errors: docs/theory.md.
 """
 
-from trust.theory.consensus import SegmentClass, TraceModel, pass_probability, quorum
+from trust.theory.consensus import (
+    SegmentClass,
+    TraceModel,
+    VerdictProbabilities,
+    pass_probability,
+    quorum,
+    trace_pass_probability,
+    verdict_probabilities,
+    verdict_probabilities_drawn,
+)
 from trust.theory.economics import Economics
 from trust.theory.params import DEFAULT_PARAMETERS, CheckReport, Parameters, check, default_parameters
 from trust.theory.recommend import Recommendation, recommend
@@ -25,9 +34,13 @@ __all__ = [
     "Recommendation",
     "SegmentClass",
     "TraceModel",
+    "VerdictProbabilities",
     "check",
     "default_parameters",
     "pass_probability",
     "quorum",
     "recommend",
+    "trace_pass_probability",
+    "verdict_probabilities",
+    "verdict_probabilities_drawn",
 ]
