@@ -11,7 +11,8 @@ from trust.chain.compiler import Artifact
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.chain.types import SegmentSpec
-from trust.devnet import dev_account
+from trust.chain.wallets import load_keystore
+from trust.devnet import dev_account, provision_auditors
 from trust.errors import ChainError, ConfigError, ContractReverted, DeploymentNotFound
 from trust.processes import free_port
 from trust.settings import GovernanceSettings, ProtocolSettings
@@ -60,3 +61,20 @@ async def test_reverts_are_decoded_into_named_errors(chain: ChainClient, mnemoni
     with pytest.raises(ContractReverted) as not_auditor:
         await protocol.registry.set_available(provider, False)
     assert not_auditor.value.error_name == "RegistryNotRegistered"
+
+
+async def test_writes_after_a_write_in_the_latest_block_are_priced_for_the_next_block(
+    chain: ChainClient, mnemonic: str, keystore_dir: Path
+) -> None:
+    """The sortition tree keeps one history entry per block: estimated against the latest block
+    (which already wrote the shared nodes' entries), `setAvailable` looked cheaper than it is in
+    the next block, where it appends new entries, and every second one ran out of gas."""
+    deployer = dev_account(mnemonic, 0)
+    protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, ProtocolSettings(), GovernanceSettings()))
+    infos = await provision_auditors(protocol, deployer, [1] * 12, keystore_dir, "test-only", scrypt_n=2**10)
+    blocks = []
+    for info in infos[:6]:
+        sent = await protocol.registry.set_available(load_keystore(Path(info.keystore), "test-only"), False)
+        blocks.append(sent.block_number)
+    assert blocks == list(range(blocks[0], blocks[0] + 6)), "each in the block after the previous one"
+    assert await protocol.registry.eligible_count(1) == 6

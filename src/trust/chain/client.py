@@ -116,6 +116,11 @@ def _nonce_lock(rpc_url: str, address: str) -> asyncio.Lock:
     return locks.setdefault((rpc_url, address), asyncio.Lock())
 
 
+_BUILD_GAS_PLACEHOLDER = 1
+"""A gas limit given to `build_transaction` only so that it skips its own estimate (see
+`_prepare_and_send`); it is replaced before anything is signed."""
+
+
 class ChainClient:
     """An async JSON-RPC connection with local signing. Use as an async context manager."""
 
@@ -224,7 +229,15 @@ class ChainClient:
             }
             if build is not None:
                 try:
-                    tx = dict(await build(cast(TxParams, tx)))
+                    # The call data without web3's own estimate, which runs against the latest block:
+                    # a contract that keeps per-block history (the registry's sortition tree) then
+                    # looks cheaper than it is when the latest block already wrote that history and
+                    # the transaction lands in the next one, and runs out of gas. Estimated against
+                    # the pending block instead, the transaction is priced where it will run.
+                    built = dict(await build(cast(TxParams, {**tx, "gas": _BUILD_GAS_PLACEHOLDER})))
+                    del built["gas"]
+                    built["gas"] = await self.w3.eth.estimate_gas(cast(TxParams, built), "pending")
+                    tx = built
                 except ContractLogicError as exc:
                     raise self.revert_error(exc, what) from exc
                 except Web3RPCError as exc:
