@@ -61,6 +61,7 @@ from trust.chain.deployment import Deployment
 from trust.chain.protocol import Protocol
 from trust.errors import ChainError
 from trust.toolchain import Toolchain
+from trust.web import set_security_headers
 
 __all__ = [
     "MAX_ID",
@@ -488,14 +489,11 @@ def _templates() -> Jinja2Templates:
 
 def _security_headers(response: Response, nonce: str | None) -> None:
     style = f"'nonce-{nonce}'" if nonce else "'none'"
-    response.headers["Content-Security-Policy"] = (
+    set_security_headers(
+        response,
         f"default-src 'none'; style-src {style}; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'"
+        "base-uri 'none'",
     )
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["Cache-Control"] = "no-store"
 
 
 # ---------------------------------------------------------------------------------------- parsing

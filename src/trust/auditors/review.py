@@ -52,6 +52,7 @@ from trust.graphs.cig import AgentTurn
 from trust.graphs.hdag import HdagNode
 from trust.graphs.refinement import ErrorType
 from trust.settings import ReviewSettings
+from trust.web import set_security_headers
 
 __all__ = [
     "MAX_CRITIQUE_CHARS",
@@ -329,14 +330,11 @@ def _templates() -> Jinja2Templates:
 
 
 def _security_headers(response: Response, nonce: str) -> None:
-    response.headers["Content-Security-Policy"] = (
+    set_security_headers(
+        response,
         f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["Cache-Control"] = "no-store"
 
 
 def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_address: str) -> FastAPI:
