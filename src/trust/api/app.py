@@ -13,7 +13,6 @@ chain. On shutdown the gateway stops: audits still queued or running fail with `
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -26,14 +25,11 @@ from starlette.exceptions import HTTPException
 from trust.api.explorer import explorer_router
 from trust.api.gateway import Gateway, GatewayError, GatewayOptions, gateway_router
 from trust.api.index import ChainIndex
-from trust.chain.anvil import rpc_ready
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import Deployment
 from trust.chain.protocol import Protocol
-from trust.chain.wallets import load_keystore
-from trust.devnet import dev_account
-from trust.errors import ConfigError
+from trust.sdk.provider import provider_account
 from trust.settings import Settings
 from trust.toolchain import Toolchain
 
@@ -44,28 +40,13 @@ DEFAULT_GATEWAY_PORT = 8600
 LOCAL_GATEWAY_INDEX = 4
 """The development account the gateway pays from on a local chain (0 deploys, 1 and 2 receive fees,
 3 is the CLI's provider: a wallet of its own keeps the two from racing for nonces)."""
-_LOCAL_CHAIN_IDS = frozenset({31337})
 _GATEWAY_PREFIX = "/v1/"
 
 
 def gateway_account(settings: Settings, rpc_url: str, keystore: Path | None, password: str | None) -> LocalAccount:
     """The gateway's wallet: the keystore's account; without one, on a local chain only, Anvil's
     development account `LOCAL_GATEWAY_INDEX`."""
-    if keystore is not None:
-        if password is None:
-            raise ConfigError(f"no password for {keystore}: use --password-file or TRUST_KEYSTORE_PASSWORD")
-        return load_keystore(keystore, password)
-    chain_id = rpc_ready(rpc_url)
-    if chain_id is None:
-        raise ConfigError(
-            f"nothing answers JSON-RPC at {rpc_url}: start the network (`trust devnet up`), or pass a "
-            "--keystore to serve without one"
-        )
-    if chain_id not in _LOCAL_CHAIN_IDS:
-        raise ConfigError(f"chain {chain_id} at {rpc_url} is not a local chain: pass the gateway's --keystore")
-    account = dev_account(settings.devnet.mnemonic, LOCAL_GATEWAY_INDEX)
-    print(f"gateway wallet: development account {account.address} (local chain {chain_id})", file=sys.stderr)
-    return account
+    return provider_account(settings, rpc_url, keystore, password, local_index=LOCAL_GATEWAY_INDEX, role="gateway")
 
 
 async def _errors_in_gateway_format(request: Request, exc: Exception) -> Response:

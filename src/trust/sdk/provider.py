@@ -22,17 +22,30 @@ LOCAL_PROVIDER_INDEX = 3
 """The development account a local network's provider uses (0 deploys, 1 and 2 receive fees)."""
 
 
-def provider_account(settings: Settings, rpc_url: str, keystore: Path | None, password: str | None) -> LocalAccount:
-    """The keystore's account; without one, on a local chain only, Anvil's development account 3."""
+def provider_account(
+    settings: Settings,
+    rpc_url: str,
+    keystore: Path | None,
+    password: str | None,
+    *,
+    local_index: int = LOCAL_PROVIDER_INDEX,
+    role: str = "provider",
+) -> LocalAccount:
+    """The keystore's account; without one, on a local chain only, Anvil's development account
+    `local_index` (3 for a provider; the gateway takes its own, so that the two never race for
+    nonces). `role` names the wallet in messages."""
     if keystore is not None:
         if password is None:
             raise ConfigError(f"no password for {keystore}: use --password-file or TRUST_KEYSTORE_PASSWORD")
         return load_keystore(keystore, password)
     chain_id = rpc_ready(rpc_url)
     if chain_id is None:
-        raise ConfigError(f"nothing answers JSON-RPC at {rpc_url}: start the network (`trust demo`, `trust devnet up`)")
+        raise ConfigError(
+            f"nothing answers JSON-RPC at {rpc_url}: start the network (`trust demo`, `trust devnet up`), or pass "
+            f"the {role}'s --keystore"
+        )
     if chain_id not in LOCAL_CHAIN_IDS:
-        raise ConfigError(f"chain {chain_id} at {rpc_url} is not a local chain: pass the provider's --keystore")
-    account = dev_account(settings.devnet.mnemonic, LOCAL_PROVIDER_INDEX)
-    print(f"provider: development account {account.address} (local chain {chain_id})", file=sys.stderr)
+        raise ConfigError(f"chain {chain_id} at {rpc_url} is not a local chain: pass the {role}'s --keystore")
+    account = dev_account(settings.devnet.mnemonic, local_index)
+    print(f"{role}: development account {account.address} (local chain {chain_id})", file=sys.stderr)
     return account
