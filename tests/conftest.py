@@ -13,6 +13,7 @@ from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.settings import DevnetSettings
+from trust.storage.kubo import KuboClient
 from trust.storage.node import IpfsNode
 from trust.toolchain import Toolchain
 
@@ -61,3 +62,10 @@ def ipfs_api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     with IpfsNode.start(tmp_path_factory.mktemp("ipfs")) as node:
         yield node.api_url
+
+
+@pytest.fixture
+async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
+    """A client of the test module's IPFS node that gives up quickly on missing content."""
+    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as client:
+        yield client

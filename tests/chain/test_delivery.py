@@ -9,7 +9,6 @@ it registered, and fetches, verifies and decrypts exactly its node and the node'
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -42,12 +41,6 @@ pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 PASSWORD = "delivery-test-only"
 TIERS = [1, 2, 2, 2, 2]  # one computational auditor, four LLM auditors (three per tier-2 seat)
-
-
-@pytest.fixture
-async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
-    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as client:
-        yield client
 
 
 @pytest.fixture

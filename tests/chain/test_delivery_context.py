@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -125,12 +124,6 @@ def test_a_stored_trace_commits_its_context_after_the_registered_segments() -> N
 
 
 # ------------------------------------------------------------------------ on a real chain and IPFS node
-
-
-@pytest.fixture
-async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
-    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as client:
-        yield client
 
 
 @pytest.fixture

@@ -56,12 +56,6 @@ class Network:
     keystore_dir: Path
 
 
-@pytest.fixture
-async def kubo(ipfs_api_url: str) -> AsyncIterator[KuboClient]:
-    async with KuboClient(ipfs_api_url, content_timeout_seconds=2, backoff_seconds=0.01) as client:
-        yield client
-
-
 @asynccontextmanager
 async def deployed_network(
     chain: ChainClient, mnemonic: str, keystore_dir: Path, settings: ProtocolSettings = PROTOCOL
