@@ -47,7 +47,7 @@ from trust.chain.protocol import KeyEnvelope, Protocol
 from trust.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
 from trust.errors import GraphError, VerificationError
 from trust.graphs.analysis import critical_path
-from trust.graphs.cig import Cig, Role
+from trust.graphs.cig import CONTEXT_ROLES, Cig
 from trust.graphs.hdag import Hdag, Tier
 from trust.privacy import merkle
 from trust.privacy.access import Seat, plan_envelopes, seal_envelopes, segment_keys
@@ -74,12 +74,6 @@ DEFAULT_CONCURRENCY = 8
 """IPFS requests in flight at once."""
 
 T = TypeVar("T")
-
-
-CONTEXT_ROLES = frozenset({Role.USER, Role.TOOL})
-"""The CIG roles whose turns `default_profiles` makes context-only: a user poses and a tool reports,
-neither reasons, so the auditors find nothing to judge in them (they declare them not applicable)
-and judge the turns that use them, which receive them as parents."""
 
 
 @dataclass(frozen=True, slots=True)

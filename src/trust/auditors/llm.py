@@ -80,7 +80,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
 from trust.errors import ConfigError, LlmError, excerpt
-from trust.graphs.cig import AgentTurn, Role
+from trust.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.graphs.hdag import HdagNode, Level, Tier
 from trust.graphs.llm_decompose import ChatMessage
 from trust.graphs.refinement import ErrorType
@@ -589,7 +589,7 @@ class LlmAuditor:
             if node.role is Role.TOOL:
                 return f"not applicable: turn {node.id} is a tool; it executes what it is sent, its output is judged"
             return None
-        if isinstance(node, AgentTurn) and node.role in (Role.TOOL, Role.USER):
+        if isinstance(node, AgentTurn) and node.role in CONTEXT_ROLES:
             return (
                 f"not applicable: turn {node.id} is a {node.role.value} turn; it reports or poses, it does not "
                 "reason, and the turns that use it are judged"

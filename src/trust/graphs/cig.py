@@ -31,6 +31,7 @@ import networkx as nx
 from trust.errors import GraphError
 
 __all__ = [
+    "CONTEXT_ROLES",
     "AgentTurn",
     "Cig",
     "CigEdge",
@@ -71,6 +72,12 @@ class Role(StrEnum):
                 return _ROLE_SYNONYMS[key]
         known = ", ".join(role.value for role in cls)
         raise GraphError(f"unknown role {value!r}: expected one of {known} (or a synonym such as 'verifier')")
+
+
+CONTEXT_ROLES = frozenset({Role.USER, Role.TOOL})
+"""Roles whose turns do not reason: a user poses and a tool reports. Auditors find nothing to judge in
+such a turn (they declare it not applicable) and judge the turns that use it, which receive it as a
+parent; on the network it is delivered as context only and never voted on."""
 
 
 _ROLE_SYNONYMS: dict[str, Role] = {
