@@ -13,7 +13,8 @@ a pool of 20, adversaries that flip their honest vote). What is asserted:
 - the same intervals reject the predictions for rho - 0.1 and for rho + 0.1 (the check can fail: at
   120 segments per rho a simulation of the counts rejects a shift of 0.1 up in 99.5% of runs and
   down in all of them);
-- every adversary lost (stake slashed, payoff in the paper's units negative) and every honest auditor
+- every adversary was slashed and the adversaries lost in all (payoff in the paper's units negative;
+  one adversary may come out ahead, see `ByzantineBench.adversaries_lost`), and every honest auditor
   gained (ETH up, payoff positive), with every aligned seat's reward claimed by its own worker.
 """
 
@@ -72,7 +73,11 @@ async def test_a_byzantine_run_agrees_with_the_exact_probabilities(tmp_path: Pat
     assert len(adversaries) == 6 and len(honest) == 18
     for balance in adversaries:
         assert balance.seats > 0 and len(balance.rhos) >= 2, balance.to_json()
-        assert balance.stake_change < 0 and balance.payoff_units < 0, f"{balance.to_json()}\n{table}"
+        assert balance.stake_change < 0, f"{balance.to_json()}\n{table}"
+    # One adversary may come out ahead (see ByzantineBench.adversaries_lost); the group may not, and
+    # the model expects the group's seats alone to lose at least what it says at p_slash = p_min.
+    assert bench.total_payoff(adversary=True) < 0, table
+    assert bench.expected_payoff(adversary=True)[1] < 0, table
     for balance in honest:
         assert balance.seats > 0, balance.to_json()
         assert balance.eth_change_wei > 0 and balance.payoff_units > 0, f"{balance.to_json()}\n{table}"

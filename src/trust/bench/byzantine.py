@@ -55,7 +55,12 @@ their mean is conservative for their sum (a Poisson-binomial count varies less).
 Money. An auditor's position is its wallet ETH plus its pending staker reward, and its staked tokens.
 The payoff in the paper's units (section 4.7: R = 6, P = 8) converts both with the deployment's own
 R and P (docs/protocol.md: R = 0.0006 ETH is the paper's 6 units, P = 8 TRUST its 8), so gas, rewards
-and slashes add up as in eq. 4.15-4.17.
+and slashes add up as in eq. 4.15-4.17. The run checks that every honest auditor gained, and that every
+adversary was slashed and the adversaries lost in all; it prints beside them what the seats each role
+held were expected to earn (`ByzantineBench.expected_payoff`). One adversary's payoff may come out
+positive: at rho = 0.3 a committee of four decides wrong often enough, and slashes a misaligned seat
+only with probability p_slash, that an adversarial seat is expected to lose only 0.12 to 0.57 units,
+far less than the spread of one auditor's fifty-odd seats (see `ByzantineBench.adversaries_lost`).
 """
 
 from __future__ import annotations
@@ -373,6 +378,30 @@ class RhoPhase:
         return [float(p) * len(self.segments) for p in pmf]
 
     @property
+    def adversarial_seats(self) -> int:
+        return sum(s.adversarial_seats for s in self.segments)
+
+    @property
+    def honest_seats(self) -> int:
+        return sum(len(s.members) - s.adversarial_seats for s in self.segments)
+
+    def seat_payoff(self, adversary: bool, p_slash: float) -> float:
+        """The expected payoff of one seat in the paper's units (eq. 4.15-4.17, before the staker
+        share): R when the seat votes the decided outcome, -P with probability `p_slash` when it votes
+        against it, nothing when the segment ends undetermined (the lock is released). The other
+        k - 1 seats are drawn from the rest of the pool, so their adversaries j are hypergeometric; an
+        adversarial seat is aligned when 1 + j >= q (the committee decides wrong) and misaligned when
+        1 + j <= k - q, an honest one the other way round."""
+        k, q = self.committee_size, self.quorum
+        if adversary:
+            j = stats.hypergeom(self.pool - 1, self.adversaries - 1, k - 1)
+            aligned, misaligned = float(j.sf(q - 2)), float(j.cdf(k - q - 1))
+        else:
+            j = stats.hypergeom(self.pool - 1, self.adversaries, k - 1)
+            aligned, misaligned = float(j.cdf(k - q)), float(j.sf(q - 1))
+        return _PAPER_R * aligned - _PAPER_P * p_slash * misaligned
+
+    @property
     def mismatched(self) -> int:
         """Segments whose verdict is not what their committee's composition implies."""
         return sum(1 for s in self.segments if s.verdict != s.implied_verdict(self.quorum))
@@ -447,6 +476,8 @@ class ByzantineBench:
     """The largest relative change of any auditor's stake (draw weight) over the run."""
     unclaimed_seats: int
     """Aligned seats whose reward was still unclaimed when the run stopped waiting."""
+    p_slash: tuple[float, float]
+    """The deployment's (p_min, p_max): a misaligned seat is slashed with a probability between them."""
     seconds: float
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -466,9 +497,30 @@ class ByzantineBench:
     def agrees(self) -> bool:
         return all(row.agrees for row in self.comparisons())
 
+    def expected_payoff(self, adversary: bool) -> tuple[float, float]:
+        """The role's summed expected payoff from the seats it held, in the paper's units, at
+        p_slash = p_max and at p_min (a seat's p_slash lies between them, by its reputation), before
+        the stake-proportional staker share, which every auditor earns on top."""
+        bounds = (self.p_slash[1], self.p_slash[0])
+        seats = [(p.adversarial_seats if adversary else p.honest_seats, p) for p in self.phases]
+        low, high = (sum(n * p.seat_payoff(adversary, bound) for n, p in seats) for bound in bounds)
+        return low, high
+
+    def total_payoff(self, adversary: bool) -> float:
+        return sum(b.payoff_units for b in self.balances if b.adversary == adversary)
+
     @property
     def adversaries_lost(self) -> bool:
-        return all(b.payoff_units < 0 and b.stake_change < 0 for b in self.balances if b.adversary)
+        """Every adversary was slashed, and the adversaries lost in total.
+
+        Not every adversary's payoff need be negative: at rho = 0.3 with k = 4 an adversarial seat
+        is paid R on the 15% of its committees that decide wrong and slashed on the 38% that decide
+        right only with probability p_slash, an expected -0.12 to -0.57 units a seat, so over an
+        adversary's fifty-odd seats the spread of its payoff (about 4 units a seat, 28 over fifty)
+        dwarfs the mean, and the staker share comes on top. The group's expected loss over the run
+        (`expected_payoff`) is several of its standard deviations below zero."""
+        adversaries = [b for b in self.balances if b.adversary]
+        return all(b.stake_change < 0 for b in adversaries) and self.total_payoff(True) < 0
 
     @property
     def honest_gained(self) -> bool:
@@ -485,6 +537,8 @@ class ByzantineBench:
                 "mean_stake_change_tokens": sum(b.stake_change for b in group) / max(len(group), 1) / 10**18,
                 "slashes": sum(b.slashes for b in group),
                 "payoff_units": [round(min(payoffs), 3), round(max(payoffs), 3)] if payoffs else [],
+                "total_payoff_units": round(sum(payoffs), 3),
+                "expected_seat_payoff_units": [round(x, 3) for x in self.expected_payoff(adversary)],
             }
 
         return {
@@ -582,6 +636,7 @@ async def run_byzantine_benchmark(
         "seed": seed,
         "workers": len(specs),
     }
+    protocol = byzantine_protocol()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trust-byzantine-") as scratch:
         root = folder or Path(scratch)
@@ -589,7 +644,7 @@ async def run_byzantine_benchmark(
         async with LocalNetwork(
             root,
             specs,
-            protocol_settings=byzantine_protocol(),
+            protocol_settings=protocol,
             equal_stakes=True,
             seat_capacity=SEAT_CAPACITY,
             worker_poll_seconds=WORKER_POLL_SECONDS,
@@ -604,7 +659,16 @@ async def run_byzantine_benchmark(
                     phases.append(await run.phase(rho, pool, adversaries, traces_per_rho, rng))
                 unclaimed = await run.wait_for_claims()
                 balances, drift = await run.balances()
-    return ByzantineBench(tuple(phases), balances, family_level, drift, unclaimed, time.monotonic() - started, settings)
+    return ByzantineBench(
+        phases=tuple(phases),
+        balances=balances,
+        family_level=family_level,
+        stake_drift=drift,
+        unclaimed_seats=unclaimed,
+        p_slash=(float(protocol.p_min), float(protocol.p_max)),
+        seconds=time.monotonic() - started,
+        settings=settings,
+    )
 
 
 @dataclass
@@ -857,26 +921,41 @@ def render(bench: ByzantineBench, console: Console) -> None:
     console.print(drawn)
 
     money = Table(title="Money, before the first audit to after the last claim (payoff in the paper's units)")
-    for column in ("role", "auditors", "seats", "mean ETH change", "mean stake change (TRUST)", "slashes", "payoff"):
+    columns = (
+        "role",
+        "auditors",
+        "seats",
+        "mean ETH change",
+        "mean stake change (TRUST)",
+        "slashes",
+        "payoff each",
+        "payoff in all",
+        "expected from seats",
+    )
+    for column in columns:
         money.add_column(column, justify="left" if column == "role" else "right")
     summary = bench.summary()
-    for key, name, verdict in (
-        ("honest", "honest", bench.honest_gained),
-        ("adversaries", "adversarial", bench.adversaries_lost),
+    for key, verdict, said in (
+        ("honest", bench.honest_gained, "each gained"),
+        ("adversaries", bench.adversaries_lost, "each slashed, lost in all"),
     ):
         group = summary[key]
         low, high = group["payoff_units"] or [0.0, 0.0]
+        at_p_max, at_p_min = group["expected_seat_payoff_units"]
         money.add_row(
-            f"{name} ({'all ' + ('gained' if key == 'honest' else 'lost') if verdict else 'NOT all'})",
+            f"{key} ({said if verdict else 'NOT ' + said})",
             str(group["auditors"]),
             str(group["seats"]),
             f"{group['mean_eth_change']:+.6f}",
             f"{group['mean_stake_change_tokens']:+.2f}",
             str(group["slashes"]),
             f"{low:+.1f} .. {high:+.1f}",
+            f"{group['total_payoff_units']:+.1f}",
+            f"{at_p_max:+.1f} .. {at_p_min:+.1f}",
         )
     console.print(money)
     console.print(
+        f"expected from seats: at p_slash = {bench.p_slash[1]:g} .. {bench.p_slash[0]:g}, before the staker share; "
         f"stake drift {bench.stake_drift:.3%}, unclaimed aligned seats {bench.unclaimed_seats}, "
         f"{bench.seconds:.0f} s in all"
     )
