@@ -15,6 +15,8 @@
      +-- IpfsError              the IPFS node could not be reached or refused a request
      |    +-- ContentNotFound   no node could provide the CID
      +-- ParameterError         a model or protocol parameter is out of its domain (also a ValueError)
+ +-- RankingError           comparisons, rankings or votes cannot be rated as given
+ |    +-- RecordError       one input record is malformed; names the source, the record and the field
  +-- VerificationError      content failed a check (CID, digest, GCM tag, associated data, proof)
 
 Every message says what failed, the values involved and what to do next.
@@ -41,6 +43,8 @@ __all__ = [
     "IpfsError",
     "LlmError",
     "ParameterError",
+    "RankingError",
+    "RecordError",
     "ToolchainError",
     "TrustError",
     "VerificationError",
@@ -122,6 +126,22 @@ class ContentNotFound(IpfsError):
 class ParameterError(TrustError, ValueError):
     """A protocol or model parameter is out of its domain (a probability outside [0, 1], k < 1, ...);
     the message names the parameter, its value and the allowed range."""
+
+
+class RankingError(TrustError):
+    """Comparisons, rankings, matches or judge votes cannot be rated as given: an unknown item, a
+    self-comparison, data whose maximum-likelihood ratings do not exist (an item that never won or
+    never lost), or no data at all. The message names the items involved."""
+
+
+class RecordError(RankingError, ValueError):
+    """One input record is malformed (a missing or mistyped field, a non-finite score, a
+    self-comparison). `source` is the file (or a description of the input), `record` its 1-based
+    record number (the line of a JSON Lines file), `field` the field at fault."""
+
+    def __init__(self, source: str, record: int, field: str, problem: str) -> None:
+        self.source, self.record, self.field, self.problem = source, record, field, problem
+        super().__init__(f"{source}: record {record}, field {field!r}: {problem}")
 
 
 class VerificationError(TrustError):
