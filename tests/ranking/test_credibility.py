@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from trust.errors import ParameterError, RankingError
 from trust.ranking import credibility as cr
+from trust.ranking.anomalies import PastVote
 from trust.ranking.credibility import (
     ArenaMatch,
     CredibilityBook,
@@ -62,7 +63,7 @@ def test_majority_agrees_plus_one_dissenter_minus_one() -> None:
     assert book.scores() == {"j1": 101, "j2": 101, "j3": 99}
     j3 = book.state("j3")
     assert (j3.votes, j3.consensus_votes, j3.agreements, j3.agreement_rate) == (1, 1, 0, 0.0)
-    assert book.state("j1").history == (cr.PastVote("x", "A"),)
+    assert book.state("j1").history == (PastVote("x", "A"),)
 
 
 def test_a_tie_can_be_the_consensus_and_a_three_way_split_is_none() -> None:
@@ -177,9 +178,9 @@ def test_the_history_keeps_the_last_fifty_votes_with_their_labels() -> None:
         book.process(JudgedMatch(f"m{i}", f"c{i}", "z", votes))
     j1 = book.state("j1")
     assert len(j1.history) == 50 and j1.votes == 60
-    assert j1.history[-1] == cr.PastVote("z", "A") and j1.history[-2] == cr.PastVote("z", "B")
+    assert j1.history[-1] == PastVote("z", "A") and j1.history[-2] == PastVote("z", "B")
     assert (j1.label_a, j1.label_b) == (30, 30)
-    assert book.state("j3").history[-1] == cr.PastVote(None, None)
+    assert book.state("j3").history[-1] == PastVote(None, None)
 
 
 def test_a_match_is_validated() -> None:

@@ -28,10 +28,12 @@ could be ground until the audits miss a friend.
 - `select_judges(pool, match, seed)`: the three eligible, active judges whose hash of (seed, match,
   judge name) is smallest: a uniform random 3-subset, reproducible from the seed.
 
-`CredibilityBook` is the one mutable object: a ledger of frozen `JudgeState` snapshots (credibility,
-counters, the last 50 votes) that `process(match)` replaces, returning a frozen `MatchOutcome` that
-lists every change and its reason. A ledger fits the arena (one match after another, thousands of
-judges) better than copying an immutable map per match; every value it hands out is frozen.
+`CredibilityBook` is the one mutable object: a ledger of every judge's standing (credibility,
+counters, the last 50 votes) that `process(match)` updates in place, returning a frozen
+`MatchOutcome` that lists every change and its reason; `state(judge)` hands out a frozen
+`JudgeState` snapshot. A ledger fits the arena (one match after another, thousands of judges)
+better than a pure fold that copies an immutable map or state per vote, and it replays 100k votes
+in about a second; every value it hands out is frozen.
 
 One match, as the book scores it (`JudgedMatch`: contestants a and b, the votes, and the auditor's
 verdict when the match was audited, or the robotic side when it is a honeypot):
@@ -84,9 +86,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
@@ -177,6 +179,15 @@ HISTORY_LENGTH = COLLUSION_WINDOW
 _CHOICES: tuple[Choice, ...] = ("a", "b", "tie")
 _SIDES: tuple[Side, ...] = ("a", "b")
 _ORDERS: tuple[Order, ...] = ("ab", "ba")
+_LABELS: dict[tuple[Choice, Order], Label | None] = {
+    ("a", "ab"): "A",
+    ("b", "ab"): "B",
+    ("a", "ba"): "B",
+    ("b", "ba"): "A",
+    ("tie", "ab"): None,
+    ("tie", "ba"): None,
+}
+"""The label each choice was shown under, per shown order (a tie has none)."""
 _U_BITS = 53
 """Bits of the hash that make u: a double holds 53 bits exactly, so u < 1 always."""
 _TAG_SCHEDULE = "trust.ranking.credibility/schedule/v1"
@@ -284,12 +295,7 @@ def label_of(choice: Choice, shown: Order) -> Label | None:
     """The label (A = shown first) of the contestant a vote chose; None for a tie."""
     if choice not in _CHOICES:
         raise ParameterError(f"a choice is 'a', 'b' or 'tie', got {choice!r}")
-    if choice == "tie":
-        return None
-    first = choice == "a"
-    if _order(shown) == "ba":
-        first = not first
-    return "A" if first else "B"
+    return _LABELS[choice, _order(shown)]
 
 
 def choice_of(label: Label | None, shown: Order) -> Choice:
@@ -376,11 +382,14 @@ class JudgedMatch:
 
 def consensus(votes: Sequence[Vote] | Sequence[Choice]) -> Choice | None:
     """The option holding a strict majority of the votes cast (more than half), or None."""
-    choices = [v.choice if isinstance(v, Vote) else v for v in votes]
-    if not choices:
+    counts: dict[Choice, int] = {}
+    for vote in votes:
+        choice = vote.choice if isinstance(vote, Vote) else vote
+        counts[choice] = counts.get(choice, 0) + 1
+    if not counts:
         return None
-    choice, count = Counter(choices).most_common(1)[0]
-    return choice if 2 * count > len(choices) else None
+    best = max(counts, key=counts.__getitem__)
+    return best if 2 * counts[best] > len(votes) else None
 
 
 # ------------------------------------------------------------------------------------ credibility
@@ -504,45 +513,109 @@ class MatchOutcome:
     changes: tuple[CredibilityChange, ...]
 
 
-def _credit(state: JudgeState, reason: Reason) -> tuple[JudgeState, CredibilityChange]:
-    after = max(FLOOR, state.credibility + _DELTAS[reason])
-    change = CredibilityChange(state.judge, state.credibility, after, reason)
-    return replace(state, credibility=after, lowest=min(state.lowest, after)), change
+class _Ledger:
+    """One judge's running standing inside the book: the fields of `JudgeState`, mutable, with the
+    history in a bounded deque. Updating it in place is what keeps a replay of 100k votes near a
+    second (rebuilding a frozen state per vote took twice as long); `snapshot` hands out the frozen
+    view."""
+
+    __slots__ = (
+        "judge",
+        "credibility",
+        "votes",
+        "consensus_votes",
+        "agreements",
+        "audits",
+        "audits_agreed",
+        "honeypots",
+        "honeypots_failed",
+        "label_a",
+        "label_b",
+        "lowest",
+        "history",
+    )
+
+    def __init__(self, state: JudgeState) -> None:
+        self.judge = state.judge
+        self.credibility = state.credibility
+        self.votes = state.votes
+        self.consensus_votes = state.consensus_votes
+        self.agreements = state.agreements
+        self.audits = state.audits
+        self.audits_agreed = state.audits_agreed
+        self.honeypots = state.honeypots
+        self.honeypots_failed = state.honeypots_failed
+        self.label_a = state.label_a
+        self.label_b = state.label_b
+        self.lowest = state.lowest
+        self.history: deque[PastVote] = deque(state.history, maxlen=HISTORY_LENGTH)
+
+    def snapshot(self) -> JudgeState:
+        return JudgeState(
+            self.judge,
+            self.credibility,
+            self.votes,
+            self.consensus_votes,
+            self.agreements,
+            self.audits,
+            self.audits_agreed,
+            self.honeypots,
+            self.honeypots_failed,
+            self.label_a,
+            self.label_b,
+            self.lowest,
+            tuple(self.history),
+        )
+
+    def credit(self, reason: Reason) -> CredibilityChange:
+        """Applies the reason's change, floored at FLOOR."""
+        before = self.credibility
+        self.credibility = max(FLOOR, before + _DELTAS[reason])
+        self.lowest = min(self.lowest, self.credibility)
+        return CredibilityChange(self.judge, before, self.credibility, reason)
 
 
 class CredibilityBook:
-    """The ledger of every judge's `JudgeState`; `process` scores one match after another.
+    """The ledger of every judge's standing; `process` scores one match after another, `state`
+    hands out a judge's frozen `JudgeState`.
 
     Judges appear on their first vote at START (or come in through `states`). Not thread-safe: one
     book follows one ordered stream of matches.
     """
 
-    __slots__ = ("_states",)
+    __slots__ = ("_ledgers",)
 
     def __init__(self, states: Iterable[JudgeState] = ()) -> None:
-        self._states: dict[str, JudgeState] = {}
+        self._ledgers: dict[str, _Ledger] = {}
         for state in states:
-            if state.judge in self._states:
+            if state.judge in self._ledgers:
                 raise ParameterError(f"judge {state.judge!r} is given twice")
-            self._states[state.judge] = state
+            self._ledgers[state.judge] = _Ledger(state)
 
     def __len__(self) -> int:
-        return len(self._states)
+        return len(self._ledgers)
 
     def __contains__(self, judge: object) -> bool:
-        return judge in self._states
+        return judge in self._ledgers
 
     def __iter__(self) -> Iterator[JudgeState]:
-        return iter(list(self._states.values()))
+        """Every known judge's state, in the order the book first saw them."""
+        return iter([ledger.snapshot() for ledger in self._ledgers.values()])
 
     def state(self, judge: str) -> JudgeState:
         """The judge's standing; a judge the book has not seen is at START."""
-        state = self._states.get(judge)
-        return JudgeState(judge) if state is None else state
+        ledger = self._ledgers.get(judge)
+        return JudgeState(judge) if ledger is None else ledger.snapshot()
 
     def scores(self) -> dict[str, int]:
         """Every known judge's credibility (a copy)."""
-        return {judge: state.credibility for judge, state in self._states.items()}
+        return {judge: ledger.credibility for judge, ledger in self._ledgers.items()}
+
+    def _ledger(self, judge: str) -> _Ledger:
+        ledger = self._ledgers.get(judge)
+        if ledger is None:
+            ledger = self._ledgers[judge] = _Ledger(JudgeState(judge))
+        return ledger
 
     def process(self, match: JudgedMatch) -> MatchOutcome:
         """Scores one match (the rules of the module docstring) and returns what changed."""
@@ -551,45 +624,43 @@ class CredibilityBook:
         if match.honeypot is not None:
             return self._honeypot(match, match.honeypot)
         agreed = consensus(match.votes)
-        overturned = agreed is not None and match.audit is not None and match.audit != agreed
+        audit = match.audit
+        overturned = agreed is not None and audit is not None and audit != agreed
         changes = []
         for vote in match.votes:
-            state = self.state(vote.judge)
+            choice = vote.choice
             if agreed is None:
                 reason = Reason.NO_CONSENSUS
-            elif vote.choice == agreed:
+            elif choice == agreed:
                 reason = Reason.OVERTURNED if overturned else Reason.AGREED
-            elif overturned and vote.choice == match.audit:
+            elif overturned and choice == audit:
                 reason = Reason.UPHELD
             else:
                 reason = Reason.DISAGREED
-            label = vote.label
-            state = replace(
-                state,
-                votes=state.votes + 1,
-                consensus_votes=state.consensus_votes + (agreed is not None),
-                agreements=state.agreements + (agreed is not None and vote.choice == agreed),
-                audits=state.audits + (match.audit is not None),
-                audits_agreed=state.audits_agreed + (match.audit is not None and vote.choice == match.audit),
-                label_a=state.label_a + (label == "A"),
-                label_b=state.label_b + (label == "B"),
-                history=(*state.history, PastVote(match.contestant(vote.choice), label))[-HISTORY_LENGTH:],
-            )
-            state, change = _credit(state, reason)
-            self._states[vote.judge] = state
-            changes.append(change)
-        verdict = match.audit if match.audit is not None else agreed
+            label = _LABELS[choice, vote.shown]
+            ledger = self._ledger(vote.judge)
+            ledger.votes += 1
+            if agreed is not None:
+                ledger.consensus_votes += 1
+                ledger.agreements += choice == agreed
+            if audit is not None:
+                ledger.audits += 1
+                ledger.audits_agreed += choice == audit
+            ledger.label_a += label == "A"
+            ledger.label_b += label == "B"
+            ledger.history.append(PastVote(match.contestant(choice), label))
+            changes.append(ledger.credit(reason))
+        verdict = audit if audit is not None else agreed
         return MatchOutcome(match.match_id, match.kind, False, agreed, verdict, overturned, tuple(changes))
 
     def _honeypot(self, match: JudgedMatch, robotic: Side) -> MatchOutcome:
         changes = []
         for vote in match.votes:
-            state = self.state(vote.judge)
+            ledger = self._ledger(vote.judge)
             failed = vote.choice == robotic
-            state = replace(state, honeypots=state.honeypots + 1, honeypots_failed=state.honeypots_failed + failed)
-            state, change = _credit(state, Reason.HONEYPOT_FAILED if failed else Reason.HONEYPOT_PASSED)
-            self._states[vote.judge] = state
-            changes.append(change)
+            ledger.honeypots += 1
+            ledger.honeypots_failed += failed
+            changes.append(ledger.credit(Reason.HONEYPOT_FAILED if failed else Reason.HONEYPOT_PASSED))
         return MatchOutcome(match.match_id, MatchKind.HONEYPOT, False, None, None, False, tuple(changes))
 
 
