@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trust.cli_ranking import judge_app, rank_app
 from trust.errors import TrustError
 from trust.settings import Settings
 
@@ -44,6 +45,8 @@ worker_app = typer.Typer(
     help="The auditor worker: audits its seats with its own wallet and votes in time.", no_args_is_help=True
 )
 app.add_typer(worker_app, name="worker")
+app.add_typer(rank_app, name="rank", no_args_is_help=True)
+app.add_typer(judge_app, name="judge", no_args_is_help=True)
 
 console = Console()
 err_console = Console(stderr=True)
