@@ -68,6 +68,101 @@ def _table(title: str, rows: list[tuple[str, float]], column: str) -> Table:
     return table
 
 
+# ------------------------------------------------------------------------------------------ fit
+
+
+@rank_app.command("fit")
+def fit_cmd(
+    file: FileArgument,
+    model: Annotated[str, typer.Option("--model", help="'bt' (Bradley-Terry) or 'pl' (Plackett-Luce)")] = "bt",
+    ties: Annotated[
+        str, typer.Option("--ties", help="Bradley-Terry ties: 'davidson' (a fitted tie parameter) or 'half'")
+    ] = "davidson",
+    home: Annotated[bool, typer.Option("--home", help="Bradley-Terry: also fit a home advantage")] = False,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="the item pinned at 0 (default: the first in sorted order)")
+    ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option("--weights", help="JSON object {judge: weight}: each match counts with its judge's weight"),
+    ] = None,
+    prior: Annotated[
+        float, typer.Option("--prior", min=0.0, help="a symmetric prior that makes any data fit (0: the MLE)")
+    ] = 0.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Maximum-likelihood log-strengths: Bradley-Terry from matches, win-count tables or judgments;
+    Plackett-Luce from rankings (or won matches). With --json one line {"ratings": {item: value}, ...}."""
+    from trust.ranking.records import Judgment, Match, Ranking, read_comparisons
+
+    if model not in ("bt", "pl"):
+        raise typer.BadParameter(f"expected 'bt' or 'pl', got {model!r}", param_hint="--model")
+    if ties not in ("davidson", "half"):
+        raise typer.BadParameter(f"expected 'davidson' or 'half', got {ties!r}", param_hint="--ties")
+    records = read_comparisons(file)
+    judge_weights = _ratings_file(weights, "judge weights") if weights is not None else None
+    matches = [r.as_match() if isinstance(r, Judgment) else r for r in records]
+    summary: dict[str, Any]
+    if model == "bt":
+        from trust.ranking.bradley_terry import fit_bradley_terry
+
+        if any(isinstance(r, Ranking) for r in matches):
+            raise RankingError(f"{file} holds rankings: fit them with --model pl")
+        bt = fit_bradley_terry(
+            [m for m in matches if isinstance(m, Match)],
+            ties=ties,  # type: ignore[arg-type]
+            home_advantage=home,
+            weights=judge_weights,
+            reference=reference,
+            prior=prior,
+        )
+        ratings = bt.ratings()
+        summary = {"home_advantage": bt.home_advantage, "tie_parameter": bt.tie_parameter, "ties": bt.ties}
+        fit_reference, log_likelihood, iterations, converged = (
+            bt.reference,
+            bt.log_likelihood,
+            bt.iterations,
+            bt.converged,
+        )
+    else:
+        from trust.ranking.plackett_luce import fit_plackett_luce
+
+        if home or judge_weights is not None:
+            raise RankingError(
+                "--home and --weights are Bradley-Terry options; Plackett-Luce reads each ranking's weight"
+            )
+        pl = fit_plackett_luce(matches, reference=reference, prior=prior)
+        ratings = pl.ratings()
+        summary = {}
+        fit_reference, log_likelihood, iterations, converged = (
+            pl.reference,
+            pl.log_likelihood,
+            pl.iterations,
+            pl.converged,
+        )
+    ordered = dict(sorted(ratings.items(), key=lambda kv: (-kv[1], kv[0])))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "ratings": ordered,
+                    "model": model,
+                    "reference": fit_reference,
+                    **summary,
+                    "log_likelihood": log_likelihood,
+                    "iterations": iterations,
+                    "converged": converged,
+                }
+            )
+        )
+        return
+    name = "Bradley-Terry" if model == "bt" else "Plackett-Luce"
+    _console.print(_table(f"{name} log-strengths ({fit_reference} = 0)", list(ordered.items()), "log-strength"))
+    for key, value in summary.items():
+        if isinstance(value, float):
+            _console.print(f"{key.replace('_', ' ')}: {value:.4f}")
+
+
 # ------------------------------------------------------------------------------------------ elo
 
 
