@@ -46,6 +46,8 @@ __all__ = [
     "Match",
     "Ranking",
     "check_items",
+    "item_name",
+    "json_lines",
     "read_comparisons",
     "read_judgments",
     "read_matches",
@@ -179,7 +181,9 @@ def check_items(records: Iterable[Match | Ranking | Judgment], universe: Iterabl
 # ---------------------------------------------------------------------------------------- readers
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; `RecordError` for a line that is not a JSON
+    object, `RankingError` for an unreadable file or one without records."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -203,7 +207,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise RankingError(f"{source} holds no records")
 
 
-def _name(source: str, number: int, record: Mapping[str, Any], field: str) -> str:
+def item_name(source: str, number: int, record: Mapping[str, Any], field: str) -> str:
+    """The record's `field` as an item name (a non-empty string; an integer is read as its digits)."""
     if field not in record:
         raise RecordError(source, number, field, "missing")
     value = record[field]
@@ -236,7 +241,7 @@ def _optional_label(source: str, number: int, record: Mapping[str, Any], field: 
 
 
 def _match(source: str, number: int, record: Mapping[str, Any]) -> Match:
-    a, b = _name(source, number, record, "a"), _name(source, number, record, "b")
+    a, b = item_name(source, number, record, "a"), item_name(source, number, record, "b")
     if a == b:
         raise RecordError(source, number, "b", f"a self-comparison: {a!r} against itself")
     score_a = score_b = None
@@ -280,7 +285,7 @@ def _match(source: str, number: int, record: Mapping[str, Any]) -> Match:
 def read_matches(path: str | Path) -> list[Match]:
     """The generic match file (JSON Lines), in file order; see the module docstring."""
     path = Path(path)
-    return [_match(str(path), number, record) for number, record in _json_lines(path)]
+    return [_match(str(path), number, record) for number, record in json_lines(path)]
 
 
 def read_judgments(path: str | Path) -> list[Judgment]:
@@ -288,9 +293,9 @@ def read_judgments(path: str | Path) -> list[Judgment]:
     path = Path(path)
     source = str(path)
     judgments = []
-    for number, record in _json_lines(path):
-        judge = _name(source, number, record, "judge")
-        first, second = _name(source, number, record, "first"), _name(source, number, record, "second")
+    for number, record in json_lines(path):
+        judge = item_name(source, number, record, "judge")
+        first, second = item_name(source, number, record, "first"), item_name(source, number, record, "second")
         if first == second:
             raise RecordError(source, number, "second", f"a self-comparison: {first!r} against itself")
         if "question_id" not in record:
@@ -331,7 +336,7 @@ def _names(source: str, number: int, record: Mapping[str, Any], field: str, *, r
 def _ranking_lines(path: Path) -> list[Ranking]:
     source = str(path)
     rankings = []
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         ranked = _names(source, number, record, "ranking", required=True)
         unranked = _names(source, number, record, "unranked", required=False)
         weight = _number(source, number, record, "weight", minimum=0.0) if "weight" in record else 1.0
@@ -424,7 +429,7 @@ def _win_table(path: Path) -> list[Match]:
     matches = []
     for number, row in enumerate(reader, start=2):
         record: dict[str, Any] = dict(row)
-        a, b = _name(source, number, record, first), _name(source, number, record, second)
+        a, b = item_name(source, number, record, first), item_name(source, number, record, second)
         if a == b:
             raise RecordError(source, number, second, f"a self-comparison: {a!r} against itself")
         for field in (first_wins, second_wins):

@@ -72,7 +72,7 @@ from trust.ranking.credibility import (
     Vote,
     schedule,
 )
-from trust.ranking.records import _json_lines, _name, read_judgments
+from trust.ranking.records import item_name, json_lines, read_judgments
 
 __all__ = ["HUMAN_JUDGE", "JudgeReport", "ReplayResult", "VoteRecords", "read_votes", "replay"]
 
@@ -127,12 +127,12 @@ def _generic(path: Path) -> VoteRecords:
     fixed: dict[str, dict[str, Any]] = {}
     first_record: dict[str, int] = {}
     votes: dict[str, dict[str, Vote]] = defaultdict(dict)
-    for number, record in _json_lines(path):
-        match_id = _name(source, number, record, "match")
-        a, b = _name(source, number, record, "a"), _name(source, number, record, "b")
+    for number, record in json_lines(path):
+        match_id = item_name(source, number, record, "match")
+        a, b = item_name(source, number, record, "a"), item_name(source, number, record, "b")
         if a == b:
             raise RecordError(source, number, "b", f"a self-comparison: {a!r} against itself")
-        judge = _name(source, number, record, "judge")
+        judge = item_name(source, number, record, "judge")
         if "vote" not in record:
             raise RecordError(source, number, "vote", "missing")
         vote = _enum(source, number, record, "vote", _CHOICES)
