@@ -116,6 +116,27 @@ def bench_gas_cmd(
     render(report, console)
 
 
+@bench_app.command("ranking")
+def bench_ranking_cmd(
+    items: Annotated[int, typer.Option(min=2, help="items rated")] = 1_000,
+    comparisons: Annotated[
+        int, typer.Option(min=2, help="pairwise comparisons (and a quarter as many 4-item rankings)")
+    ] = 100_000,
+    seed: Annotated[int, typer.Option(help="seeds the synthetic strengths and outcomes")] = 0,
+    repeat: Annotated[int, typer.Option(min=1, help="runs per fit; the median is reported")] = 3,
+) -> None:
+    """Bradley-Terry and Plackett-Luce fits and an Elo replay on synthetic comparisons with known
+    strengths, against choix on the same data; ends with one JSON line."""
+    from trust.bench.ranking import render, run_ranking_benchmark
+
+    with err_console.status("ranking benchmark") as status:
+        bench = run_ranking_benchmark(
+            items=items, comparisons=comparisons, seed=seed, repeat=repeat, progress=status.update
+        )
+    render(bench, console)
+    print(json.dumps(bench.to_json()), flush=True)
+
+
 RpcOption = Annotated[
     str | None, typer.Option("--rpc-url", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)")
 ]
