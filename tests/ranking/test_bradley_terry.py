@@ -4,7 +4,6 @@ hand-calculated Davidson ties, the likelihood equations, weights (eq. 13) and th
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import choix
 import hypothesis.strategies as st
@@ -13,13 +12,11 @@ import pytest
 from hypothesis import given, settings
 from scipy.optimize import minimize
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import ParameterError, RankingError
 from trust.ranking.bradley_terry import fit_bradley_terry
 from trust.ranking.identifiability import beat_graph_split
 from trust.ranking.records import Match, read_comparisons
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise data set is not mounted")
 
 
 def _random_matches(

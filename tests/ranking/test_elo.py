@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import ParameterError, RankingError
 from trust.ranking.elo import (
     ARENA_K_BASE,
@@ -24,9 +24,6 @@ from trust.ranking.elo import (
     replay_elo,
 )
 from trust.ranking.records import Match, read_judgments
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise data set is not mounted")
 
 
 def win(a: str, b: str, **fields: object) -> Match:

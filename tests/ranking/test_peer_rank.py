@@ -4,16 +4,13 @@ and its rules on small hand-made judgments."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import ParameterError, RankingError
 from trust.ranking.peer_rank import agreement, majority_verdicts, majority_win_rates, peer_rank, win_rates
 from trust.ranking.records import Judgment, read_judgments
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise development data is not on this machine")
 
 # The data README: win rates of the five answer models (ties count half) and the judges' weights.
 GPT4_AS_JUDGE = {"gpt4": 0.85625, "claude": 0.70859, "vicuna-13b": 0.34844, "gpt35": 0.34219, "bard": 0.24453}

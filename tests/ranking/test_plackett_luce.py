@@ -5,7 +5,6 @@ the Gamma prior against a direct optimizer, and the refusals."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import choix
 import hypothesis.strategies as st
@@ -14,14 +13,12 @@ import pytest
 from hypothesis import given, settings
 from scipy.optimize import minimize
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import ParameterError, RankingError
 from trust.ranking.bradley_terry import fit_bradley_terry
 from trust.ranking.identifiability import beat_graph_split
 from trust.ranking.plackett_luce import fit_plackett_luce, rankings_from_matches
 from trust.ranking.records import Match, Ranking, read_rankings
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise data set is not mounted")
 
 
 def _nascar() -> list[Ranking]:

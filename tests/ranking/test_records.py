@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import RankingError, RecordError
 from trust.ranking.records import (
     Judgment,
@@ -19,9 +20,6 @@ from trust.ranking.records import (
     read_matches,
     read_rankings,
 )
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise development data is not on this machine")
 
 
 def _lines(path: Path, *records: object) -> Path:

@@ -4,13 +4,13 @@ documented tie rules, and the Vicuna80 judges' agreement with the human consensu
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import ParameterError, RankingError
 from trust.ranking.records import Match, read_judgments
 from trust.ranking.reputation import (
@@ -26,9 +26,6 @@ from trust.ranking.reputation import (
     update_ranking,
     update_round,
 )
-
-DATA = Path("/work/shared/data/pairwise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the pairwise data set is not on this machine")
 
 # Published human-majority win rates of the five answer models (PRD notebook; data README).
 HUMAN_WIN_RATES = {

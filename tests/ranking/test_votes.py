@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 
+from tests.ranking.pairwise_data import DATA, needs_data
 from trust.errors import RankingError, RecordError
 from trust.ranking.credibility import FLOOR, START, JudgedMatch, MatchKind, Vote, schedule
 from trust.ranking.votes import read_votes, replay
 
-DATA = Path("/work/shared/data/pairwise")
 VICUNA80 = DATA / "vicuna80_judgments.jsonl"
-needs_data = pytest.mark.skipif(not VICUNA80.is_file(), reason="the Vicuna80 judgments are not in /work/shared/data")
 
 
 def _write(tmp_path: Path, records: list[dict[str, Any]], name: str = "votes.jsonl") -> Path:

@@ -59,7 +59,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 
 from trust.errors import ParameterError, RankingError
-from trust.ranking.identifiability import require_mle
+from trust.ranking.identifiability import StrengthFit, require_mle
 from trust.ranking.records import Match, check_items
 
 __all__ = [
@@ -106,40 +106,25 @@ class MatchProbabilities:
 
 
 @dataclass(frozen=True, slots=True)
-class BradleyTerryFit:
-    """A fitted Bradley-Terry model.
+class BradleyTerryFit(StrengthFit):
+    """A fitted Bradley-Terry model (`StrengthFit`: the log-strengths, the reference at 0, the
+    weighted log-likelihood of eq. 13 without the prior).
 
-    `log_strengths[k]` is theta of `items[k]` (natural log of pi), with `reference` at 0.
     `home_advantage` is eta (log-odds added to the home side) or None when not fitted;
-    `tie_parameter` is Davidson's nu or None when no tie was modelled. `log_likelihood` is the
-    weighted log-likelihood (eq. 13) at the estimate, without the prior. `iterations` are the
-    Newton iterations (trust-region and polishing); `converged` says whether it met `tol`.
+    `tie_parameter` is Davidson's nu or None when no tie was modelled. `iterations` are the Newton
+    iterations (trust-region and polishing); `converged` says whether it met `tol`.
     """
 
-    items: tuple[str, ...]
-    log_strengths: tuple[float, ...]
-    reference: str
     home_advantage: float | None
     tie_parameter: float | None
     ties: TieModel
-    prior: float
-    log_likelihood: float
-    iterations: int
-    converged: bool
-
-    def ratings(self) -> dict[str, float]:
-        """Item -> log-strength theta (reference at 0), in `items` order."""
-        return dict(zip(self.items, self.log_strengths, strict=True))
 
     def probability(self, a: str, b: str, home: Literal["a", "b"] | None = None) -> MatchProbabilities:
         """The model's outcome probabilities when `a` meets `b`, `home` naming the home side.
 
         Without a fitted tie parameter `tie` is 0 (the "half" convention predicts no ties).
         """
-        index = {item: k for k, item in enumerate(self.items)}
-        unknown = [item for item in (a, b) if item not in index]
-        if unknown:
-            raise RankingError(f"unknown item(s): {', '.join(unknown)} (the fit rates {len(self.items)} items)")
+        theta_a, theta_b = self.thetas((a, b))
         if a == b:
             raise RankingError(f"a match needs two different items, got {a!r} twice")
         if home not in (None, "a", "b"):
@@ -152,7 +137,7 @@ class BradleyTerryFit:
                     "fit with home_advantage=True, or pass home=None"
                 )
             eta = self.home_advantage if home == "a" else -self.home_advantage
-        d = self.log_strengths[index[a]] - self.log_strengths[index[b]] + eta
+        d = float(theta_a - theta_b) + eta
         if self.tie_parameter is None:
             win = float(expit(d))
             return MatchProbabilities(win, 0.0, 1.0 - win)

@@ -36,10 +36,40 @@ from scipy.sparse.csgraph import connected_components
 
 from trust.errors import RankingError
 
-__all__ = ["BeatGraphSplit", "beat_graph_split", "require_mle"]
+__all__ = ["BeatGraphSplit", "StrengthFit", "beat_graph_split", "require_mle"]
 
 # How many item names one group lists in an error message before it says "and N more".
 NAMES_SHOWN = 12
+
+
+@dataclass(frozen=True, slots=True)
+class StrengthFit:
+    """What a Bradley-Terry and a Plackett-Luce fit share.
+
+    `log_strengths[k]` is theta = log pi of `items[k]`, with `reference` at 0. `log_likelihood` is
+    the weighted log-likelihood at the estimate, without the prior; `iterations` the optimizer's
+    iterations; `converged` whether it met its tolerance.
+    """
+
+    items: tuple[str, ...]
+    log_strengths: tuple[float, ...]
+    reference: str
+    prior: float
+    log_likelihood: float
+    iterations: int
+    converged: bool
+
+    def ratings(self) -> dict[str, float]:
+        """Item -> log-strength theta (reference at 0), in `items` order."""
+        return dict(zip(self.items, self.log_strengths, strict=True))
+
+    def thetas(self, names: Sequence[str]) -> NDArray[np.float64]:
+        """The log-strengths of `names`; `RankingError` naming any item the fit does not rate."""
+        index = {item: k for k, item in enumerate(self.items)}
+        unknown = [item for item in names if item not in index]
+        if unknown:
+            raise RankingError(f"unknown item(s): {', '.join(unknown)} (the fit rates {len(self.items)} items)")
+        return np.array([self.log_strengths[index[item]] for item in names], dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from trust.errors import ParameterError, RankingError
-from trust.ranking.identifiability import require_mle
+from trust.ranking.identifiability import StrengthFit, require_mle
 from trust.ranking.records import Match, Ranking, check_items
 
 __all__ = [
@@ -93,26 +93,10 @@ _REMEDY = (
 
 
 @dataclass(frozen=True, slots=True)
-class PlackettLuceFit:
-    """A fitted Plackett-Luce model.
-
-    `log_strengths[k]` is theta = log gamma of `items[k]`, with `reference` at 0.
-    `log_likelihood` is the weighted log-likelihood of the rankings at the estimate (without the
-    prior); `iterations` the MM iterations run; `converged` whether the last one moved no
-    log-strength by more than `tol`.
-    """
-
-    items: tuple[str, ...]
-    log_strengths: tuple[float, ...]
-    reference: str
-    prior: float
-    log_likelihood: float
-    iterations: int
-    converged: bool
-
-    def ratings(self) -> dict[str, float]:
-        """Item -> log-strength theta (reference at 0), in `items` order."""
-        return dict(zip(self.items, self.log_strengths, strict=True))
+class PlackettLuceFit(StrengthFit):
+    """A fitted Plackett-Luce model (`StrengthFit`: theta = log gamma, the reference at 0, the
+    weighted log-likelihood of the rankings without the prior); `iterations` are MM iterations and
+    `converged` says whether the last one moved no log-strength by more than `tol`."""
 
     def probability_first(self, subset: Iterable[str]) -> dict[str, float]:
         """P(item is chosen first from `subset`) = gamma_i / sum_{j in subset} gamma_j, per item."""
@@ -121,11 +105,7 @@ class PlackettLuceFit:
             raise RankingError("probability_first needs at least one item to choose from")
         if len(set(chosen)) != len(chosen):
             raise RankingError(f"the subset names an item twice: {list(chosen)}")
-        index = {item: k for k, item in enumerate(self.items)}
-        unknown = [item for item in chosen if item not in index]
-        if unknown:
-            raise RankingError(f"unknown item(s): {', '.join(unknown)} (the fit rates {len(self.items)} items)")
-        theta = np.array([self.log_strengths[index[item]] for item in chosen])
+        theta = self.thetas(chosen)
         shares = np.exp(theta - np.logaddexp.reduce(theta))
         return {item: float(share) for item, share in zip(chosen, shares, strict=True)}
 

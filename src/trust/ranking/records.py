@@ -48,6 +48,7 @@ __all__ = [
     "check_items",
     "item_name",
     "json_lines",
+    "read_text",
     "read_comparisons",
     "read_judgments",
     "read_matches",
@@ -185,12 +186,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; `RecordError` for a line that is not a JSON
     object, `RankingError` for an unreadable file or one without records."""
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RankingError(f"cannot read {source}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise RankingError(f"{source} is not UTF-8 text: {exc}") from exc
+    text = read_text(path)
     found = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -393,7 +389,7 @@ def _ranking_table(path: Path, lines: Sequence[str]) -> list[Ranking]:
 def read_rankings(path: str | Path) -> list[Ranking]:
     """A ranking table (`DriverID Race Place`) or ranking JSON Lines; see the module docstring."""
     path = Path(path)
-    lines = _text(path).splitlines()
+    lines = read_text(path).splitlines()
     if not any(line.strip() for line in lines):
         raise RankingError(f"{path} holds no records")
     if lines[0].lstrip().startswith("{"):
@@ -401,7 +397,8 @@ def read_rankings(path: str | Path) -> list[Ranking]:
     return _ranking_table(path, lines)
 
 
-def _text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The file's UTF-8 text; `RankingError` naming the file when it cannot be read or decoded."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -417,7 +414,7 @@ def _win_table(path: Path) -> list[Match]:
     """A win-count CSV: each row gives two weighted matches (the first team's wins and the
     second's); with the home/away columns the first team is at home."""
     source = str(path)
-    reader = csv.DictReader(_text(path).splitlines())
+    reader = csv.DictReader(read_text(path).splitlines())
     fields = tuple(reader.fieldnames or ())
     layout = next((names for names in _WIN_TABLES if set(names) <= set(fields)), None)
     if layout is None:
@@ -453,7 +450,7 @@ def read_comparisons(path: str | Path) -> list[Match] | list[Ranking] | list[Jud
     header, or JSON Lines whose first record has "judge"+"first" (judgments), "ranking"
     (rankings) or "a"+"b" (matches)."""
     path = Path(path)
-    lines = [line for line in _text(path).splitlines() if line.strip()]
+    lines = [line for line in read_text(path).splitlines() if line.strip()]
     if not lines:
         raise RankingError(f"{path} holds no records")
     head = lines[0].strip()

@@ -72,7 +72,7 @@ from trust.ranking.credibility import (
     Vote,
     schedule,
 )
-from trust.ranking.records import item_name, json_lines, read_judgments
+from trust.ranking.records import item_name, json_lines, read_judgments, read_text
 
 __all__ = ["HUMAN_JUDGE", "JudgeReport", "ReplayResult", "VoteRecords", "read_votes", "replay"]
 
@@ -232,12 +232,7 @@ def _vicuna80(path: Path, text: str) -> VoteRecords:
 def read_votes(path: str | Path) -> VoteRecords:
     """Reads a vote file in either format (see the module docstring)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RankingError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise RankingError(f"{path} is not UTF-8 text: {exc}") from exc
+    text = read_text(path)
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
         raise RankingError(f"{path} holds no records")
