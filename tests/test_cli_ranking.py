@@ -254,20 +254,7 @@ def test_peer_agreement_orders_the_judges(peer_output: dict[str, Any]) -> None:
 @needs_data
 @pytest.mark.parametrize(
     ("name", "published"),
-    [
-        pytest.param(
-            name,
-            value,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="PeerRank.to_json rounds to 6 decimals: gpt35's 0.3461645 prints as 0.346165, "
-                "which rounds to 0.34617, not the published 0.34616 (double rounding)",
-            ),
-        )
-        if name == "gpt35"
-        else (name, value)
-        for name, value in PEER_WIN_RATES.items()
-    ],
+    list(PEER_WIN_RATES.items()),
 )
 def test_peer_printed_win_rates_round_to_the_published_figures(
     peer_output: dict[str, Any], name: str, published: float
@@ -446,6 +433,18 @@ def test_elo_resets_override_the_reversion(trust: Any, tmp_path: Path) -> None:
     assert lines[2]["rating_a"] == 1600.0  # x: the reset, not its reverted rating
     assert lines[2]["rating_b"] == pytest.approx(_revert(after_y), abs=1e-9)  # y still reverts
     assert lines[3]["rating_b"] == 1234.5  # w: a reset applies even at a team's first match
+
+
+def test_elo_warns_of_a_reset_that_never_applies(trust: Any, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "seasons.jsonl", SEASONS)
+    resets = tmp_path / "resets.json"
+    resets.write_text(
+        json.dumps([{"team": "x", "season": "2021", "rating": 1600}, {"team": "xx", "season": 2021, "rating": 1}])
+    )
+    run = trust("rank", "elo", path, "--k", "32", "--resets", resets, "--json")
+    assert run.code == 0 and len(run.json_lines()) == len(SEASONS) + 1
+    warning = " ".join(run.stderr.split())  # rich wraps long lines
+    assert "reset of 'xx' in season '2021' was never applied" in warning and "'x' in" not in warning
 
 
 # ---------------------------------------------------------------------------------- judge replay

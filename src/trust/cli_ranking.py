@@ -29,6 +29,7 @@ rank_app = typer.Typer(
 judge_app = typer.Typer(help="Judge credibility: replay votes through audits, honeypots and anomaly checks.")
 
 _console = Console()
+_errors = Console(stderr=True)
 
 FileArgument = Annotated[Path, typer.Argument(help="the input file (docs/ranking.md lists the formats)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
@@ -244,6 +245,13 @@ def elo_cmd(
     )
     matches = read_matches(file)
     replay = replay_elo(matches, config)
+    played = {(side, m.season) for m in matches if m.season is not None for side in (m.a, m.b)}
+    for reset in config.resets:
+        if (reset.team, reset.season) not in played:
+            _errors.print(
+                f"warning: the reset of {reset.team!r} in season {reset.season!r} was never applied: "
+                f"{reset.team!r} plays no match of that season in {file}"
+            )
     final = dict(replay.ranking())
     if not as_json:
         _console.print(_table(f"Elo after {len(matches)} matches", list(final.items()), "rating"))

@@ -172,7 +172,8 @@ class PeerRank:
 
     def to_json(self) -> dict[str, Any]:
         def rounded(values: Mapping[str, float]) -> dict[str, float]:
-            return {k: round(v, 6) for k, v in sorted(values.items(), key=lambda kv: -kv[1])}
+            # Full floats, best first: rounding here would round twice for anyone who rounds again.
+            return dict(sorted(values.items(), key=lambda kv: -kv[1]))
 
         return {
             "win_rates": rounded(self.win_rates),
