@@ -60,7 +60,7 @@ from scipy.special import expit
 
 from trust.errors import ParameterError, RankingError
 from trust.ranking.identifiability import StrengthFit, require_mle
-from trust.ranking.records import Match, check_items
+from trust.ranking.records import Match, item_universe
 
 __all__ = [
     "DEFAULT_MAX_ITER",
@@ -325,17 +325,6 @@ def _match_weights(matches: Sequence[Match], weights: Mapping[str, float] | None
     return base * factors
 
 
-def _universe(matches: Sequence[Match], items: Sequence[str] | None) -> tuple[str, ...]:
-    if items is None:
-        return tuple(sorted({match.a for match in matches} | {match.b for match in matches}))
-    universe = tuple(items)
-    if len(set(universe)) != len(universe):
-        repeated = sorted({item for item in universe if universe.count(item) > 1})
-        raise ParameterError(f"items names {', '.join(repeated)} more than once")
-    check_items(matches, universe)
-    return universe
-
-
 def _check_parameters(ties: str, prior: float, tol: float, max_iter: int) -> None:
     if ties not in _TIE_MODELS:
         raise ParameterError(f"ties is one of {', '.join(map(repr, _TIE_MODELS))}, got {ties!r}")
@@ -375,7 +364,7 @@ def fit_bradley_terry(
     _check_parameters(ties, prior, tol, max_iter)
     if not matches:
         raise RankingError("no matches to rate: fit_bradley_terry needs at least one match")
-    universe = _universe(matches, items)
+    universe = item_universe(matches, items)
     if reference is None:
         reference = min(universe)
     elif reference not in universe:

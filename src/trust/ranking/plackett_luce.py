@@ -71,7 +71,7 @@ from numpy.typing import NDArray
 
 from trust.errors import ParameterError, RankingError
 from trust.ranking.identifiability import StrengthFit, require_mle
-from trust.ranking.records import Match, Ranking, check_items
+from trust.ranking.records import Match, Ranking, item_universe
 
 __all__ = [
     "DEFAULT_MAX_ITER",
@@ -232,17 +232,6 @@ class _MM:
         return total
 
 
-def _universe(rankings: Sequence[Ranking], items: Sequence[str] | None) -> tuple[str, ...]:
-    if items is None:
-        return tuple(sorted({item for ranking in rankings for item in ranking.items}))
-    universe = tuple(items)
-    if len(set(universe)) != len(universe):
-        repeated = sorted({item for item in universe if universe.count(item) > 1})
-        raise ParameterError(f"items names {', '.join(repeated)} more than once")
-    check_items(rankings, universe)
-    return universe
-
-
 def fit_plackett_luce(
     rankings: Sequence[Ranking | Match],
     *,
@@ -275,7 +264,7 @@ def fit_plackett_luce(
     matches = [record for record in rankings if isinstance(record, Match)]
     converted = iter(rankings_from_matches(matches))
     records = [next(converted) if isinstance(record, Match) else record for record in rankings]
-    universe = _universe(records, items)
+    universe = item_universe(records, items)
     if reference is None:
         reference = min(universe)
     elif reference not in universe:

@@ -39,13 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trust.errors import RankingError, RecordError
+from trust.errors import ParameterError, RankingError, RecordError
 
 __all__ = [
     "Judgment",
     "Match",
     "Ranking",
     "check_items",
+    "item_universe",
+    "items_of",
     "item_name",
     "json_lines",
     "read_text",
@@ -163,20 +165,34 @@ class Judgment:
         return Match(self.first, self.second, self.result, weight=weight, judge=self.judge)
 
 
+def items_of(record: Match | Ranking | Judgment) -> tuple[str, ...]:
+    """The items a record names."""
+    if isinstance(record, Match):
+        return (record.a, record.b)
+    if isinstance(record, Ranking):
+        return record.items
+    return (record.first, record.second)
+
+
 def check_items(records: Iterable[Match | Ranking | Judgment], universe: Iterable[str]) -> None:
     """Raises `RankingError` naming every item the records mention that `universe` does not hold."""
     known = set(universe)
-    unknown: set[str] = set()
-    for record in records:
-        if isinstance(record, Match):
-            mentioned: Iterable[str] = (record.a, record.b)
-        elif isinstance(record, Ranking):
-            mentioned = record.items
-        else:
-            mentioned = (record.first, record.second)
-        unknown.update(i for i in mentioned if i not in known)
+    unknown = {item for record in records for item in items_of(record) if item not in known}
     if unknown:
         raise RankingError(f"unknown item(s): {', '.join(sorted(unknown))} (known: {len(known)} items)")
+
+
+def item_universe(records: Sequence[Match | Ranking | Judgment], items: Sequence[str] | None) -> tuple[str, ...]:
+    """The items a fit rates, in its order: `items` when given (each once, and naming every item the
+    records mention), else every item the records name, sorted."""
+    if items is None:
+        return tuple(sorted({item for record in records for item in items_of(record)}))
+    universe = tuple(items)
+    if len(set(universe)) != len(universe):
+        repeated = sorted(item for item, count in Counter(universe).items() if count > 1)
+        raise ParameterError(f"items names {', '.join(repeated)} more than once")
+    check_items(records, universe)
+    return universe
 
 
 # ---------------------------------------------------------------------------------------- readers
