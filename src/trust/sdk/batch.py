@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import os
 import random
 import secrets
@@ -49,7 +48,7 @@ from typing import cast
 import networkx as nx
 
 from trust.delivery import DEFAULT_CONCURRENCY, SegmentProfile, StoredTrace
-from trust.errors import GraphError, TrustError
+from trust.errors import GraphError
 from trust.graphs.cig import Cig
 from trust.graphs.hdag import Hdag
 from trust.privacy import merkle
@@ -64,9 +63,8 @@ from trust.privacy.segments import (
     seal,
     segment_plaintexts,
 )
-from trust.sdk.client import TrustClient, segment_profiles
+from trust.sdk.client import TrustClient, segment_profiles, unpin
 from trust.sdk.config import AuditConfig
-from trust.sdk.journal import SessionRecord
 from trust.sdk.outcome import SegmentOutcome, judge
 from trust.sdk.result import AuditResult, Proof, Verdict
 from trust.sdk.session import SessionDriver
@@ -88,7 +86,6 @@ __all__ = [
     "store_batch",
 ]
 
-log = logging.getLogger("trust.sdk")
 
 LABEL_HEX_CHARS = 8
 """Length of a trace's batch-local label: 32 random bits, redrawn on the (rare) collision in a batch."""
@@ -283,15 +280,6 @@ def plan_batch(entries: Sequence[BatchEntry], *, rng: random.Random | None = Non
 # ---------------------------------------------------------------------- storing
 
 
-async def _unpin(kubo: KuboClient, cids: Sequence[str]) -> None:
-    """Best effort: blobs of a batch that never became a session are not kept pinned."""
-    for cid in cids:
-        try:
-            await kubo.pin_rm(cid)
-        except TrustError as exc:
-            log.warning("could not unpin %s after the batch failed: %s", cid, exc)
-
-
 async def store_batch(
     kubo: KuboClient, plan: BatchPlan, *, rng: Rng = os.urandom, concurrency: int = DEFAULT_CONCURRENCY
 ) -> StoredTrace:
@@ -314,7 +302,7 @@ async def store_batch(
     answers = await asyncio.gather(*(upload(s.blob) for s in sealed), return_exceptions=True)
     failures = [a for a in answers if isinstance(a, BaseException)]
     if failures:
-        await _unpin(kubo, [a for a in answers if isinstance(a, str)])
+        await unpin(kubo, [a for a in answers if isinstance(a, str)])
         raise failures[0]
     cids = cast(list[str], answers)
     return StoredTrace.from_keys(trace_id, segment_keys(sealed, cids), plan.profiles)
@@ -381,26 +369,11 @@ class BatchClient(TrustClient):
             marks["decomposed"] = marks["start"]
             marks["uploaded"] = time.time()
             self._say("upload", len(profiles), len(profiles))
-            record = SessionRecord(
-                protocol.chain.chain_id,
-                protocol.audit.address,
-                "batch",
-                # The union is a networkx digraph: `deliver_keys` hands it to `plan_envelopes`, which
-                # takes one (`trust.privacy.access.Graph`); nothing else of the driver reads the graph,
-                # and this record is never written to the journal (its graph has no JSON form there).
-                cast("Hdag | Cig", plan.graph),
-                stored,
-                fee_wei=fee,
-                started_at=marks["start"],
-                config=session.model_dump(mode="json"),
-            )
-            driver = self._driver(protocol, kubo, record, session)
-            driver.marks.update(marks)
-            try:
-                await driver.open(fee)
-            except BaseException:
-                await _unpin(kubo, [key.cid for key in stored.all_segments])
-                raise
+            # The union is a networkx digraph: `deliver_keys` hands it to `plan_envelopes`, which takes
+            # one (`trust.privacy.access.Graph`); nothing else of the driver reads the graph, and this
+            # record is never written to the journal (its graph has no JSON form there).
+            union = cast("Hdag | Cig", plan.graph)
+            driver = await self._open(protocol, kubo, "batch", union, stored, fee, session, marks, journal=False)
             if on_open is not None:
                 on_open(driver.session_id)
             return await self._finish_batch(driver, plan, session)

@@ -75,7 +75,7 @@ from trust.settings import RefinementSettings, Settings
 from trust.storage.kubo import KuboClient
 from trust.toolchain import Toolchain
 
-__all__ = ["TraceInput", "TrustClient"]
+__all__ = ["TraceInput", "TrustClient", "segment_profiles", "unpin"]
 
 log = logging.getLogger("trust.sdk")
 
@@ -283,27 +283,49 @@ class TrustClient:
             stored = await store_trace(kubo, graph, profiles=profiles)
             marks["uploaded"] = time.time()
             self._say("upload", len(profiles), len(profiles))
-            record = SessionRecord(
-                protocol.chain.chain_id,
-                protocol.audit.address,
-                kind,
-                graph,
-                stored,
-                fee_wei=fee,
-                started_at=marks["start"],
-                config=config.model_dump(mode="json"),
-            )
-            driver = self._driver(protocol, kubo, record, config)
-            driver.marks.update(marks)
-            try:
-                self.journal.save(record)
-                await driver.open(fee)
-            except BaseException:
-                self.journal.discard(record)
-                await _unpin(kubo, stored)
-                raise
-            self.journal.save(record)
+            driver = await self._open(protocol, kubo, kind, graph, stored, fee, config, marks, journal=True)
             return await self._finish(driver, config)
+
+    async def _open(
+        self,
+        protocol: Protocol,
+        kubo: KuboClient,
+        kind: str,
+        graph: Hdag | Cig,
+        stored: StoredTrace,
+        fee: int,
+        config: AuditConfig,
+        marks: Mapping[str, float],
+        *,
+        journal: bool,
+    ) -> SessionDriver:
+        """Opens the session of uploaded blobs and returns its driver. With `journal` the record is
+        written before `createSession` and again with the session id; if the session fails to open,
+        the record is discarded and the blobs are unpinned, so nothing is left half-submitted."""
+        record = SessionRecord(
+            protocol.chain.chain_id,
+            protocol.audit.address,
+            kind,
+            graph,
+            stored,
+            fee_wei=fee,
+            started_at=marks["start"],
+            config=config.model_dump(mode="json"),
+        )
+        driver = self._driver(protocol, kubo, record, config)
+        driver.marks.update(marks)
+        try:
+            if journal:
+                self.journal.save(record)
+            await driver.open(fee)
+        except BaseException:
+            if journal:
+                self.journal.discard(record)
+            await unpin(kubo, [key.cid for key in stored.all_segments])
+            raise
+        if journal:
+            self.journal.save(record)
+        return driver
 
     async def _preflight(
         self, protocol: Protocol, kubo: KuboClient, profiles: Mapping[str, SegmentProfile], config: AuditConfig
@@ -388,13 +410,13 @@ class TrustClient:
         )
 
 
-async def _unpin(kubo: KuboClient, stored: StoredTrace) -> None:
-    """Best effort: the blobs of a session that never opened are not kept pinned."""
-    for key in stored.all_segments:
+async def unpin(kubo: KuboClient, cids: Sequence[str]) -> None:
+    """Best effort: the blobs of a session (or a batch) that never opened are not kept pinned."""
+    for cid in cids:
         try:
-            await kubo.pin_rm(key.cid)
+            await kubo.pin_rm(cid)
         except TrustError as exc:
-            log.warning("could not unpin %s after the session failed to open: %s", key.cid, exc)
+            log.warning("could not unpin %s after the session failed to open: %s", cid, exc)
 
 
 # ---------------------------------------------------------------------- inputs
