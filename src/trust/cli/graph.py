@@ -1,0 +1,64 @@
+"""`trust graph`: decompose traces into HDAGs, localize faults in agent logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from trust.cli.common import (
+    HomeOption,
+    console,
+    err_console,
+    settings_for,
+)
+
+graph_app = typer.Typer(
+    help="Reasoning graphs: decompose traces into HDAGs, localize faults in agent logs.", no_args_is_help=True
+)
+
+
+@graph_app.command("localize")
+def graph_localize_cmd(
+    log: Annotated[Path, typer.Argument(help="agent log: trust.agent-log JSON or a Who&When file")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Build the CIG of an agent log, audit every turn and message, and localize faults (Algorithm 1).
+
+    The deterministic oracles always run; an LLM oracle joins them when TRUST_LLM__BASE_URL is set."""
+
+    from trust.audit_log import localize_log_file, render
+
+    report = localize_log_file(log, settings_for(home))
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        render(report, console)
+
+
+@graph_app.command("hdag")
+def graph_hdag_cmd(
+    file: Annotated[Path, typer.Argument(help="trace: raw chain-of-thought text, or JSON steps with --steps")],
+    steps: Annotated[
+        bool, typer.Option("--steps", help='FILE is JSON: a list of steps, or {"problem": ..., "steps": [...]}')
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the HDAG as JSON (trust.hdag v1)")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Decompose a reasoning trace into an HDAG (LLM endpoint when configured, else deterministic)."""
+
+    from trust.decomposition import decompose_file, render
+    from trust.graphs.serialization import dumps
+
+    result = asyncio.run(decompose_file(file, settings_for(home), steps=steps))
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+    if as_json:
+        typer.echo(dumps(result.hdag))
+    else:
+        render(result, console)
