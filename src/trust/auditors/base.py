@@ -253,6 +253,12 @@ class Auditor(Protocol):
 
     async def audit(self, request: AuditRequest) -> Verdict: ...
 
+    async def unavailable(self) -> str | None:
+        """None when the auditor can take a seat now; otherwise why not, in words (its model server
+        is down, its expert is away). The worker asks before it takes new seats and stays out of the
+        draw while this says no, instead of failing seats it cannot audit."""
+        ...
+
 
 @runtime_checkable
 class Check(Protocol):

@@ -47,6 +47,9 @@ class ComputationalAuditor:
                 check.name, Outcome.NOT_APPLICABLE, f"the check could not run: {type(exc).__name__}: {exc}"
             )
 
+    async def unavailable(self) -> str | None:
+        return None
+
     async def audit(self, request: AuditRequest) -> Verdict:
         results = tuple([await self._run(check, request) for check in self.checks])
         failed = [r for r in results if r.outcome is Outcome.FAIL]

@@ -404,5 +404,8 @@ class HumanAuditor:
     def tier(self) -> Tier:
         return Tier.HUMAN
 
+    async def unavailable(self) -> str | None:
+        return None
+
     async def audit(self, request: AuditRequest) -> Verdict:
         return await self.queue.review(request)

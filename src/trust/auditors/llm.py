@@ -431,6 +431,9 @@ class LlmAuditor:
         """The threshold a score must reach to pass, for `layer`."""
         return self._settings.tau_edge if layer is AuditLayer.EDGE else self._settings.tau_node
 
+    async def unavailable(self) -> str | None:
+        return None
+
     async def audit(self, request: AuditRequest) -> Verdict:
         """The verdict on `request`; `LlmError` when the endpoint fails or keeps answering malformed JSON."""
         skipped = self._not_applicable(request)
