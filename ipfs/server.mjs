@@ -13,7 +13,7 @@
 // (the pid of the node using it). Blocks and pins survive a restart. Nothing is garbage collected.
 import './polyfills.mjs'
 
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, writeSync } from 'node:fs'
 import http from 'node:http'
 import { resolve as resolvePath, join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -57,18 +57,29 @@ function options () {
   return { repo: resolvePath(values.repo), host: values.host, port, maxUploadBytes }
 }
 
-/** Whether `pid` is a running IPFS node (a pid left in a stale lock may since belong to anything). */
-function runsANode (pid) {
+/** Whether `pid` is a running IPFS node on `repo`. A pid left in a stale lock may since belong to
+ *  anything, another node on another repo included (a repo copied with its lock while its node ran,
+ *  or a pid reused after a reboot): only a node whose --repo is this repo holds it. */
+function runsANodeOn (pid, repo) {
   try {
     process.kill(pid, 0)
   } catch (err) {
     if (err.code !== 'EPERM') return false
   }
+  let argv
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('server.mjs')
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
   } catch {
     return true // no /proc: a live pid is all we can know
   }
+  if (!argv.some((part) => part.endsWith('server.mjs'))) return false
+  let cwd = '/'
+  try {
+    cwd = readlinkSync(`/proc/${pid}/cwd`)
+  } catch {}
+  return argv.some((part, index) =>
+    (part === '--repo' && argv[index + 1] !== undefined && resolvePath(cwd, argv[index + 1]) === repo) ||
+    (part.startsWith('--repo=') && resolvePath(cwd, part.slice('--repo='.length)) === repo))
 }
 
 /** Takes the repo for this process: two nodes writing one blockstore would corrupt its pins. */
@@ -83,7 +94,7 @@ function lockRepo (repo) {
     } catch (err) {
       if (err.code !== 'EEXIST') throw err
       const owner = Number.parseInt(readFileSync(path, 'utf8'), 10)
-      if (Number.isInteger(owner) && owner !== process.pid && runsANode(owner)) {
+      if (Number.isInteger(owner) && owner !== process.pid && runsANodeOn(owner, repo)) {
         fail(`repo ${repo} is in use by process ${owner}; stop that node first (trust ipfs down) or pick another --repo`)
       }
       rmSync(path, { force: true }) // left by a node that died without stopping

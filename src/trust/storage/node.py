@@ -4,13 +4,20 @@ The node is Helia with a filesystem blockstore and datastore behind a small Node
 that speaks the Kubo RPC subset TRUST uses (see `ipfs/rpc.mjs`), on 127.0.0.1, with no
 peer-to-peer networking. It is managed the way `trust.chain.anvil` manages Anvil:
 
-- `trust ipfs up` runs it detached (`ipfs_up`): its pid, address and repo go to
+- `trust ipfs up` runs it detached (`ipfs_up`): its pid, address, repo and home go to
   `<home>/ipfs-node.json`, its output to `<repo>/node.log`; a second `up` finds it running;
   `trust ipfs down` (`ipfs_down`) stops it with SIGTERM, and the node closes its stores first;
 - tests and benchmarks start an ephemeral node on a free port (`IpfsNode.start`, a context manager).
 
 Blocks and pins live in the repo (`<home>/ipfs` unless set): a restart loses nothing. The node
 locks its repo (`repo.lock`), so two nodes never write one blockstore.
+
+Each home has its own node, and a home's commands never touch another's. A record is only a claim:
+a home copied from another carries the other's record, and the pid of a node that died without
+`down` may since belong to another home's node. So a record is acted on only when it was written by
+this home and its pid still runs the node script with the recorded repo and port (its command line,
+read from /proc); a port held by another home's node is an error that names that node and the
+settings that give this home another port, never a node to attach to.
 """
 
 from __future__ import annotations
@@ -28,15 +35,27 @@ from typing import Any
 import httpx
 
 from trust.errors import IpfsError, ToolchainError
-from trust.processes import alive, free_port, terminate
+from trust.processes import (
+    alive,
+    command_line,
+    free_port,
+    inspectable,
+    option_value,
+    processes,
+    terminate,
+    working_directory,
+)
 from trust.settings import Settings
 from trust.toolchain import project_root
 
 __all__ = [
     "IpfsNode",
     "IpfsStatus",
+    "IpfsStopped",
+    "NodeProcess",
     "ipfs_down",
     "ipfs_up",
+    "node_process",
     "node_version",
 ]
 
@@ -44,7 +63,11 @@ SERVER_SCRIPT = Path("ipfs") / "server.mjs"
 READY_PREFIX = "trust-ipfs ready "
 IMPLEMENTATION_PREFIX = "trust-ipfs/"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+_SERVER_DEFAULT_HOST = "127.0.0.1"
+_SERVER_DEFAULT_PORT = 5101
+"""What `server.mjs` listens on when its command line does not say."""
 _LOG_TAIL_LINES = 12
+_PORT_SUGGESTION_TRIES = 50
 
 
 def _port_taken(host: str, port: int) -> bool:
@@ -69,13 +92,54 @@ def _ours(answer: dict[str, Any] | None) -> bool:
     return answer is not None and str(answer.get("Implementation", "")).startswith(IMPLEMENTATION_PREFIX)
 
 
-def _runs_our_server(pid: int) -> bool:
-    """Whether `pid` is a local IPFS node process (so that `down` never signals a recycled pid)."""
+@dataclass(frozen=True, slots=True)
+class NodeProcess:
+    """A running local IPFS node as its command line shows it: which repo it serves, where it listens."""
+
+    pid: int
+    repo: Path
+    host: str
+    port: int
+
+
+def _as_node(pid: int, argv: list[str]) -> NodeProcess | None:
+    if not any(part.endswith(SERVER_SCRIPT.name) for part in argv):
+        return None
+    repo, port = option_value(argv, "--repo"), option_value(argv, "--port")
+    if repo is None:
+        return None
+    if not Path(repo).is_absolute():  # relative to where that node was started
+        base = working_directory(pid)
+        if base is None:
+            return None
+        repo = str(base / repo)
     try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return any(part.endswith(b"server.mjs") for part in command)
+        number = _SERVER_DEFAULT_PORT if port is None else int(port)
+    except ValueError:
+        return None
+    return NodeProcess(pid, Path(os.path.normpath(repo)), option_value(argv, "--host") or _SERVER_DEFAULT_HOST, number)
+
+
+def node_process(pid: int) -> NodeProcess | None:
+    """The local IPFS node that `pid` runs now, or None when it runs something else, is gone, or its
+    command line cannot be read."""
+    argv = command_line(pid)
+    return None if argv is None else _as_node(pid, argv)
+
+
+def _is_node(pid: int, repo: Path, port: int) -> bool:
+    """Whether `pid` is the node serving `repo` on `port` (not merely some node: after a reboot the
+    pid a record names may belong to another home's). Without /proc only liveness can be checked,
+    and the caller's check of what answers at the port has to do."""
+    if not inspectable():
+        return alive(pid)
+    found = node_process(pid)
+    return found is not None and found.port == port and found.repo == Path(os.path.normpath(repo))
+
+
+def _nodes_on(port: int) -> list[NodeProcess]:
+    """The local IPFS nodes this user can see listening on `port`."""
+    return [node for pid, argv in processes() if (node := _as_node(pid, argv)) is not None and node.port == port]
 
 
 def _log_tail(log_file: Path) -> str:
@@ -216,8 +280,10 @@ class IpfsNode:
 
     @classmethod
     def attach(cls, pid: int, host: str, port: int, repo: Path, log_file: Path | None = None) -> IpfsNode | None:
-        """The node with `pid`, if that process is alive and a local IPFS node answers at host:port."""
-        if not alive(pid) or not _ours(node_version(f"http://{host}:{port}")):
+        """The node with `pid`, if that process is the node serving `repo` on `port` and a local IPFS
+        node answers at host:port. A pid that now runs another program, or another node (another
+        home's, on another repo or port), is not attached to."""
+        if not _is_node(pid, repo, port) or not _ours(node_version(f"http://{host}:{port}")):
             return None
         return cls(host=host, port=port, repo=repo, pid=pid, log_file=log_file)
 
@@ -243,63 +309,137 @@ class IpfsStatus:
     started: bool
 
 
+@dataclass(frozen=True, slots=True)
+class IpfsStopped:
+    """What `ipfs_down` did: the pid of this home's node it stopped (None when none ran), and `note`,
+    why a record it found was left alone (written by another home, or naming a pid that no longer
+    runs this home's node)."""
+
+    pid: int | None
+    note: str | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.pid is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """`<home>/ipfs-node.json`: the node `trust ipfs up` started for `home` (None in records written
+    before homes were recorded, taken as this home's)."""
+
+    pid: int
+    host: str
+    port: int
+    repo: Path
+    log: Path | None
+    home: Path | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "host": self.host,
+            "port": self.port,
+            "repo": str(self.repo),
+            "log": None if self.log is None else str(self.log),
+            "home": None if self.home is None else str(self.home),
+        }
+
+
+def _home(settings: Settings) -> Path:
+    return settings.home.expanduser().resolve()
+
+
 def _state_file(settings: Settings) -> Path:
     return settings.home / "ipfs-node.json"
 
 
-def _read_state(path: Path) -> dict[str, Any] | None:
+def _read_record(path: Path) -> _Record | None:
     try:
         state = json.loads(path.read_text())
-        return {
-            "pid": int(state["pid"]),
-            "host": str(state["host"]),
-            "port": int(state["port"]),
-            "repo": str(state["repo"]),
-            "log": str(state["log"]) if state.get("log") else None,
-        }
+        return _Record(
+            pid=int(state["pid"]),
+            host=str(state["host"]),
+            port=int(state["port"]),
+            repo=Path(str(state["repo"])),
+            log=Path(str(state["log"])) if state.get("log") else None,
+            home=Path(str(state["home"])) if state.get("home") else None,
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # no record, or not one of ours
 
 
-def _running(settings: Settings) -> tuple[dict[str, Any] | None, IpfsNode | None]:
-    state = _read_state(_state_file(settings))
-    if state is None:
-        return None, None
-    log = Path(state["log"]) if state.get("log") else None
-    node = IpfsNode.attach(int(state["pid"]), str(state["host"]), int(state["port"]), Path(state["repo"]), log)
-    return state, node
+def _foreign(record: _Record, settings: Settings) -> bool:
+    """Whether `record` was written by another home (this one is a copy of it, or was moved)."""
+    return record.home is not None and record.home != _home(settings)
+
+
+def _attach(record: _Record) -> IpfsNode | None:
+    return IpfsNode.attach(record.pid, record.host, record.port, record.repo, record.log)
+
+
+def _free_port_near(host: str, port: int) -> int:
+    """A port to suggest instead of `port`: the next free one above it, else any free one."""
+    for candidate in range(port + 1, min(port + _PORT_SUGGESTION_TRIES, 65536)):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, candidate))
+            except OSError:
+                continue
+            return candidate
+    return free_port(host)
+
+
+def _port_held(settings: Settings, host: str, port: int) -> IpfsError:
+    """The error of `up` on a port something else holds: who holds it, and how this home gets its own."""
+    holders = _nodes_on(port)
+    if holders:
+        other = holders[0]
+        who = f"another IPFS node (pid {other.pid}, repo {other.repo}), not this home's"
+    else:
+        answer = node_version(f"http://{host}:{port}")
+        who = (
+            f"an IPFS node (version {answer.get('Version')}) that this home did not start"
+            if answer
+            else "another program"
+        )
+    suggestion = _free_port_near(host, port)
+    return IpfsError(
+        f"port {port} on {host} is taken by {who}; it was left alone. Give this home ({_home(settings)}) "
+        f"its own port: set TRUST_IPFS__PORT={suggestion} for every command of this home "
+        f"(or pass --port {suggestion} to `trust ipfs up` and set TRUST_IPFS__PORT for the others)"
+    )
 
 
 def ipfs_up(settings: Settings, *, repo: Path | None = None, port: int | None = None) -> IpfsStatus:
-    """Starts the local node detached (or finds it running) and records it under `settings.home`.
+    """Starts this home's local node detached (or finds it running) and records it under `settings.home`.
 
-    `repo` and `port` override `settings.ipfs`. A node already running elsewhere than asked is an
-    error: stop it first (`ipfs_down`).
+    `repo` and `port` override `settings.ipfs`. This home's node already running elsewhere than asked
+    is an error (stop it first with `ipfs_down`); so is the port held by anything else, another
+    home's node included, which is never attached to or stopped.
     """
     wanted_repo = (repo or settings.ipfs.repo_path(settings.home)).expanduser().resolve()
     wanted_port = port or settings.ipfs.port
     state_file = _state_file(settings)
-    _, node = _running(settings)
-    if node is not None:
-        if node.repo != wanted_repo or node.port != wanted_port:
-            raise IpfsError(
-                f"the local IPFS node already runs at {node.api_url} (pid {node.pid}, repo {node.repo}), not at "
-                f"port {wanted_port} with repo {wanted_repo}; run `trust ipfs down` first"
-            )
-        return IpfsStatus(node.api_url, node.pid, node.repo, node.log_file, started=False)
-    state_file.unlink(missing_ok=True)  # a node that is gone
+    record = _read_record(state_file)
+    if record is not None and not _foreign(record, settings):
+        node = _attach(record)
+        if node is not None:
+            if node.repo != wanted_repo or node.port != wanted_port:
+                raise IpfsError(
+                    f"this home's IPFS node already runs at {node.api_url} (pid {node.pid}, repo {node.repo}), "
+                    f"not at port {wanted_port} with repo {wanted_repo}; run `trust ipfs down` first"
+                )
+            return IpfsStatus(node.api_url, node.pid, node.repo, node.log_file, started=False)
+    state_file.unlink(missing_ok=True)  # a node that is gone, or another home's record
+    if _port_taken(settings.ipfs.host, wanted_port):
+        raise _port_held(settings, settings.ipfs.host, wanted_port)
     node = IpfsNode.from_settings(settings, repo=wanted_repo, port=wanted_port, detached=True)
-    state = {
-        "pid": node.pid,
-        "host": node.host,
-        "port": node.port,
-        "repo": str(node.repo),
-        "log": str(node.log_file) if node.log_file else None,
-    }
+    state = _Record(node.pid, node.host, node.port, node.repo, node.log_file, _home(settings))
     try:
         state_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.write_text(json.dumps(state.as_json(), indent=2) + "\n")
         os.replace(tmp, state_file)
     except OSError as exc:
         node.stop(settings.ipfs.stop_timeout_seconds)
@@ -307,15 +447,30 @@ def ipfs_up(settings: Settings, *, repo: Path | None = None, port: int | None = 
     return IpfsStatus(node.api_url, node.pid, node.repo, node.log_file, started=True)
 
 
-def ipfs_down(settings: Settings) -> bool:
-    """Stops the local node (it closes its stores on the way out). False when none was running."""
+def ipfs_down(settings: Settings) -> IpfsStopped:
+    """Stops this home's local node (it closes its stores on the way out) and drops its record.
+
+    Only the node this home recorded, and only while its pid still runs it: a record written by
+    another home, or whose pid now runs anything else, is dropped and its process left alone.
+    """
     state_file = _state_file(settings)
-    state, node = _running(settings)
+    record = _read_record(state_file)
     state_file.unlink(missing_ok=True)
-    if node is None and state is not None and alive(int(state["pid"])) and _runs_our_server(int(state["pid"])):
-        # Alive but not answering (hung or still starting): stop it all the same.
-        node = IpfsNode(str(state["host"]), int(state["port"]), Path(state["repo"]), int(state["pid"]))
+    if record is None:
+        return IpfsStopped(None)
+    if _foreign(record, settings):
+        return IpfsStopped(
+            None,
+            f"{state_file} was written by home {record.home} (this home is a copy of it, or was moved); "
+            f"its node (pid {record.pid}) belongs to that home and was left alone",
+        )
+    node = _attach(record)
+    if node is None and inspectable() and _is_node(record.pid, record.repo, record.port):
+        # This home's node, alive but not answering (hung or still starting): stop it all the same.
+        node = IpfsNode(record.host, record.port, record.repo, record.pid)
     if node is None:
-        return False
+        if alive(record.pid):
+            return IpfsStopped(None, f"the recorded pid {record.pid} no longer runs this home's node; left it alone")
+        return IpfsStopped(None)
     node.stop(settings.ipfs.stop_timeout_seconds)
-    return True
+    return IpfsStopped(node.pid)
