@@ -1,4 +1,4 @@
-"""`trust worker`: the auditor's daemon, its status and its money."""
+"""`trust worker`: the auditor's daemon, its status, its money, and joining and leaving the pool."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from trust.cli.common import (
     keystore_password,
     settings_for,
 )
+
+if TYPE_CHECKING:
+    from trust.worker.stake import StakePosition, UnstakeRequest
 
 worker_app = typer.Typer(
     help="The auditor worker: audits its seats with its own wallet and votes in time.", no_args_is_help=True
@@ -151,3 +154,259 @@ def worker_withdraw_cmd(
     with console.status("claiming rewards"):
         seats, staker = asyncio.run(withdraw(settings, account, rpc_url=rpc))
     console.print(f"seat rewards: {seats / 10**18:.6f} ETH; staker reward: {staker / 10**18:.6f} ETH")
+
+
+# -- joining and leaving: registration and stake, without running the worker ---------------------
+
+WorkerRpcOption = Annotated[
+    str | None,
+    typer.Option("--rpc-url", "--rpc", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)"),
+]
+
+
+def _tokens_line(units: int) -> str:
+    from trust.worker.identity import format_tokens
+
+    return f"{format_tokens(units)} tokens"
+
+
+def _render_position(position: StakePosition) -> None:
+    from trust.worker.identity import format_tokens
+    from trust.worker.stake import describe_duration
+
+    info = position.info
+    console.print(f"[bold]auditor {info.address}[/bold]", soft_wrap=True)
+    if not info.registered:
+        console.print("  registered:   no (`trust worker register --tier T --stake N` registers it)")
+    else:
+        state = "available" if info.available else "unavailable"
+        credential = ", credentialed" if info.credentialed else ""
+        console.print(
+            f"  tier:         {info.tier} ({state}{credential}), reputation {info.reputation_wad / 10**18:.3f}"
+        )
+        console.print(
+            f"  stake:        {_tokens_line(info.stake)} (tier minimum {format_tokens(position.minimum_stake)})"
+        )
+        console.print(f"  locked:       {_tokens_line(info.locked)} by open seats")
+        reason = position.not_drawn_because
+        weight = "0 (not drawn: " + reason + ")" if reason else _tokens_line(position.draw_weight)
+        console.print(f"  draw weight:  {weight}")
+    if info.unbonding:
+        when = (
+            "ready now: `trust worker unstake --execute` withdraws it"
+            if position.unbonding_ready
+            else f"ready at {_utc(info.unbonding_ready_at)}, in {describe_duration(position.seconds_to_ready)}"
+        )
+        console.print(f"  unbonding:    {_tokens_line(info.unbonding)}, {when}; slashable until withdrawn")
+    else:
+        console.print(f"  unbonding:    none (the delay is {describe_duration(position.unbonding_delay_seconds)})")
+    console.print(f"  wallet:       {_tokens_line(position.token_balance)}, {_eth(position.eth_balance_wei)}")
+    if position.pending_reward_wei:
+        console.print(f"  staker reward: {_eth(position.pending_reward_wei)} (`trust worker withdraw` claims it)")
+
+
+def _eth(wei: int) -> str:
+    from decimal import Decimal
+
+    text = f"{Decimal(wei) / 10**18:f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + " ETH"
+
+
+def _utc(unix_seconds: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@worker_app.command("register")
+def worker_register_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file (its own wallet)")],
+    tier: TierOption,
+    stake: Annotated[
+        str | None, typer.Option("--stake", help="tokens to stake, in whole tokens (default: the tier's minimum)")
+    ] = None,
+    password_file: PasswordFileOption = None,
+    encryption_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--encryption-key",
+            help="X25519 key (PEM) to register; default: beside the keystore, else derived from the wallet",
+        ),
+    ] = None,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Register the wallet as an auditor of --tier and stake, without running the worker (`trust worker
+    run` then starts without --register). An auditor already registered is reported, nothing sent."""
+    from trust.chain.wallets import load_keystore
+    from trust.graphs.hdag import Tier
+    from trust.worker.identity import AuditorIdentity, parse_tokens, resolve_encryption_key
+    from trust.worker.stake import connected, register_auditor, stake_position
+
+    settings = settings_for(home)
+    stake_units = None if stake is None else parse_tokens(stake)
+    password = keystore_password(password_file)
+    account = load_keystore(keystore, password)
+
+    async def run() -> tuple[bool, str, StakePosition]:
+        async with connected(settings, rpc) as protocol:
+            key, source = resolve_encryption_key(
+                account,
+                keystore,
+                password,
+                encryption_key,
+                chain_id=protocol.chain.chain_id,
+                registry=protocol.registry.address,
+            )
+            done = await register_auditor(protocol, AuditorIdentity(account, key, source), Tier(tier), stake_units)
+            return done.newly_registered, source, await stake_position(protocol, account.address)
+
+    with console.status("registering"):
+        newly, source, position = asyncio.run(run())
+    if newly:
+        console.print(f"registered {account.address} as a tier-{tier} auditor", soft_wrap=True)
+    else:
+        console.print(
+            f"{account.address} is already a registered tier-{position.info.tier} auditor: nothing was sent",
+            soft_wrap=True,
+        )
+    _render_position(position)
+    console.print(f"  encryption key: {source}", soft_wrap=True)
+    if not newly and stake is not None:
+        console.print(
+            f"note: --stake {stake} was not added to a registered auditor; "
+            f"`trust worker stake --keystore {keystore} --add {stake}` adds it",
+            soft_wrap=True,
+        )
+    console.print(f"next: trust worker run --keystore {keystore} --tier {position.info.tier}", soft_wrap=True)
+
+
+@worker_app.command("stake")
+def worker_stake_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    add: Annotated[str, typer.Option("--add", help="tokens to add to the stake, in whole tokens")],
+    password_file: PasswordFileOption = None,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Add tokens to a registered auditor's stake (more weight in the draw, more seats it can hold)."""
+    from trust.chain.wallets import load_keystore
+    from trust.worker.identity import parse_tokens
+    from trust.worker.stake import add_stake, connected
+
+    settings = settings_for(home)
+    amount = parse_tokens(add, "--add")
+    account = load_keystore(keystore, keystore_password(password_file))
+
+    async def run() -> StakePosition:
+        async with connected(settings, rpc) as protocol:
+            return await add_stake(protocol, account, amount)
+
+    with console.status("staking"):
+        position = asyncio.run(run())
+    console.print(f"added {_tokens_line(amount)} to the stake")
+    _render_position(position)
+
+
+@worker_app.command("unstake")
+def worker_unstake_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    amount: Annotated[str | None, typer.Option("--amount", help="tokens to unstake, in whole tokens")] = None,
+    unstake_all: Annotated[
+        bool, typer.Option("--all", help="unstake everything: leave the draw (the wallet stays registered)")
+    ] = False,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="withdraw the tokens of an earlier request once its delay has passed")
+    ] = False,
+    password_file: PasswordFileOption = None,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Unstake in two steps: --amount N or --all requests it (the tokens leave the draw at once and
+    unbond for the registry's delay, slashable meanwhile); --execute withdraws them after the delay."""
+    from trust.chain.wallets import load_keystore
+    from trust.worker.identity import parse_tokens
+    from trust.worker.stake import connected, describe_duration, execute_unstake, request_unstake
+
+    chosen = [
+        flag for flag, on in (("--amount", amount is not None), ("--all", unstake_all), ("--execute", execute)) if on
+    ]
+    if len(chosen) != 1:
+        raise typer.BadParameter(
+            "give exactly one of --amount N, --all (request) or --execute (withdraw after the delay)"
+            + (f", not {' and '.join(chosen)}" if chosen else "")
+        )
+    settings = settings_for(home)
+    units = None if amount is None else parse_tokens(amount, "--amount")
+    account = load_keystore(keystore, keystore_password(password_file))
+
+    if execute:
+
+        async def withdraw_unbonded() -> tuple[int, StakePosition]:
+            async with connected(settings, rpc) as protocol:
+                return await execute_unstake(protocol, account)
+
+        with console.status("withdrawing the unbonded stake"):
+            withdrawn, position = asyncio.run(withdraw_unbonded())
+        console.print(f"withdrew {_tokens_line(withdrawn)} to {account.address}", soft_wrap=True)
+        _render_position(position)
+        return
+
+    async def request() -> UnstakeRequest:
+        async with connected(settings, rpc) as protocol:
+            return await request_unstake(protocol, account, units)
+
+    with console.status("requesting the unstake"):
+        done = asyncio.run(request())
+    after = done.after
+    console.print(
+        f"unbonding {_tokens_line(done.amount)}: withdraw them with `trust worker unstake --keystore {keystore} "
+        f"--execute` from {_utc(done.ready_at)} (in {describe_duration(after.seconds_to_ready)}, chain time)",
+        soft_wrap=True,
+    )
+    console.print(
+        f"they left the draw now and stay slashable until withdrawn; {_tokens_line(after.info.stake)} stay staked",
+        soft_wrap=True,
+    )
+    if after.info.stake == 0:
+        console.print(
+            "out of the draw: the wallet stays registered, and `trust worker stake --add N` brings it back",
+            soft_wrap=True,
+        )
+    _render_position(after)
+
+
+@worker_app.command("info")
+def worker_info_cmd(
+    keystore: Annotated[
+        Path | None, typer.Option("--keystore", help="the auditor's keystore (only its address is read)")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="the auditor's address, instead of --keystore")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (amounts as exact decimal strings)")] = False,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """An auditor's standing on chain: registration, tier, stake, locked stake, draw weight, unbonding
+    and when it can be withdrawn, wallet balances and the pending staker reward."""
+    from eth_utils import is_address, to_checksum_address
+
+    from trust.worker.stake import connected, stake_position
+
+    if (keystore is None) == (address is None):
+        raise typer.BadParameter("give --keystore or --address (one of them)")
+    if address is not None and not is_address(address):
+        raise typer.BadParameter(f"--address {address!r} is not an Ethereum address (0x and 40 hex digits)")
+    who = to_checksum_address(address) if address is not None else keystore_address(keystore)  # type: ignore[arg-type]
+    settings = settings_for(home)
+
+    async def read() -> StakePosition:
+        async with connected(settings, rpc) as protocol:
+            return await stake_position(protocol, who)
+
+    position = asyncio.run(read())
+    if as_json:
+        console.print_json(json.dumps(position.as_json()))
+        return
+    _render_position(position)

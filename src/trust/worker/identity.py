@@ -18,28 +18,39 @@ from trust.errors import ConfigError, ContractReverted, WalletError
 from trust.graphs.hdag import Tier
 from trust.worker.keys import derive_encryption_key, encryption_public_key, load_encryption_key
 
-__all__ = ["TOKEN_UNIT", "AuditorIdentity", "ensure_registered", "parse_tokens", "resolve_encryption_key"]
+__all__ = [
+    "TOKEN_UNIT",
+    "AuditorIdentity",
+    "check_registration",
+    "credential_missing",
+    "ensure_registered",
+    "format_tokens",
+    "parse_tokens",
+    "resolve_encryption_key",
+]
 
 TOKEN_UNIT = 10**18
 """Base units per staking token (TrustToken has 18 decimals)."""
 
 
-def parse_tokens(text: str) -> int:
-    """A token amount as typed ("250", "0.5") in base units."""
+def parse_tokens(text: str, what: str = "the stake") -> int:
+    """A token amount as typed ("250", "0.5") in base units; `what` names it in the error."""
     try:
         amount = Decimal(text)
     except InvalidOperation:
         raise ConfigError(f"{text!r} is not a token amount; write it in whole tokens, e.g. 250 or 0.5") from None
     if not amount.is_finite() or amount <= 0:
-        raise ConfigError(f"the stake must be a positive number of tokens, not {text!r}")
+        raise ConfigError(f"{what} must be a positive number of tokens, not {text!r}")
     units = amount * TOKEN_UNIT
     if units != units.to_integral_value():
         raise ConfigError(f"{text!r} has more than 18 decimals")
     return int(units)
 
 
-def _tokens(units: int) -> str:
-    return f"{Decimal(units) / TOKEN_UNIT:f}"
+def format_tokens(units: int) -> str:
+    """Token base units as whole tokens, exactly ("250", "0.5"): no binary float in between."""
+    text = f"{Decimal(units) / TOKEN_UNIT:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,29 @@ def resolve_encryption_key(
     return derive_encryption_key(account, chain_id=chain_id, registry=registry), "derived from the wallet"
 
 
+def check_registration(info: AuditorInfo, identity: AuditorIdentity, tier: Tier) -> None:
+    """That the registered auditor `info` is `identity`'s of `tier`: the same tier, and the registered
+    encryption key is the one this identity holds (else no key envelope would open)."""
+    if info.tier != int(tier):
+        raise ConfigError(
+            f"{info.address} is registered as a tier-{info.tier} auditor, not tier {int(tier)}: use --tier {info.tier}"
+        )
+    if info.encryption_key != identity.public_key:
+        raise WalletError(
+            f"{info.address} registered the encryption key 0x{info.encryption_key.hex()}, but this worker's key "
+            f"({identity.key_source}) is 0x{identity.public_key.hex()}; pass the registered key with --encryption-key"
+        )
+
+
+def credential_missing(address: str) -> ConfigError:
+    """Tier 3 is for credentialed experts only: the registry refuses to register anyone else."""
+    return ConfigError(
+        f"{address} has no tier-3 credential: tier 3 is for experts whom governance credentials first "
+        f"(a timelock proposal calling AuditorRegistry.grantCredential({address})). Ask governance for it and "
+        f"register once it is granted (`trust worker info` shows it), or register for tier 1 or 2"
+    )
+
+
 async def ensure_registered(
     protocol: Protocol,
     identity: AuditorIdentity,
@@ -81,10 +115,12 @@ async def ensure_registered(
     register: bool = False,
     stake_units: int | None = None,
     metadata_uri: str = "",
+    unavailable_ok: bool = False,
 ) -> AuditorInfo:
     """Checks (and with `register`, makes) the wallet a registered, staked, available auditor of `tier`
     whose registered key is `identity`'s. Every way this can be wrong ends in a `ConfigError` that
-    says what to do."""
+    says what to do. `unavailable_ok`: an auditor out of the draw is accepted (the worker's state
+    says the worker took it out itself, and it puts it back once it can audit in time)."""
     registry, address = protocol.registry, identity.address
     params = await protocol.params.params()
     minimum = int(params[f"minStakeTier{int(tier)}"])
@@ -94,18 +130,23 @@ async def ensure_registered(
     if not info.registered:
         if not register:
             raise ConfigError(
-                f"{address} is not a registered auditor; run again with --register --stake <tokens> "
-                f"(tier {int(tier)} needs at least {_tokens(minimum)} tokens)"
+                f"{address} is not a registered auditor; register it with `trust worker register --tier {int(tier)} "
+                f"--stake <tokens>` or run again with --register --stake <tokens> "
+                f"(tier {int(tier)} needs at least {format_tokens(minimum)} tokens)"
             )
+        if tier is Tier.HUMAN and not info.credentialed:
+            raise credential_missing(address)
         stake = stake_units if stake_units is not None else minimum
         if stake < minimum:
             raise ConfigError(
-                f"a stake of {_tokens(stake)} tokens is below tier {int(tier)}'s minimum of {_tokens(minimum)}"
+                f"a stake of {format_tokens(stake)} tokens is below tier {int(tier)}'s minimum of "
+                f"{format_tokens(minimum)}"
             )
         held = await protocol.token.balance_of(address)
         if held < stake:
             raise ConfigError(
-                f"{address} holds {_tokens(held)} staking tokens; registering with {_tokens(stake)} needs more"
+                f"{address} holds {format_tokens(held)} staking tokens; registering with {format_tokens(stake)} "
+                "needs more"
             )
         try:
             await protocol.token.approve(identity.account, registry.address, stake)
@@ -116,27 +157,21 @@ async def ensure_registered(
             hint = " (tier 3 needs a credential granted by governance first)" if tier is Tier.HUMAN else ""
             raise ConfigError(f"registering {address} as a tier-{int(tier)} auditor failed: {exc}{hint}") from exc
         return await registry.auditor(address)
-    if info.tier != int(tier):
-        raise ConfigError(
-            f"{address} is registered as a tier-{info.tier} auditor, not tier {int(tier)}: use --tier {info.tier}"
-        )
-    if info.encryption_key != identity.public_key:
-        raise WalletError(
-            f"{address} registered the encryption key 0x{info.encryption_key.hex()}, but this worker's key "
-            f"({identity.key_source}) is 0x{identity.public_key.hex()}; pass the registered key with --encryption-key"
-        )
+    check_registration(info, identity, tier)
     if stake_units:
         try:
             await protocol.token.approve(identity.account, registry.address, stake_units)
             await registry.stake(identity.account, stake_units)
         except ContractReverted as exc:
-            raise ConfigError(f"adding {_tokens(stake_units)} tokens of stake failed: {exc}") from exc
+            raise ConfigError(f"adding {format_tokens(stake_units)} tokens of stake failed: {exc}") from exc
         info = await registry.auditor(address)
     if info.stake < minimum:
         raise ConfigError(
-            f"{address} stakes {_tokens(info.stake)} tokens; tier {int(tier)} needs {_tokens(minimum)} to be drawn. "
-            f"Add stake with --stake {_tokens(minimum - info.stake)}"
+            f"{address} stakes {format_tokens(info.stake)} tokens; tier {int(tier)} needs {format_tokens(minimum)} "
+            "to be drawn. "
+            f"Add stake with --stake {format_tokens(minimum - info.stake)} "
+            f"(or `trust worker stake --add {format_tokens(minimum - info.stake)}`)"
         )
-    if not info.available:
+    if not info.available and not unavailable_ok:
         raise ConfigError(f"{address} is marked unavailable and will not be drawn; set it available first")
     return info
