@@ -9,6 +9,7 @@ count of the wallet shows that nothing went out.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -25,8 +26,10 @@ from eth_account.signers.local import LocalAccount
 
 from trust.chain.client import ChainClient
 from trust.chain.wallets import create_keystore, load_keystore
+from trust.errors import ConfigError
 from trust.storage.kubo import KuboClient
 from trust.worker.keys import derive_encryption_key, encryption_public_key
+from trust.worker.stake import UnstakeRequest, request_unstake
 
 from .conftest import PASSWORD, PROTOCOL, Network, deployed_network, products, submit
 
@@ -268,3 +271,20 @@ async def test_unstake_refused_while_seats_hold_locked_stake(network: Network, c
     assert await sent_count(network, account) == before
     shown = cli("worker", "info", "--keystore", auditor.keystore)
     assert f"locked: {locked // TOKEN} tokens by open seats" in said(shown)
+
+
+async def test_a_refusal_the_checks_could_not_see_is_decoded_in_the_same_words(network: Network) -> None:
+    """Two requests at once: both read the registry before either is mined, so the second passes the
+    checks and reaches the chain, whose refusal (`RegistryUnbondingPending`) reads as the check's."""
+    account = load_keystore(Path(network.auditors[1].keystore), PASSWORD)  # staked 200 tokens
+    results = await asyncio.gather(
+        request_unstake(network.protocol, account, 50 * TOKEN),
+        request_unstake(network.protocol, account, 50 * TOKEN),
+        return_exceptions=True,
+    )
+    done = [r for r in results if isinstance(r, UnstakeRequest)]
+    refused = [r for r in results if isinstance(r, BaseException)]
+    assert len(done) == 1 and len(refused) == 1, results
+    assert isinstance(refused[0], ConfigError), repr(refused[0])
+    assert "already unbonds 50 tokens" in str(refused[0]) and "one unstake at a time" in str(refused[0])
+    assert (await network.protocol.registry.auditor(account.address)).unbonding == 50 * TOKEN
