@@ -22,6 +22,12 @@ Endpoints spell a schema-constrained reply in two ways, so `structured_output` p
 Everything that goes wrong reaches the caller as `LlmError`, naming the URL, the status and an
 excerpt of the body.
 
+A client of a server that may move (the embedded judge, restarted on another port by `trust llm
+up`) takes `locate`: a function asked for the current base URL before every attempt, which raises
+`LlmError` saying why when there is no server; that error ends the call, and a connection that
+fails on the last attempt is reported with it (the server crashed, and how) instead of a bare
+`ConnectError`.
+
 Use it as an async context manager; once closed, it refuses calls with a clear error instead of
 reopening (httpx's client state rule). Built from `trust.settings.LlmSettings`; it reads no
 environment of its own (`trust_env=False`).
@@ -32,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -69,6 +75,7 @@ class LlmClient:
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0,
         structured_output: StructuredOutput | None = None,
+        locate: Callable[[], str] | None = None,
     ) -> None:
         if settings.base_url is None:
             raise ConfigError(
@@ -78,6 +85,7 @@ class LlmClient:
             raise ConfigError(f"backoff must be non-negative, got {backoff_seconds} and {max_backoff_seconds}")
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
+        self._locate = locate
         self._backoff = backoff_seconds
         self._max_backoff = max_backoff_seconds
         self.structured_output = StructuredOutput(structured_output or settings.structured_output)
@@ -174,10 +182,14 @@ class LlmClient:
         attempts = self.settings.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
+            if self._locate is not None:
+                self.url = self._locate().rstrip("/") + "/chat/completions"
             try:
                 response = await self._http.post(self.url, json=body)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 if last:
+                    if self._locate is not None and not isinstance(exc, httpx.TimeoutException):
+                        self._locate()  # raises, saying why, when the server is gone
                     raise LlmError(
                         f"chat endpoint {self.url} failed after {attempts} attempt(s): {type(exc).__name__} {exc}; "
                         "check that the server is up and TRUST_LLM__TIMEOUT_SECONDS is long enough"

@@ -72,7 +72,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -389,7 +389,7 @@ class LlmAuditor:
     `settings` gives the thresholds (tau_node, tau_edge). `max_attempts` asks per question and order
     (the first and the retries of a malformed answer). `max_text_chars` and `max_context_chars` cap
     what is sent (characters). `concurrency` bounds the requests in flight. Temperature is 0: the
-    judgement is as repeatable as the endpoint allows.
+    judgement is as repeatable as the endpoint allows. `availability` answers `unavailable`.
     """
 
     def __init__(
@@ -402,6 +402,7 @@ class LlmAuditor:
         max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
         max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
         concurrency: int = DEFAULT_CONCURRENCY,
+        availability: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         for field_name, value, least in (
             ("max_attempts", max_attempts, 1),
@@ -418,6 +419,7 @@ class LlmAuditor:
         self._max_text = max_text_chars
         self._max_context = max_context_chars
         self._concurrency = concurrency
+        self._availability = availability
 
     @property
     def tier(self) -> Tier:
@@ -432,7 +434,12 @@ class LlmAuditor:
         return self._settings.tau_edge if layer is AuditLayer.EDGE else self._settings.tau_node
 
     async def unavailable(self) -> str | None:
-        return None
+        """Why the model cannot judge now (its server is down or not answering, in words), or None.
+
+        Asks `availability` (a cheap probe of the endpoint, cached by whoever builds it: see
+        `trust.auditors.tiers.llm_auditor`); without one the auditor is taken as always available.
+        """
+        return None if self._availability is None else await self._availability()
 
     async def audit(self, request: AuditRequest) -> Verdict:
         """The verdict on `request`; `LlmError` when the endpoint fails or keeps answering malformed JSON."""

@@ -6,16 +6,21 @@
   the verdicts; point `TRUST_AUDITOR_LLM__BASE_URL` at a real model for real audits);
 - tier 3: `HumanAuditor` behind the review page, served while the worker runs.
 
-Resources (the model client, the local model server, the review server) are entered on the
-caller's `AsyncExitStack`, so they close with it.
+Resources (the model client, the review server) are entered on the caller's `AsyncExitStack`, so
+they close with it. The embedded model server is not one of them: it is the home's, shared by every
+tier-2 worker of the home and supervised on its own (`trust llm up|down|status`); a worker starts it
+(detached) when none runs, follows it when it restarts elsewhere, and never stops it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from urllib.parse import urlsplit
 
 from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
 from trust.auditors.computational import ComputationalAuditor
@@ -23,7 +28,16 @@ from trust.errors import ConfigError
 from trust.graphs.hdag import Tier
 from trust.settings import ReviewSettings, SandboxSettings, Settings
 
-__all__ = ["SeatEventHook", "audit_once", "computational_auditor", "default_checks", "human_auditor", "llm_auditor"]
+__all__ = [
+    "AVAILABILITY_CACHE_SECONDS",
+    "AVAILABILITY_PROBE_TIMEOUT_SECONDS",
+    "SeatEventHook",
+    "audit_once",
+    "computational_auditor",
+    "default_checks",
+    "human_auditor",
+    "llm_auditor",
+]
 
 
 def default_checks(sandbox: SandboxSettings) -> list[Check]:
@@ -38,25 +52,84 @@ def computational_auditor(sandbox: SandboxSettings) -> ComputationalAuditor:
     return ComputationalAuditor(default_checks(sandbox))
 
 
+AVAILABILITY_CACHE_SECONDS = 1.5
+"""How long a probe's answer to `LlmAuditor.unavailable` is reused: the worker asks before each seat
+it would take, and a probe per seat would cost more than it tells."""
+AVAILABILITY_PROBE_TIMEOUT_SECONDS = 3.0
+
+
+class _CachedProbe:
+    """An availability probe whose answer is reused for `seconds` (one probe at a time)."""
+
+    def __init__(self, probe: Callable[[], Awaitable[str | None]], seconds: float) -> None:
+        self._probe = probe
+        self._seconds = seconds
+        self._answer: str | None = None
+        self._at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def __call__(self) -> str | None:
+        async with self._lock:
+            if time.monotonic() - self._at >= self._seconds:
+                self._answer = await self._probe()
+                self._at = time.monotonic()
+            return self._answer
+
+
+def _endpoint_probe(base_url: str, timeout_seconds: float) -> Callable[[], Awaitable[str | None]]:
+    """A probe of a configured endpoint that costs no request (no key, no rate limit): whether its
+    host accepts a TCP connection."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+
+    async def probe() -> str | None:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_seconds)
+        except (OSError, TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            return f"the model endpoint {base_url} cannot be reached ({host}:{port}: {reason}); check that it is up"
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return None
+
+    return probe
+
+
 async def llm_auditor(settings: Settings, stack: AsyncExitStack, log: logging.Logger | None = None) -> Auditor:
-    """The tier-2 auditor on the configured endpoint, or on the embedded local model."""
+    """The tier-2 auditor on the configured endpoint, or on the home's embedded model server.
+
+    With no endpoint configured, the home's shared server (`<home>/llm`) is used, started detached
+    when none runs; the client follows its record (a restart on another port), and `unavailable()`
+    says why while it is down, so that the worker stays out of the draw instead of failing seats.
+    """
     from trust.auditors.llm import LlmAuditor
-    from trust.auditors.local_model import LocalModelServer
+    from trust.auditors.local_model import LocalModelServer, ModelServerHome
     from trust.llm import LlmClient
 
     if settings.auditor_llm.configured:
         client = await stack.enter_async_context(LlmClient(settings.auditor_llm))
+        probe = _endpoint_probe(str(settings.auditor_llm.base_url), AVAILABILITY_PROBE_TIMEOUT_SECONDS)
     else:
+        # Not entered on the stack: the server is the home's, and outlives this worker.
         server = await asyncio.to_thread(LocalModelServer.from_settings, settings)
-        await stack.enter_async_context(server)
-        client = await stack.enter_async_context(server.client())
+        home = ModelServerHome(server.directory)
+        client = await stack.enter_async_context(home.client())
+
+        async def probe() -> str | None:
+            return await home.problem(AVAILABILITY_PROBE_TIMEOUT_SECONDS)
+
         if log is not None:
             log.warning(
-                "tier 2 runs on the embedded SmolLM2-135M model at %s: it proves the wiring, not the verdicts; "
-                "set TRUST_AUDITOR_LLM__BASE_URL and TRUST_AUDITOR_LLM__MODEL for a real judge",
+                "tier 2 runs on the embedded SmolLM2-135M model at %s (pid %d, log %s), the home's shared server: "
+                "it proves the wiring, not the verdicts; set TRUST_AUDITOR_LLM__BASE_URL and "
+                "TRUST_AUDITOR_LLM__MODEL for a real judge",
                 server.base_url,
+                server.pid,
+                server.log_file,
             )
-    return LlmAuditor(client, settings.audit)
+    return LlmAuditor(client, settings.audit, availability=_CachedProbe(probe, AVAILABILITY_CACHE_SECONDS))
 
 
 SeatEventHook = Callable[[object, str, str], None]

@@ -17,6 +17,7 @@ from trust.cli.devnet import devnet_app
 from trust.cli.eval import eval_app
 from trust.cli.graph import graph_app
 from trust.cli.ipfs import ipfs_app
+from trust.cli.llm import llm_app
 from trust.cli.params import params_app
 from trust.cli.ranking import judge_app, rank_app
 from trust.cli.wallet import wallet_app
@@ -31,6 +32,7 @@ app.add_typer(wallet_app, name="wallet")
 app.add_typer(graph_app, name="graph")
 app.add_typer(eval_app, name="eval")
 app.add_typer(ipfs_app, name="ipfs")
+app.add_typer(llm_app, name="llm")
 app.add_typer(params_app, name="params")
 app.add_typer(worker_app, name="worker")
 app.add_typer(rank_app, name="rank", no_args_is_help=True)
