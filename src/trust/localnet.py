@@ -21,13 +21,10 @@ reverse order, when the context exits; the folder keeps the logs (`workers/*.log
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
 import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,11 +38,19 @@ from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
-from trust.errors import DevnetError
-from trust.processes import alive, free_port, terminate
+from trust.processes import alive
 from trust.settings import DevnetSettings, GovernanceSettings, LlmSettings, ProtocolSettings, Settings
 from trust.storage.node import IpfsNode
 from trust.toolchain import Toolchain
+from trust.worker_processes import (
+    ReviewPage,
+    StartedProcess,
+    start_process,
+    stop_processes,
+    wait_ready,
+    worker_command,
+    worker_environment,
+)
 
 __all__ = ["LOCAL_PROTOCOL", "LocalNetwork", "ReviewPage", "WorkerSpec"]
 
@@ -70,8 +75,6 @@ _EMBEDDED_MODEL_TIMEOUT_SECONDS = 300.0
 _KEYSTORE_PASSWORD_BYTES = 18
 _WORKER_STOP_SECONDS = 20.0
 _READY_TIMEOUT_SECONDS = 120.0
-_READY_LINE = ") following "
-"""What a worker logs when its loop starts (`Worker.run`: "worker 0x.. (tier t) following <rpc> ...")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +86,6 @@ class WorkerSpec:
     adversary: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewPage:
-    """The review page of one tier-3 worker: where it answers and the expert's password."""
-
-    auditor: str
-    url: str
-    password: str
-
-
 @dataclass
 class _Worker:
     spec: WorkerSpec
@@ -99,6 +93,9 @@ class _Worker:
     process: subprocess.Popen[bytes]
     log_file: Path
     review: ReviewPage | None = None
+
+    def started(self) -> StartedProcess:
+        return StartedProcess(self.auditor.address, self.process.pid, self.log_file, self.process)
 
 
 @dataclass
@@ -223,8 +220,9 @@ class LocalNetwork:
         await self._wait_ready()
 
     def _environment(self, spec: WorkerSpec, review: ReviewPage | None) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("TRUST_")}
-        env |= {
+        # The network's own settings only: none of the caller's TRUST_* values reach its workers.
+        base = {key: value for key, value in os.environ.items() if not key.startswith("TRUST_")}
+        env = {
             "TRUST_HOME": str(self.folder / "home"),
             "TRUST_DEPLOYMENTS_DIR": str(self.settings.deployments_path(self.folder)),
             "TRUST_WORKER__POLL_SECONDS": str(self.worker_poll_seconds),
@@ -243,71 +241,32 @@ class LocalNetwork:
                 env["TRUST_AUDITOR_LLM__API_KEY"] = self.llm.api_key
             if self._model is not None:
                 env["TRUST_WORKER__AUDITS_IN_PARALLEL"] = "1"
-        if review is not None:
-            port = review.url.rsplit(":", 1)[1]
-            env |= {"TRUST_WORKER__REVIEW__PORT": port, "TRUST_WORKER__REVIEW__PASSWORD": review.password}
-        return env
+        return worker_environment(base, env, review)
 
     def _spawn(self, spec: WorkerSpec, auditor: AuditorAccount) -> _Worker:
-        logs = self.folder / "workers"
-        logs.mkdir(exist_ok=True)
-        review = None
-        if spec.tier == 3:
-            review = ReviewPage(auditor.address, f"http://127.0.0.1:{free_port()}", secrets.token_urlsafe(12))
-        command = [
-            sys.executable,
-            "-m",
-            "trust",
-            "worker",
-            "run",
-            "--keystore",
-            auditor.keystore,
-            "--password-file",
-            str(self.folder / "keystore-password"),
-            "--tier",
-            str(spec.tier),
-            "--rpc",
-            self.rpc_url,
-            "--ipfs",
-            self.ipfs_url,
-            "--auto-claim",
-        ]
-        if spec.adversary:
-            command += ["--adversary", spec.adversary]
-        log_file = logs / f"{auditor.address.lower()}.log"
-        with open(log_file, "ab") as out:
-            process = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=self._environment(spec, review),
-            )
+        review = ReviewPage.new(auditor.address) if spec.tier == 3 else None
+        command = worker_command(
+            keystore=Path(auditor.keystore),
+            password_file=self.folder / "keystore-password",
+            tier=spec.tier,
+            rpc_url=self.rpc_url,
+            ipfs_url=self.ipfs_url,
+            adversary=spec.adversary,
+        )
+        log_file = self.folder / "workers" / f"{auditor.address.lower()}.log"
+        process = start_process(command, self._environment(spec, review), log_file, detached=False)
         return _Worker(spec, auditor, process, log_file, review)
 
     async def _wait_ready(self) -> None:
         """Until every worker logged its start (its auditor line), or one died."""
-        deadline = time.monotonic() + _READY_TIMEOUT_SECONDS
-        pending = list(self._workers)
-        while pending:
-            for worker in list(pending):
-                if worker.process.poll() is not None:
-                    tail = worker.log_file.read_text(errors="replace")[-2000:]
-                    raise DevnetError(f"worker {worker.auditor.address} (tier {worker.spec.tier}) exited:\n{tail}")
-                if _READY_LINE in worker.log_file.read_text(errors="replace"):
-                    pending.remove(worker)
-            if pending and time.monotonic() > deadline:
-                raise DevnetError(f"{len(pending)} workers did not start within {_READY_TIMEOUT_SECONDS:.0f} s")
-            if pending:
-                await asyncio.sleep(0.2)
+        await wait_ready(
+            [w.started() for w in self._workers],
+            _READY_TIMEOUT_SECONDS,
+            describe={w.auditor.address: f"worker {w.auditor.address} (tier {w.spec.tier})" for w in self._workers},
+        )
 
     async def stop(self) -> None:
-        for worker in self._workers:
-            if worker.process.poll() is None:
-                worker.process.terminate()
-        for worker in self._workers:
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(terminate, worker.process.pid, worker.process, _WORKER_STOP_SECONDS)
+        await asyncio.to_thread(stop_processes, [w.started() for w in self._workers], _WORKER_STOP_SECONDS)
         self._workers.clear()
         if self._model is not None:
             await asyncio.to_thread(self._model.stop)

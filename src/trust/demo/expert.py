@@ -8,26 +8,49 @@ naming what is missing or mis-scored; a node that states how the score will be c
 it evaluates each criterion and keeps a running total. Any other node is outside the checklist: the
 script votes pass and says that it did not judge it, which a real expert would never do (the demo's
 traces send only those two kinds of nodes to tier 3).
+
+Two ways to run it: inside the demo (`run_scripted_expert`, on the local network's pages), or as a
+process of its own against pages recorded in a file (`python -m trust.demo.expert --pages FILE`,
+which `trust devnet up --scripted-expert` starts on the devnet's `review-pages.json`): it re-reads the
+file every round, so pages of workers added or restarted later are voted too, and a page that does
+not answer (its worker restarting) is tried again next round.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import html
+import json
 import logging
 import re
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
-from trust.localnet import ReviewPage
+from trust.worker_processes import ReviewPage
 
-__all__ = ["CHECKLIST", "ExpertDecision", "decide", "run_scripted_expert"]
+__all__ = [
+    "CHECKLIST",
+    "LABEL",
+    "READY_LINE",
+    "ExpertDecision",
+    "decide",
+    "follow_review_pages",
+    "load_review_pages",
+    "main",
+    "run_scripted_expert",
+]
 
 log = logging.getLogger("trust.demo.expert")
 
 LABEL = "[scripted expert, not a person]"
+READY_LINE = "following the review pages in "
+"""What the process logs once it runs (`main`), for whoever started it to wait on."""
+_HTTP_TIMEOUT_SECONDS = 10.0
 
 CHECKLIST: tuple[tuple[str, str, int], ...] = (
     ("congestive heart failure", r"(congestive )?heart failure", 1),
@@ -144,3 +167,79 @@ async def run_scripted_expert(
         for client in clients:
             await client.aclose()
     return votes
+
+
+def load_review_pages(path: Path) -> list[ReviewPage]:
+    """The pages recorded in `path`: a JSON list of {"auditor", "url", "password"} (what `trust
+    devnet up` writes to its `review-pages.json`). `ValueError` naming the file when it is not."""
+    try:
+        entries = json.loads(path.read_text())
+        return [ReviewPage(str(e["auditor"]), str(e["url"]), str(e["password"])) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a list of review pages ({exc})") from None
+
+
+async def follow_review_pages(
+    pages_file: Path, stop: asyncio.Event, *, poll_seconds: float = 1.0, on_vote: object = None
+) -> int:
+    """Reviews every seat on the pages recorded in `pages_file` until `stop` is set; returns the
+    votes cast. Unlike `run_scripted_expert`, pages may come and go: the file is read again every
+    round, and a page that fails is logged and tried again next round."""
+    clients: dict[tuple[str, str], httpx.AsyncClient] = {}
+    votes = 0
+    try:
+        while not stop.is_set():
+            try:
+                pages = load_review_pages(pages_file)
+            except ValueError as exc:
+                log.warning("%s; trying again", exc)
+                pages = []
+            for page in pages:
+                key = (page.url, page.password)
+                if key not in clients:
+                    clients[key] = httpx.AsyncClient(
+                        base_url=page.url, follow_redirects=True, timeout=_HTTP_TIMEOUT_SECONDS, trust_env=False
+                    )
+                try:
+                    votes += await _review_once(clients[key], page, on_vote)
+                except (httpx.HTTPError, RuntimeError) as exc:
+                    log.info("review page %s (%s): %s", page.url, page.auditor, exc)
+            try:
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+            except TimeoutError:
+                pass
+    finally:
+        for client in clients.values():
+            await client.aclose()
+    return votes
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m trust.demo.expert --pages FILE`: votes on the recorded pages until SIGTERM or SIGINT."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trust.demo.expert", description=f"The demo's scripted tier-3 expert {LABEL}."
+    )
+    parser.add_argument("--pages", type=Path, required=True, help="JSON list of {auditor, url, password}")
+    parser.add_argument("--poll-seconds", type=float, default=1.0, help="pause between rounds over the pages")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(message)s", force=True)
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    def on_vote(auditor: str, task: str, decision: ExpertDecision) -> None:
+        log.info("%s voted %s on %s for %s: %s", LABEL, decision.vote, task, auditor, decision.critique)
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        log.info("%s %s%s", LABEL, READY_LINE, args.pages)
+        return await follow_review_pages(args.pages, stop, poll_seconds=args.poll_seconds, on_vote=on_vote)
+
+    votes = asyncio.run(run())
+    log.info("%s stopped after %d votes", LABEL, votes)
+
+
+if __name__ == "__main__":
+    main()
