@@ -30,6 +30,7 @@ def devnet_env(tmp_path: Path) -> dict[str, str]:
         TRUST_HOME=str(tmp_path / "home"),
         TRUST_DEVNET__PORT=str(port),
         TRUST_DEPLOYMENTS_DIR=str(tmp_path / "deployments"),
+        TRUST_IPFS__PORT=str(free_port()),
         COLUMNS="200",
     )
     yield env
@@ -38,9 +39,11 @@ def devnet_env(tmp_path: Path) -> dict[str, str]:
 
 def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str], tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{devnet_env['TRUST_DEVNET__PORT']}"
-    first = _trust(devnet_env, "devnet", "up", "--auditors", "6")
+    first = _trust(devnet_env, "devnet", "up", "--auditors", "6", "--no-workers")
     assert first.returncode == 0, first.stderr
     assert "devnet started" in first.stdout and url in first.stdout
+    assert "no workers started (--no-workers)" in first.stdout
+    assert not (tmp_path / "home" / "devnet" / "processes.json").exists()
     deployment_file = tmp_path / "deployments" / "31337.json"
     assert str(deployment_file) in first.stdout.replace("\n", "")
     deployment = json.loads(deployment_file.read_text())
@@ -51,7 +54,7 @@ def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str]
     for auditor in record["auditors"]:
         assert auditor["address"] in first.stdout
 
-    again = _trust(devnet_env, "devnet", "up")
+    again = _trust(devnet_env, "devnet", "up", "--no-workers")
     assert again.returncode == 0, again.stderr
     assert "already running" in again.stdout
     assert json.loads(deployment_file.read_text()) == deployment
@@ -62,7 +65,7 @@ def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str]
 
     # Restart: same chain, same contracts, same auditors; two more asked for, one of them human
     # (its credential now goes through the governance timelock).
-    restarted = _trust(devnet_env, "devnet", "up", "--auditors", "8")
+    restarted = _trust(devnet_env, "devnet", "up", "--auditors", "8", "--no-workers")
     assert restarted.returncode == 0, restarted.stderr
     assert "devnet started" in restarted.stdout
     assert json.loads(deployment_file.read_text())["contracts"] == deployment["contracts"]
@@ -84,4 +87,9 @@ def test_refuses_a_port_already_taken(devnet_env: dict[str, str], toolchain) -> 
         result = _trust(devnet_env, "devnet", "up", "--auditors", "3")
     assert result.returncode == 1
     assert "already answers JSON-RPC" in result.stderr
+    assert (
+        f"port {devnet_env['TRUST_DEVNET__PORT']} is taken" in result.stderr and "TRUST_DEVNET__PORT" in result.stderr
+    )
     assert "Traceback" not in result.stderr
+    # Refused before anything else started: no IPFS node, no record of processes.
+    assert not (Path(devnet_env["TRUST_HOME"]) / "devnet" / "processes.json").exists()

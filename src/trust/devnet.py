@@ -10,43 +10,63 @@ Layout of the devnet folder (`Settings.home / "devnet"`):
     keystore-password         the password of the devnet keystores (mode 0600; test funds only)
 
 `up` is idempotent: a second call finds the running node, the deployment and the auditors, and
-only adds auditors when more are asked for.
+only adds auditors when more are asked for. The workers of those auditors, the IPFS node and the
+model server they use are `trust.devnet_processes` (kept apart: the provider SDK imports this
+module for `dev_account`, and must not import the auditors). `fund` is the devnet's faucet.
+
+A devnet belongs to its `TRUST_HOME`: the node is trusted only while its pid still runs Anvil on
+this home's state file, so `down` in one home never signals the node of another (or a recycled
+pid). Two homes need two ports (`TRUST_DEVNET__PORT`); `up` refuses a port that something else
+already answers on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import json
 import os
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from urllib.parse import urlparse
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils import is_address, to_checksum_address
 
-from trust.chain.anvil import AnvilNode
+from trust.chain.anvil import AnvilNode, rpc_ready
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol, hand_to_timelock
 from trust.chain.protocol import Protocol
 from trust.chain.wallets import create_keystore, load_keystore, write_keystore
-from trust.errors import DeploymentNotFound, DevnetError
+from trust.errors import DeploymentNotFound, DevnetError, WalletError
+from trust.processes import alive, command_line, inspectable, option_value, working_directory
 from trust.settings import Settings
 from trust.toolchain import Toolchain
 
 __all__ = [
     "AuditorAccount",
+    "DevnetNode",
     "DevnetStatus",
+    "Funded",
+    "check_node_port",
     "dev_account",
+    "devnet_auditors",
     "devnet_down",
+    "devnet_node",
     "devnet_up",
+    "fund",
+    "parse_units",
     "provision_auditors",
     "tier_plan",
+    "whole_units",
 ]
 
 Progress = Callable[[str], None]
@@ -66,8 +86,8 @@ def tier_plan(count: int) -> list[int]:
     """Tiers for `count` auditors: about 1/4 computational, 3/8 LLM, 3/8 human, at least one each.
 
     Humans are over-represented compared with the paper's traffic shares (Table 2) because an
-    escalated segment needs 2k+1 of them: with the devnet's k = 3, twenty auditors give the seven
-    human seats of a second round.
+    escalated segment needs 2k+1 of them: with the devnet's k = 1, eight auditors give the three
+    human seats of a second round (and the three LLM seats of a tier-1 segment escalated).
     """
     if count < 3:
         raise DevnetError(f"a devnet needs at least 3 auditors (one per tier), not {count}")
@@ -253,15 +273,57 @@ class _DevnetFiles:
         os.replace(tmp, self.record)
 
 
-def _running_node(files: _DevnetFiles, settings: Settings) -> AnvilNode | None:
-    if not files.pid.is_file():
-        return None
+def _devnet_files(settings: Settings) -> _DevnetFiles:
+    # Absolute, so that the paths recorded and put on command lines mean the same from any folder.
+    return _DevnetFiles(settings.devnet_dir.expanduser().resolve())
+
+
+def _recorded_pid(files: _DevnetFiles) -> int | None:
     try:
-        pid = int(files.pid.read_text().strip())
-    except ValueError:
+        return int(files.pid.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _runs_anvil_on(pid: int, state_file: Path) -> bool:
+    """Whether `pid` is Anvil on this home's state file (a recycled pid, or another home's node, is
+    not). Where there is no /proc (macOS) the caller's JSON-RPC check has to do."""
+    if not inspectable():
+        return True
+    args = command_line(pid)
+    if not args or not Path(args[0]).name.startswith("anvil"):
+        return False
+    given = option_value(args, "--state")
+    where = working_directory(pid) or Path.cwd()
+    return given is not None and os.path.realpath(where / given) == os.path.realpath(state_file)
+
+
+def _running_node(files: _DevnetFiles, settings: Settings) -> AnvilNode | None:
+    pid = _recorded_pid(files)
+    if pid is None or not _runs_anvil_on(pid, files.state):
         return None
     d = settings.devnet
     return AnvilNode.attach(pid, d.host, d.port, d.chain_id)
+
+
+def check_node_port(settings: Settings) -> None:
+    """Unless this home's node runs: `DevnetError` naming the port and the setting when something
+    already answers where it would listen (another home's devnet, the demo, another chain). Called
+    by `devnet_up`, and before it by whoever starts other things first."""
+    if _running_node(_devnet_files(settings), settings) is not None:
+        return
+    _check_port_free(settings)
+
+
+def _check_port_free(settings: Settings) -> None:
+    d = settings.devnet
+    answered = rpc_ready(d.rpc_url)
+    if answered is not None:
+        raise DevnetError(
+            f"port {d.port} is taken: something already answers JSON-RPC at {d.rpc_url} (chain {answered}; "
+            f"another TRUST_HOME's devnet, or `trust demo`?). Stop it, or give this home's devnet a port of its "
+            f"own with TRUST_DEVNET__PORT (and its IPFS node one with TRUST_IPFS__PORT)"
+        )
 
 
 async def _grant_through_timelock(protocol: Protocol, governor: LocalAccount, accounts: Sequence[str]) -> None:
@@ -288,8 +350,8 @@ async def _bootstrap(
     governor = dev_account(d.mnemonic, 0)
     deployments_dir = settings.deployments_path(toolchain.root)
     async with ChainClient(rpc_url, artifacts, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
-        # Fast bootstrap: a block per transaction; switched to 1-second blocks at the end.
-        await chain.rpc("evm_setAutomine", [True])
+        # The node mines in mixed mode (`AnvilNode.start(block_seconds=...)`): every transaction at
+        # once, an empty block every `block_seconds` while idle, so windows and randomness blocks pass.
         deployed = False
         try:
             deployment = Deployment.load(deployments_dir, chain.chain_id)
@@ -339,7 +401,6 @@ async def _bootstrap(
             progress("handing the protocol to the timelock")
             deployment = await hand_to_timelock(chain, governor, deployment)
             deployment.save(deployments_dir)
-        await chain.rpc("evm_setIntervalMining", [1])
     return deployment, Deployment.path_for(deployments_dir, deployment.chain_id), existing, deployed
 
 
@@ -347,12 +408,13 @@ def devnet_up(settings: Settings, auditors: int | None = None, progress: Progres
     """Starts (or finds) the devnet, deploys (or finds) the protocol, provisions the auditors."""
     say = progress or (lambda _msg: None)
     toolchain = Toolchain.discover()
-    files = _DevnetFiles(settings.devnet_dir)
+    files = _devnet_files(settings)
     files.dir.mkdir(parents=True, exist_ok=True)
     d = settings.devnet
     node = _running_node(files, settings)
     started = node is None
     if node is None:
+        _check_port_free(settings)
         say(f"starting anvil on {d.rpc_url} (state: {files.state})")
         node = AnvilNode.start(
             toolchain,
@@ -364,6 +426,7 @@ def devnet_up(settings: Settings, auditors: int | None = None, progress: Progres
             state_interval_seconds=d.state_interval_seconds,
             log_file=files.log,
             detached=True,
+            block_seconds=d.block_seconds,
         )
         files.pid.write_text(f"{node.pid}\n")
     # Without --auditors: keep the devnet as it is, or provision the default number on a fresh one.
@@ -392,11 +455,140 @@ def devnet_up(settings: Settings, auditors: int | None = None, progress: Progres
 
 
 def devnet_down(settings: Settings) -> bool:
-    """Stops the devnet node (its state is written on the way out). False when none was running."""
-    files = _DevnetFiles(settings.devnet_dir)
+    """Stops this home's devnet node (its state is written on the way out). False when none was
+    running. The processes beside it are `trust.devnet_processes.stop_devnet_processes`'."""
+    files = _devnet_files(settings)
     node = _running_node(files, settings)
+    pid = _recorded_pid(files)
     files.pid.unlink(missing_ok=True)
+    if node is None and pid is not None and _runs_anvil_on(pid, files.state) and alive(pid):
+        # Alive on this home's state but not answering (hung, or still loading it): stop it all the same.
+        d = settings.devnet
+        node = AnvilNode(d.host, d.port, d.chain_id, pid)
     if node is None:
         return False
     node.stop()
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class DevnetNode:
+    """This home's devnet node as `trust devnet status` shows it."""
+
+    rpc_url: str
+    pid: int | None
+    running: bool
+    state_file: Path
+    log_file: Path
+
+
+def devnet_node(settings: Settings) -> DevnetNode:
+    """Whether this home's node runs, where, with which pid."""
+    files = _devnet_files(settings)
+    node = _running_node(files, settings)
+    return DevnetNode(settings.devnet.rpc_url, _recorded_pid(files), node is not None, files.state, files.log)
+
+
+def devnet_auditors(settings: Settings) -> list[AuditorAccount]:
+    """The auditors this home's devnet provisioned (none before the first `up`)."""
+    return _devnet_files(settings).auditors()
+
+
+@dataclass(frozen=True, slots=True)
+class Funded:
+    """What `fund` sent and the balances after it, in wei and token base units."""
+
+    address: str
+    sent_wei: int
+    sent_tokens: int
+    balance_wei: int
+    balance_tokens: int
+    funder: str
+
+
+def parse_units(text: str, what: str) -> int:
+    """An amount typed in whole units ("10", "0.5"; ETH or tokens, both 18 decimals) in base units;
+    zero is allowed (nothing of that kind is sent). `DevnetError` naming `what` otherwise."""
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        raise DevnetError(f"{what}: {text!r} is not an amount; write it in whole units, e.g. 10 or 0.5") from None
+    if not amount.is_finite() or amount < 0:
+        raise DevnetError(f"{what} must be zero or a positive amount, not {text!r}")
+    units = amount * ETH
+    if units != units.to_integral_value():
+        raise DevnetError(f"{what}: {text!r} has more than 18 decimals")
+    return int(units)
+
+
+def whole_units(amount: int) -> str:
+    """Wei (or token base units, 18 decimals as well) as an exact decimal: 10200000000000000 -> '0.0102'."""
+    units = Decimal(amount) / Decimal(ETH)
+    text = f"{units:,f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _fund(settings: Settings, rpc_url: str, address: str, eth_wei: int, tokens: int) -> Funded:
+    d = settings.devnet
+    toolchain = Toolchain.discover()
+    async with ChainClient(
+        rpc_url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds
+    ) as chain:
+        if chain.chain_id != d.chain_id or not _loopback(rpc_url):
+            raise DevnetError(
+                f"`trust wallet fund` is the devnet's faucet: {rpc_url} is chain {chain.chain_id}, not the devnet "
+                f"(chain {d.chain_id} at a loopback address). On any other chain, ask whoever holds the funds"
+            )
+        deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
+        if not await chain.code_at(deployment.contracts["TrustToken"]):
+            raise DevnetError(
+                f"no staking token at {deployment.contracts['TrustToken']} on {rpc_url}: the deployment file is of "
+                "another chain; run `trust devnet up`"
+            )
+        protocol = Protocol.bind(chain, deployment)
+        funder = dev_account(d.mnemonic, 0)
+        eth_held = await chain.balance(funder.address)
+        tokens_held = await protocol.token.balance_of(funder.address)
+        if eth_wei > eth_held or tokens > tokens_held:
+            raise DevnetError(
+                f"the devnet funder {funder.address} holds {whole_units(eth_held)} ETH and "
+                f"{whole_units(tokens_held)} tokens; asked for {whole_units(eth_wei)} ETH and "
+                f"{whole_units(tokens)} tokens: ask for less"
+            )
+        if eth_wei:
+            await chain.send_value(funder, address, eth_wei)
+        if tokens:
+            await protocol.token.transfer(funder, address, tokens)
+        return Funded(
+            address=address,
+            sent_wei=eth_wei,
+            sent_tokens=tokens,
+            balance_wei=await chain.balance(address),
+            balance_tokens=await protocol.token.balance_of(address),
+            funder=funder.address,
+        )
+
+
+def fund(settings: Settings, address: str, *, eth_wei: int, tokens: int, rpc_url: str | None = None) -> Funded:
+    """The devnet's faucet: sends `eth_wei` and `tokens` (staking-token base units) to `address` from
+    the devnet's funder, Anvil's account 0, which deployed the protocol and holds the token supply.
+    Refused (`DevnetError`) on any chain but the devnet (`DevnetSettings.chain_id` at a loopback
+    address), and `WalletError` for an address that is not one."""
+    if eth_wei < 0 or tokens < 0:
+        raise DevnetError(f"amounts must not be negative (ETH {eth_wei} wei, tokens {tokens} base units)")
+    if not is_address(address):
+        raise WalletError(f"{address!r} is not an Ethereum address (0x and 40 hex digits)")
+    url = rpc_url or settings.effective_rpc_url
+    if rpc_ready(url) is None:
+        raise DevnetError(f"nothing answers JSON-RPC at {url}: start the devnet (`trust devnet up`)")
+    return asyncio.run(_fund(settings, url, to_checksum_address(address), eth_wei, tokens))

@@ -149,29 +149,51 @@ class GovernanceSettings(BaseModel):
 
 
 class DevnetSettings(BaseModel):
-    """The local development network started by `trust devnet up`."""
+    """The local development network started by `trust devnet up`, with a worker per auditor.
+
+    Sized for the embedded tier-2 model on a small machine (two cores): it answers one request at a
+    time, so committees are of one auditor per tier (three in an escalated round, 2k + 1) and eight
+    auditors (two computational, three LLM, three human) seat every first and second round. The
+    commit window lets a tier-2 queue drain or a person vote (a committee that has all committed
+    closes it at once, so honest audits never wait it out); two rounds of both windows stay within
+    `trust submit`'s default wait of 600 s, so a node nobody decides comes back undetermined. Set
+    committees and windows before the first `up`: they are deployed with the protocol.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     host: str = "127.0.0.1"
     port: int = Field(8545, ge=1, le=65535)
     chain_id: int = 31337
-    auditors: int = Field(20, ge=3, le=256, description="auditor accounts created, across the three tiers")
-    # Small committees so that a devnet of twenty auditors can also seat an escalated round
-    # (2k+1 = 7 human auditors) within its two rounds.
+    auditors: int = Field(8, ge=3, le=256, description="auditor accounts created, across the three tiers")
     committee_size_tier1: int = Field(1, ge=1, le=127)
-    committee_size_tier2: int = Field(3, ge=1, le=127)
-    committee_size_tier3: int = Field(3, ge=1, le=127)
+    committee_size_tier2: int = Field(1, ge=1, le=127)
+    committee_size_tier3: int = Field(1, ge=1, le=127)
     max_rounds: int = Field(2, ge=1, le=4)
     # Anvil's well-known development mnemonic: its accounts hold only devnet ETH.
     mnemonic: str = "test test test test test test test test test test test junk"
     state_interval_seconds: int = Field(1, ge=1, description="how often anvil writes its state file")
+    block_seconds: float = Field(
+        1.0, gt=0, le=60, description="an empty block this often while idle; transactions are mined at once"
+    )
     timelock_min_delay_seconds: int = Field(60, ge=0)
-    commit_window_seconds: int = Field(120, ge=1)
-    reveal_window_seconds: int = Field(120, ge=1)
+    commit_window_seconds: int = Field(180, ge=1)
+    reveal_window_seconds: int = Field(60, ge=1)
     unbonding_delay_seconds: int = Field(3600, ge=0)
     # Keystores of devnet auditors hold only test funds: a lighter scrypt keeps `up` quick.
     keystore_scrypt_n: int = Field(2**14, ge=2**10)
+    worker_start_timeout_seconds: float = Field(
+        300.0, gt=0, description="how long `up` waits for its workers to follow the chain"
+    )
+    person_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="how long the devnet's tier-3 workers expect a person to take over a seat until one has voted "
+        "(their worker.audit_seconds_tier3): well inside the commit window, so that they stay in the draw",
+    )
+    worker_stop_timeout_seconds: float = Field(
+        20.0, gt=0, description="how long `down` waits for a worker to stop cleanly before SIGKILL"
+    )
 
     @property
     def rpc_url(self) -> str:

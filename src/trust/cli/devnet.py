@@ -1,10 +1,12 @@
-"""`trust devnet`: the local development network."""
+"""`trust devnet`: the local development network, with a worker per auditor."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from trust.cli.common import (
@@ -13,20 +15,102 @@ from trust.cli.common import (
     settings_for,
 )
 
-devnet_app = typer.Typer(help="The local development network (Anvil + the deployed protocol).", no_args_is_help=True)
+if TYPE_CHECKING:
+    from trust.devnet_processes import DevnetProcesses, WorkerState
+
+devnet_app = typer.Typer(
+    help="The local development network (Anvil, the deployed protocol, a worker per auditor).", no_args_is_help=True
+)
+
+_TIER_NAMES = {1: "1 computational", 2: "2 LLM", 3: "3 human"}
+
+
+def _shown(path: Path, folder: Path) -> str:
+    """`path` relative to `folder` when it lies there (the table stays narrow), else in full."""
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+def _worker_word(worker: WorkerState) -> str:
+    if worker.pid is None:
+        return "[dim]none[/dim]"
+    if not worker.running:
+        return f"[red]dead[/red] (pid {worker.pid})"
+    return f"{'started' if worker.started else 'running'} (pid {worker.pid})"
+
+
+def _render_processes(processes: DevnetProcesses, folder: Path) -> None:
+    table = Table(title=f"{len(processes.workers)} workers (logs under {folder})", show_lines=False)
+    table.add_column("tier")
+    table.add_column("address", no_wrap=True, min_width=42)
+    table.add_column("worker")
+    table.add_column("log")
+    for worker in processes.workers:
+        table.add_row(
+            _TIER_NAMES.get(worker.tier, str(worker.tier)),
+            worker.address,
+            _worker_word(worker),
+            _shown(worker.log_file, folder),
+        )
+    console.print(table)
+    pages = [w for w in processes.workers if w.review is not None]
+    if pages:
+        console.print(f"[bold]tier 3: review pages[/bold] (passwords in {processes.review_pages_file}, mode 0600)")
+        for worker in pages:
+            assert worker.review is not None
+            console.print(f"  {worker.review.url}  auditor {worker.address}")
+        expert = processes.expert
+        if expert is not None and expert.running:
+            console.print(
+                f"  voted by the [bold]scripted expert[/bold] {escape('[scripted expert, not a person]')} "
+                f"(pid {expert.pid}, log {expert.log_file}); `trust devnet down` stops it"
+            )
+        else:
+            console.print(
+                "  voted by a person: sign in on the page with its password from that file and vote before the "
+                "seat's commit deadline; a seat nobody votes on is silent, and a node nobody decides is "
+                "undetermined"
+            )
+    if processes.ipfs_url:
+        console.print(f"IPFS API:        {processes.ipfs_url}")
+    if processes.model_url:
+        console.print(f"tier-2 model:    {processes.model_url} (embedded SmolLM2: proves the wiring, not the verdicts)")
 
 
 @devnet_app.command("up")
 def devnet_up_cmd(
     auditors: Annotated[int | None, typer.Option("--auditors", "-n", min=3, max=256, help="auditor accounts")] = None,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="provision the auditors but run none of their workers")
+    ] = False,
+    scripted_expert: Annotated[
+        bool,
+        typer.Option(
+            "--scripted-expert",
+            help="also run the demo's scripted tier-3 expert (not a person) on the review pages; without it only a "
+            "person votes on tier 3",
+        ),
+    ] = False,
     home: HomeOption = None,
 ) -> None:
-    """Start Anvil (state persisted), deploy the protocol, and fund, register and stake auditors."""
+    """Start Anvil (state persisted), deploy the protocol, fund, register and stake auditors, and run
+    one worker per auditor (with the IPFS node and the tier-2 model they use)."""
     from trust.devnet import devnet_up
+    from trust.devnet_processes import devnet_up_with_workers
 
+    if no_workers and scripted_expert:
+        raise typer.BadParameter("--scripted-expert votes through the tier-3 workers: drop --no-workers")
     settings = settings_for(home)
+    processes: DevnetProcesses | None = None
     with console.status("starting the devnet") as status:
-        result = devnet_up(settings, auditors, progress=lambda msg: status.update(msg))
+        if no_workers:
+            result = devnet_up(settings, auditors, progress=lambda msg: status.update(msg))
+        else:
+            result, processes = devnet_up_with_workers(
+                settings, auditors, scripted_expert=scripted_expert, progress=lambda msg: status.update(msg)
+            )
     what = "started" if result.started else "already running"
     console.print(f"[bold]devnet {what}[/bold] (pid {result.pid}, chain {result.chain_id})")
     console.print(f"RPC URL:         {result.rpc_url}")
@@ -45,14 +129,54 @@ def devnet_up_cmd(
     console.print(table)
     console.print(f"keystores:       {settings.devnet_dir / 'keystores'}")
     console.print(f"password file:   {settings.devnet_dir / 'keystore-password'}")
+    if processes is None:
+        console.print("no workers started (--no-workers): audits wait until each auditor runs `trust worker run`")
+        return
+    _render_processes(processes, settings.devnet_dir.expanduser().resolve())
+    console.print("ready: `trust submit FILE` audits a trace here; `trust devnet down` stops everything")
 
 
 @devnet_app.command("down")
 def devnet_down_cmd(home: HomeOption = None) -> None:
-    """Stop the devnet node; its chain state stays on disk for the next `up`."""
-    from trust.devnet import devnet_down
+    """Stop the workers, the scripted expert, the node (its chain stays on disk for the next `up`),
+    and the IPFS node and model server if `up` started them."""
+    from trust.devnet_processes import devnet_down_with_workers
 
-    if devnet_down(settings_for(home)):
+    with console.status("stopping the devnet"):
+        stopped, node = devnet_down_with_workers(settings_for(home))
+    if stopped.expert:
+        console.print("scripted expert stopped")
+    if stopped.workers:
+        console.print(f"{stopped.workers} workers stopped")
+    if stopped.model_server:
+        console.print("model server stopped")
+    if stopped.ipfs:
+        console.print("IPFS node stopped")
+    if node:
         console.print("devnet stopped (state saved)")
     else:
         console.print("no devnet was running")
+
+
+@devnet_app.command("status")
+def devnet_status_cmd(home: HomeOption = None) -> None:
+    """Show the node, each worker (running or dead, with its log), the review pages and the scripted expert."""
+    from trust.devnet import devnet_node
+    from trust.devnet_processes import devnet_processes
+
+    settings = settings_for(home)
+    node = devnet_node(settings)
+    if node.running:
+        console.print(f"[bold]devnet running[/bold] (pid {node.pid}) at {node.rpc_url}")
+    elif node.pid is not None:
+        console.print(f"[bold red]devnet node dead[/bold red] (recorded pid {node.pid}); log {node.log_file}")
+    else:
+        console.print("no devnet node is running (`trust devnet up` starts one)")
+    processes = devnet_processes(settings)
+    if not processes.workers:
+        console.print("no auditors provisioned yet")
+        return
+    _render_processes(processes, settings.devnet_dir.expanduser().resolve())
+    dead = [w for w in processes.workers if w.pid is not None and not w.running]
+    if dead:
+        console.print(f"[red]{len(dead)} workers are not running[/red]: `trust devnet up` starts them again")
