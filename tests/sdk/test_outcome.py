@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pydantic import ValidationError
 
@@ -120,3 +122,45 @@ def test_bad_config_names_the_field(field: str, value: object, message: str) -> 
     with pytest.raises(ValidationError, match=message) as raised:
         AuditConfig(**{field: value})
     assert field in str(raised.value)
+
+
+def test_an_undetermined_node_is_reported_as_undetermined_never_as_failed() -> None:
+    graph = sound_trace()
+    path = set(critical_path(graph))
+    nobody = "final"  # on the critical path: the contract counts it against the trace
+    why = "none of the 3 seats of its last committee revealed a vote in time"
+    segments = [
+        dataclasses.replace(segment, outcome=Outcome.UNDETERMINED, rounds=2, tier=3, pass_share=0.0, why=why)
+        if segment.node_id == nobody
+        else segment
+        for segment in outcomes(graph, set())
+    ]
+    assert nobody in path
+    judged = judge(graph, segments, valid_on_chain=False, beta_bps=BETA_BPS)
+
+    assert judged.verdict is Verdict.INVALID
+    node = judged.nodes[nobody]
+    assert node.status is NodeStatus.UNDETERMINED and node.outcome is Outcome.UNDETERMINED
+    assert node.reason == f"undetermined after 2 rounds, the last at tier 3: {why}"
+    assert node.to_json()["status"] == "Undetermined" and node.to_json()["reason"] == node.reason
+    # Nobody judged it: it is no root cause, and what depends on it keeps its own status.
+    assert judged.root_causes == ()
+    assert all(n.status is NodeStatus.VALID for node_id, n in judged.nodes.items() if node_id != nobody)
+    (reason,) = judged.failure_reasons
+    assert reason.startswith(f"critical-path node {nobody!r} undetermined after 2 rounds, the last at tier 3: ")
+    assert "makes the trace INVALID" in reason and "failed" not in reason
+
+
+def test_an_undetermined_turn_makes_no_reviewer_negligent() -> None:
+    cig = build_cig(parse_log(APPLES_LOG))
+    segments = [
+        SegmentOutcome(
+            i, turn.id, 2, 1, False, False, Outcome.UNDETERMINED if turn.id == "t2" else Outcome.PASSED, 2, 1.0
+        )
+        for i, turn in enumerate(cig.turns())
+    ]
+    judged = judge(cig, segments, valid_on_chain=False, beta_bps=BETA_BPS)
+    statuses = {node_id: node.status for node_id, node in judged.nodes.items()}
+    assert statuses["t2"] is NodeStatus.UNDETERMINED
+    assert statuses["t3"] is NodeStatus.VALID  # approving an input nobody judged is no negligence
+    assert judged.root_causes == ()

@@ -20,6 +20,7 @@ _STATUS_STYLE = {
     NodeStatus.INVALID_ROOT: "bold red",
     NodeStatus.INVALID_CASCADE: "yellow",
     NodeStatus.NEGLIGENT: "magenta",
+    NodeStatus.UNDETERMINED: "cyan",
 }
 
 
@@ -99,6 +100,9 @@ def render_result(result: AuditResult, console: Console, *, title: str = "") -> 
         console.print(f"  [bold red]root cause[/] {escape(cause.node_id)} ({cause.status}): {escape(cause.reason)}")
         for critique in cause.critiques:
             console.print(f"    tier {critique.tier} {escape(critique.auditor[:10])}..: {escape(critique.critique)}")
+    for node_id in result.undetermined:
+        reason = result.nodes[node_id].reason or "undetermined"
+        console.print(f"  [bold cyan]undetermined[/] {escape(node_id)}: {escape(reason)}")
     for reason in result.failure_reasons:
         console.print(f"  [dim]- {escape(reason)}[/]")
     proof = result.proof

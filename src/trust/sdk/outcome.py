@@ -6,7 +6,7 @@ skip a node whose parent failed, as the dependency-aware cascade of section 2.1.
 one after another, because that would make the latency grow with the graph's depth. Each node
 therefore comes back with a verdict of its own, and:
 
-- HDAG (one model's reasoning). A node whose segment failed (or ended undetermined) is
+- HDAG (one model's reasoning). A node whose segment failed is
   `Invalid_Root`: its auditors judged its own step, given its parents' content as its input, and
   found it wrong, so the fault is in that step even when a parent failed too (the flawed
   CHA2DS2-VASc trace of section 1.3 makes four independent errors along one chain of steps, and all
@@ -20,6 +20,12 @@ therefore comes back with a verdict of its own, and:
   because the network audits nodes (a seat sees the turn with its inputs, so a breach at the boundary
   fails the receiving turn's own segment); a reviewer turn "rejects its input" when its output says
   so (`trust.graphs.oracles.rejects`), which the provider reads from its own log.
+- Undetermined (both graphs). A segment that ended `Undetermined` (no committee could be seated, or
+  its votes neither passed nor failed it through the last escalation round) was never judged: its
+  node is `Undetermined`, with its tier, its rounds and why (`SegmentOutcome.why`), and is neither a
+  root cause nor the origin of a cascade (Algorithm 1 reads it as sound for the other turns). It
+  still counts as not passed in the verdict, as the contract counts it, and `failure_reasons` says
+  that in words: an undetermined critical node makes the trace INVALID on chain.
 
 The verdict is the chain's (`finalizeTrace`: W >= beta * sum(w), every critical segment passed, no
 contradiction confirmed), unless `AuditConfig.consensus_threshold` asks for more: then a segment that
@@ -39,7 +45,7 @@ from trust.graphs.oracles import EdgeScore, rejects
 from trust.graphs.status import NodeStatus
 from trust.sdk.result import Critique, NodeResult, Outcome, RootCauseResult, Verdict
 
-__all__ = ["Judgement", "SegmentOutcome", "judge"]
+__all__ = ["Judgement", "SegmentOutcome", "judge", "undetermined_reason"]
 
 _BPS = 10_000
 
@@ -59,6 +65,9 @@ class SegmentOutcome:
     rounds: int
     pass_share: float
     critiques: tuple[Critique, ...] = ()
+    why: str = ""
+    """For an undetermined segment: why no decision came (no committee seated, votes split, seats
+    silent), in words; empty otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +90,27 @@ def _first_critique(segment: SegmentOutcome) -> str:
     return f": {chosen[0].critique}" if chosen else ""
 
 
-def _statuses(graph: Hdag | Cig, failed: set[str]) -> tuple[dict[str, NodeStatus], list[RootCauseResult]]:
+def _rounds(count: int) -> str:
+    return f"{count} round{'s' if count != 1 else ''}"
+
+
+def undetermined_reason(segment: SegmentOutcome) -> str:
+    """What a provider reads about a node nobody decided: tier, rounds and why."""
+    why = f": {segment.why}" if segment.why else ""
+    return f"undetermined after {_rounds(segment.rounds)}, the last at tier {segment.tier}{why}"
+
+
+def _statuses(
+    graph: Hdag | Cig, failed: set[str], undetermined: set[str]
+) -> tuple[dict[str, NodeStatus], list[RootCauseResult]]:
     if isinstance(graph, Hdag):
         statuses = {node.id: NodeStatus.VALID for node in graph.nodes()}
         statuses.update(cascade(graph, failed))
         statuses.update(dict.fromkeys(failed, NodeStatus.INVALID_ROOT))
+        statuses.update(dict.fromkeys(undetermined, NodeStatus.UNDETERMINED))
         return statuses, [RootCauseResult(n, NodeStatus.INVALID_ROOT, "failed its audit") for n in sorted(failed)]
+    # An undetermined turn scores 1: nobody found it wrong, so it must not make the turns around it
+    # look negligent or cascaded; it is reported as undetermined on its own below.
     node_scores = {turn.id: 0.0 if turn.id in failed else 1.0 for turn in graph.turns()}
     edges = {(source, target): EdgeScore() for target in node_scores for source in graph.parents(target)}
     rejecting = frozenset(turn.id for turn in graph.turns() if rejects(turn.output))
@@ -97,8 +121,14 @@ def _statuses(graph: Hdag | Cig, failed: set[str]) -> tuple[dict[str, NodeStatus
         "approved_invalid": "approved invalid input",
         "edge_failure": "protocol breach at its boundary",
     }
-    causes = [RootCauseResult(c.node_id, c.status, reasons[str(c.reason)], (), c.parents) for c in found.root_causes]
-    return dict(found.statuses), causes
+    causes = [
+        RootCauseResult(c.node_id, c.status, reasons[str(c.reason)], (), c.parents)
+        for c in found.root_causes
+        if c.node_id not in undetermined
+    ]
+    statuses = dict(found.statuses)
+    statuses.update(dict.fromkeys(undetermined & set(statuses), NodeStatus.UNDETERMINED))
+    return statuses, causes
 
 
 def judge(
@@ -111,12 +141,21 @@ def judge(
 ) -> Judgement:
     """Statuses, root causes, failure reasons and the verdict of a finished session."""
     counted = {s.node_id: _counted_outcome(s, consensus_threshold) for s in segments}
-    failed = {node_id for node_id, outcome in counted.items() if outcome is not Outcome.PASSED}
-    statuses, causes = _statuses(graph, failed)
+    failed = {node_id for node_id, outcome in counted.items() if outcome is Outcome.FAILED}
+    undetermined = {node_id for node_id, outcome in counted.items() if outcome is Outcome.UNDETERMINED}
+    statuses, causes = _statuses(graph, failed, undetermined)
     by_node: Mapping[str, SegmentOutcome] = {s.node_id: s for s in segments}
     nodes = {
         s.node_id: NodeResult(
-            s.node_id, s.index, s.tier, s.outcome, statuses[s.node_id], s.rounds, s.pass_share, s.critiques
+            s.node_id,
+            s.index,
+            s.tier,
+            s.outcome,
+            statuses[s.node_id],
+            s.rounds,
+            s.pass_share,
+            s.critiques,
+            undetermined_reason(s) if s.outcome is Outcome.UNDETERMINED else None,
         )
         for s in segments
     }
@@ -139,10 +178,17 @@ def judge(
                 f"node {s.node_id!r} passed on chain with {s.pass_share:.2f} of its committee's stake, below the "
                 f"requested consensus threshold {consensus_threshold}"
             )
+        elif outcome is Outcome.UNDETERMINED:
+            where = "critical-path node" if s.critical else "contradiction" if s.contradiction else "node"
+            counts = (
+                "the contract counts a critical node nobody decided as not passed, which makes the trace INVALID"
+                if s.critical or s.contradiction
+                else "it counts as not passed in the trace's weight"
+            )
+            reasons.append(f"{where} {s.node_id!r} {undetermined_reason(s)}; {counts}")
         elif outcome is not Outcome.PASSED:
             where = "critical-path node" if s.critical else "contradiction" if s.contradiction else "node"
-            rounds = f"{s.rounds} round{'s' if s.rounds != 1 else ''}"
-            reasons.append(f"{where} {s.node_id!r} {outcome} (tier {s.tier}, {rounds}){_first_critique(s)}")
+            reasons.append(f"{where} {s.node_id!r} {outcome} (tier {s.tier}, {_rounds(s.rounds)}){_first_critique(s)}")
     total = sum(s.weight for s in segments)
     passed = sum(s.weight for s in segments if counted[s.node_id] is Outcome.PASSED)
     quorum = passed * _BPS >= beta_bps * total

@@ -13,10 +13,13 @@ The loop is synchronous and may call a blocking model; it runs in a worker threa
 loop that owns the chain and IPFS connections drives each re-audit session
 (`asyncio.run_coroutine_threadsafe`).
 
-Findings. A node's finding comes from its last audit: a failed (or undetermined) segment is
-`Invalid_Root` with the failing seats' critiques, error type and expected value; a node that passed
-but depends on a failed one is `Invalid_Cascade` (`trust.sdk.outcome`); a context-only node (a CIG
-user or tool turn) is Valid, since nobody judges it.
+Findings. A node's finding comes from its last audit: a failed segment is `Invalid_Root` with the
+failing seats' critiques, error type and expected value; a node that passed but depends on a failed
+one is `Invalid_Cascade` (`trust.sdk.outcome`); a context-only node (a CIG user or tool turn) is
+Valid, since nobody judges it. An undetermined node (nobody could decide it) is reported as
+`Undetermined`, but the loop has no state for "not judged": it goes in as `Invalid_Root`, with
+feedback saying that no committee decided it, so that it is re-run and audited again rather than
+left unjudged in a trace the loop would call repaired.
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ def findings_of(result: AuditResult, nodes: frozenset[str] | None = None) -> dic
         failing = [c for c in node.critiques if c.vote == "fail"] or list(node.critiques)
         first = failing[0] if failing else None
         error = first.error_type if first is not None and first.error_type in _ERROR_TYPES else None
+        if node.status is NodeStatus.UNDETERMINED:
+            findings[node_id] = AuditFinding(
+                NodeStatus.INVALID_ROOT,
+                critique=f"no committee could decide this step ({node.reason or 'undetermined'})",
+                error_type=ErrorType(error) if error is not None else None,
+                expected=first.expected if first is not None else None,
+            )
+            continue
         findings[node_id] = AuditFinding(
             node.status,
             critique=first.critique if first is not None else f"segment {node.outcome}",

@@ -40,7 +40,8 @@ class Outcome(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     UNDETERMINED = "undetermined"
-    """Undecided after the last escalation round (or no committee could be seated): counts as failed."""
+    """Undecided after the last escalation round, or no committee could be seated: nobody judged the
+    node. Not a failure of its step; the contract counts it as not passed for the trace's verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,8 @@ class NodeResult:
     pass_share: float
     """Share of the last round's committee stake that revealed pass (silent seats count against)."""
     critiques: tuple[Critique, ...] = ()
+    reason: str | None = None
+    """For an undetermined node: its rounds, its last tier and why nobody decided it, in words."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,7 @@ class NodeResult:
             "status": str(self.status),
             "rounds": self.rounds,
             "pass_share": round(self.pass_share, 6),
+            "reason": self.reason,
             "critiques": [c.to_json() for c in self.critiques],
         }
 
@@ -212,6 +216,11 @@ class AuditResult:
     def statuses(self) -> dict[str, NodeStatus]:
         return {node_id: node.status for node_id, node in self.nodes.items()}
 
+    @property
+    def undetermined(self) -> tuple[str, ...]:
+        """The nodes nobody could decide (each `NodeResult.reason` says why); not root causes."""
+        return tuple(node_id for node_id, node in self.nodes.items() if node.outcome is Outcome.UNDETERMINED)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": str(self.verdict),
@@ -219,6 +228,7 @@ class AuditResult:
             "session_id": self.proof.session_id,
             "nodes": {node_id: node.to_json() for node_id, node in self.nodes.items()},
             "root_causes": [cause.to_json() for cause in self.root_causes],
+            "undetermined": list(self.undetermined),
             "failure_reasons": list(self.failure_reasons),
             "transactions": {name: list(hashes) for name, hashes in self.transactions.items()},
             "proof": self.proof.to_json(),
