@@ -78,9 +78,9 @@ def test_load_trace_forms(tmp_path: Path) -> None:
     [
         ("not json", "--steps needs JSON"),
         ('{"problem": "p"}', 'no "steps" field'),
-        ('{"steps": "one"}', "steps must be a JSON array of strings, got str"),
-        ('["a", 3]', r"steps\[1\] must be a string, got int"),
-        ('{"problem": 5, "steps": ["a"]}', "problem must be a string, got int"),
+        ('{"steps": "one"}', "steps must be a JSON array of strings, got string"),
+        ('["a", 3]', r"steps\[1\] must be a string, got number"),
+        ('{"problem": 5, "steps": ["a"]}', "problem must be a string, got number"),
     ],
 )
 def test_bad_step_files_are_named(tmp_path: Path, content: str, message: str) -> None:

@@ -7,14 +7,14 @@ the result as a tree.
 
 Accepted step files (`steps=True`): a JSON array of strings, or an object with a `steps` array and
 an optional `problem` (or `question`) string; other fields are ignored, so a ProcessBench item
-saved on its own is a valid step file.
+saved on its own is a valid step file. Without `steps`, a file is read as what it claims to be
+(`trust.sdk.inputs`): a file that opens with `{` or `[`, or is named `*.json`, must be JSON and a
+steps or trust.hdag document, never decomposed as prose.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,15 +26,19 @@ from trust.graphs.decompose import DecompositionLimits, Trace
 from trust.graphs.hdag import EdgeType, Hdag
 from trust.graphs.llm_decompose import DecompositionResult, decompose_with_model
 from trust.llm import LlmClient
+from trust.sdk.inputs import read_json, steps_trace, trace_from_text
 from trust.settings import Settings
 
-__all__ = ["decompose_file", "decompose_trace", "load_trace", "render"]
+__all__ = ["decompose_file", "decompose_trace", "load_trace", "read_trace", "render"]
 
 _BYTES_PER_CHAR = 4  # UTF-8 needs at most four bytes per character
 
 
-def load_trace(path: Path, *, steps: bool, limits: DecompositionLimits | None = None) -> Trace:
-    """The trace in `path`: raw text, or with `steps` a JSON list of steps or {"problem", "steps"}."""
+def read_trace(path: Path, *, steps: bool, limits: DecompositionLimits | None = None) -> Trace | Hdag:
+    """The trace in `path`, read as what it claims to be (`trust.sdk.inputs`): prose, or, when the
+    text opens with `{` or `[` or the file is named `*.json`, JSON that must parse (the error names
+    the line, column and character) and be a steps document or a trust.hdag document. With `steps`
+    the file must be a steps document."""
     limits = limits or DecompositionLimits()
     try:
         size = path.stat().st_size
@@ -53,36 +57,24 @@ def load_trace(path: Path, *, steps: bool, limits: DecompositionLimits | None = 
     except OSError as exc:
         raise ConfigError(f"cannot read trace file {path}: {exc.strerror or exc}") from None
     if not steps:
-        return Trace(text=text)
-    return _steps_trace(text, path)
-
-
-def _steps_trace(text: str, path: Path) -> Trace:
+        return trace_from_text(text, str(path), name=path.name)
     try:
-        document: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
+        document = read_json(text, str(path))
+    except GraphError as exc:
+        raise GraphError(f"--steps needs JSON: {exc}; drop --steps for a raw text trace") from None
+    return steps_trace(document, str(path))
+
+
+def load_trace(path: Path, *, steps: bool, limits: DecompositionLimits | None = None) -> Trace:
+    """`read_trace` for decomposition: a trust.hdag document is already decomposed, so it is refused
+    with a pointer to what takes it."""
+    trace = read_trace(path, steps=steps, limits=limits)
+    if isinstance(trace, Hdag):
         raise GraphError(
-            f"{path}: --steps needs JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-            "drop --steps for a raw text trace"
-        ) from None
-    except RecursionError:
-        raise GraphError(f"{path}: JSON nested too deeply") from None
-    problem: object = None
-    if isinstance(document, dict):
-        problem = document.get("problem", document.get("question"))
-        if "steps" not in document:
-            raise GraphError(
-                f'{path}: the JSON object has no "steps" field; expected {{"problem": ..., "steps": [...]}}'
-            )
-        document = document["steps"]
-    if not isinstance(document, list):
-        raise GraphError(f"{path}: steps must be a JSON array of strings, got {type(document).__name__}")
-    for index, step in enumerate(document):
-        if not isinstance(step, str):
-            raise GraphError(f"{path}: steps[{index}] must be a string, got {type(step).__name__}")
-    if problem is not None and not isinstance(problem, str):
-        raise GraphError(f"{path}: problem must be a string, got {type(problem).__name__}")
-    return Trace(steps=tuple(document), problem=problem)
+            f"{path} is a trust.hdag document: it is decomposed already, there is nothing to decompose "
+            "(audit it as it is with `trust submit`)"
+        )
+    return trace
 
 
 async def decompose_trace(

@@ -45,6 +45,7 @@ __all__ = [
     "ParameterError",
     "RankingError",
     "RecordError",
+    "SessionInterrupted",
     "ToolchainError",
     "TrustError",
     "VerificationError",
@@ -161,6 +162,18 @@ class InsufficientAuditors(AuditError):
 
 class FeeTooLow(AuditError):
     """The fee offered is below the contract's minimum for the trace's seats; nothing was submitted."""
+
+
+class SessionInterrupted(AuditError):
+    """The chain's RPC or the IPFS node stayed unreachable during an open session for longer than
+    the provider's outage budget (`Settings.provider.outage_seconds`). The session goes on on chain
+    and nothing the provider knows is lost: resume it with `TrustClient.resume(session_id)` (`trust
+    submit --resume`) once the service is back. `service` is "rpc" or "ipfs"."""
+
+    def __init__(self, message: str, session_id: int | None, service: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.service = service
 
 
 class AuditTimeout(AuditError):

@@ -38,6 +38,7 @@ from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
+from trust.errors import DevnetError
 from trust.processes import alive
 from trust.settings import DevnetSettings, GovernanceSettings, LlmSettings, ProtocolSettings, Settings
 from trust.storage.node import IpfsNode
@@ -117,6 +118,13 @@ class LocalNetwork:
     rpc_port: int | None = None
     ipfs_port: int | None = None
     deployments_dir: Path | None = None
+    idle_auditors: Sequence[int] = ()
+    """Tiers of further auditors registered and staked with no worker: drawn like the others, they
+    never vote (silent seats), for tests of rounds nobody decides."""
+    keep_chain_state: bool = False
+    """Anvil keeps its chain in `<folder>/anvil-state.json` (written when it stops), so that
+    `stop_anvil` then `start_anvil` bring the same chain back on the same port, as a restarted
+    devnet does: for tests of a provider or a worker losing its RPC for a while."""
     settings: Settings = field(init=False)
     provider: LocalAccount = field(init=False)
     auditors: list[AuditorAccount] = field(init=False, default_factory=list)
@@ -160,13 +168,7 @@ class LocalNetwork:
         self._password = secrets.token_urlsafe(_KEYSTORE_PASSWORD_BYTES)
         (folder / "keystore-password").write_text(self._password + "\n")
         os.chmod(folder / "keystore-password", 0o600)
-        self._anvil = AnvilNode.start(
-            toolchain,
-            port=self.rpc_port,
-            mnemonic=mnemonic,
-            log_file=folder / "anvil.log",
-            block_seconds=self.block_seconds,
-        )
+        self._anvil = self._start_anvil(toolchain, self.rpc_port)
         self.rpc_url = self._anvil.rpc_url
         self._ipfs = await asyncio.to_thread(IpfsNode.start, folder / "ipfs", port=self.ipfs_port)
         self.ipfs_url = self._ipfs.api_url
@@ -203,7 +205,7 @@ class LocalNetwork:
             self.auditors = await provision_auditors(
                 protocol,
                 deployer,
-                [spec.tier for spec in self.workers],
+                [spec.tier for spec in self.workers] + list(self.idle_auditors),
                 folder / "keystores",
                 self._password,
                 stake_for=stake_for,
@@ -215,9 +217,50 @@ class LocalNetwork:
             # only queue there (and time out behind each other), so each tier-2 worker audits one
             # seat at a time and waits as long as the queue of the others may take.
             self.llm = self._model.endpoint_settings(timeout_seconds=_EMBEDDED_MODEL_TIMEOUT_SECONDS)
-        for spec, auditor in zip(self.workers, self.auditors, strict=True):
+        for spec, auditor in zip(self.workers, self.auditors[: len(self.workers)], strict=True):
             self._workers.append(self._spawn(spec, auditor))
         await self._wait_ready()
+
+    def _start_anvil(self, toolchain: Toolchain, port: int | None) -> AnvilNode:
+        return AnvilNode.start(
+            toolchain,
+            port=port,
+            mnemonic=DevnetSettings().mnemonic,
+            log_file=self.folder / "anvil.log",
+            block_seconds=self.block_seconds,
+            state_file=self.folder / "anvil-state.json" if self.keep_chain_state else None,
+        )
+
+    def stop_anvil(self) -> None:
+        """Stops the chain (it writes its state first, with `keep_chain_state`); workers and clients
+        see the RPC go away."""
+        if self._anvil is None:
+            raise DevnetError("the local network's chain is not running")
+        if not self.keep_chain_state:
+            raise DevnetError("stopping the chain would lose it: start the network with keep_chain_state=True")
+        self._anvil.stop()
+        self._anvil = None
+
+    def start_anvil(self) -> None:
+        """Starts the chain again from its state file, on the same port."""
+        if self._anvil is not None:
+            raise DevnetError("the local network's chain is already running")
+        port = int(self.rpc_url.rsplit(":", 1)[1])
+        self._anvil = self._start_anvil(Toolchain.discover(), port)
+
+    def stop_ipfs(self) -> None:
+        """Stops the IPFS node (its repo stays on disk)."""
+        if self._ipfs is None:
+            raise DevnetError("the local network's IPFS node is not running")
+        self._ipfs.stop()
+        self._ipfs = None
+
+    def start_ipfs(self) -> None:
+        """Starts the IPFS node again on its repo and port: every blob it held is back."""
+        if self._ipfs is not None:
+            raise DevnetError("the local network's IPFS node is already running")
+        port = int(self.ipfs_url.rsplit(":", 1)[1])
+        self._ipfs = IpfsNode.start(self.folder / "ipfs", port=port)
 
     def _environment(self, spec: WorkerSpec, review: ReviewPage | None) -> dict[str, str]:
         # The network's own settings only: none of the caller's TRUST_* values reach its workers.

@@ -25,6 +25,7 @@ __all__ = [
     "IpfsSettings",
     "LlmSettings",
     "ProtocolSettings",
+    "ProviderSettings",
     "RefinementSettings",
     "Settings",
 ]
@@ -326,6 +327,22 @@ class ReviewSettings(BaseModel):
     session_hours: float = Field(12.0, gt=0, description="how long a sign-in lasts")
 
 
+class ProviderSettings(BaseModel):
+    """The provider's side of an open session (the SDK, `trust submit`, the gateway): how a lost
+    chain RPC or IPFS node is waited for. Each failed step is retried after `backoff_seconds`,
+    doubled per try up to `max_backoff_seconds`, until the connection comes back or it has been lost
+    for `outage_seconds`; then the audit stops with one error naming the session (which goes on on
+    chain and can be resumed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outage_seconds: float = Field(
+        120.0, ge=0, description="how long a lost RPC or IPFS node is retried during a session (0: never)"
+    )
+    backoff_seconds: float = Field(0.5, gt=0, description="first retry delay, doubled per try")
+    max_backoff_seconds: float = Field(10.0, gt=0, description="longest retry delay")
+
+
 class WorkerSettings(BaseModel):
     """The auditor daemon (`trust worker run`)."""
 
@@ -369,6 +386,7 @@ class Settings(BaseSettings):
     auditor_llm: LlmSettings = LlmSettings()
     ipfs: IpfsSettings = IpfsSettings()
     worker: WorkerSettings = WorkerSettings()
+    provider: ProviderSettings = ProviderSettings()
 
     @property
     def effective_rpc_url(self) -> str:

@@ -127,12 +127,20 @@ async def test_bad_input_gets_a_json_error_naming_the_problem() -> None:
         message = _error(
             await http.post("/v1/audits", json={"kind": "agents", "trace": "{not json"}), 400, "invalid_trace"
         )
-        assert "not JSON" in message
+        assert "not valid JSON" in message and "line 1, column 2 (character 1)" in message
         cyclic = json.loads(dumps(running_sum()))
         cyclic["edges"].append({"source": "add3", "target": "add2", "type": "depends_on"})
         assert "cycle" in _error(await http.post("/v1/audits", json={"trace": cyclic}), 400, "invalid_trace")
         steps = {"trace": {"problem": "2 + 2?", "steps": ["2 + 2 = 4", 4]}}
-        assert "trace.steps[1]" in _error(await http.post("/v1/audits", json=steps), 400, "invalid_trace")
+        assert "trace: steps[1] must be a string" in _error(
+            await http.post("/v1/audits", json=steps), 400, "invalid_trace"
+        )
+        # A trust.hdag document cut short is refused with its position, never audited as prose.
+        truncated = {"trace": '{"format": "trust.hdag", "version": 1, "nodes": ['}
+        message = _error(await http.post("/v1/audits", json=truncated), 400, "invalid_trace")
+        assert "trace is not valid JSON" in message and "line 1, column 50 (character 49)" in message
+        agent_log = {"trace": APPLES_LOG}
+        assert "--agents" in _error(await http.post("/v1/audits", json=agent_log), 400, "invalid_trace")
 
         message = _error(await http.post("/v1/audits", json={"trace": "x" * 2 * SMALL_LIMIT}), 413, "body_too_large")
         assert "declares" in message and f"{SMALL_LIMIT:,} bytes" in message
@@ -179,7 +187,7 @@ async def test_every_documented_form_of_a_trace_parses() -> None:
     for log in (APPLES_LOG, json.dumps(APPLES_LOG)):
         agents = parse_trace("agents", log, config)
         assert isinstance(agents, Cig) and len(agents) == len(APPLES_LOG["turns"])
-    with pytest.raises(GraphError, match="trust.hdag document or"):
+    with pytest.raises(GraphError, match='no "steps" field and is not a trust.hdag document'):
         parse_trace("trace", {"text": "2 + 2 = 4"}, config)
     with pytest.raises(GraphError, match="max_trace_chars|over the limit"):
         parse_trace("trace", ["x" * 600, "y" * 600], AuditConfig(max_trace_chars=1000))

@@ -177,7 +177,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(
     network: LocalNetwork, client: TrustClient, tmp_path: Path
 ) -> None:
     before = await _nonce(network)
-    with pytest.raises(GraphError, match="not JSON"):
+    with pytest.raises(GraphError, match="not valid JSON"):
         await client.audit_agents("{not json")
     with pytest.raises(GraphError, match="max_trace_chars"):
         await client.audit_trace("x " * 600_000)

@@ -35,7 +35,6 @@ reads the result.
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at definition time,
 # and they name `find`, a dependency local to `gateway_router`.
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -79,14 +78,15 @@ from trust.errors import (
     GraphError,
     InsufficientAuditors,
     IpfsError,
+    SessionInterrupted,
     TrustError,
 )
 from trust.graphs.cig import Cig
 from trust.graphs.decompose import Trace
 from trust.graphs.hdag import Hdag
-from trust.graphs.serialization import FORMAT as HDAG_FORMAT
 from trust.sdk.batch import BatchClient, BatchEntry, SegmentInclusion
 from trust.sdk.config import AuditConfig
+from trust.sdk.inputs import trace_document
 from trust.sdk.progress import ProgressEvent
 from trust.sdk.result import AuditResult
 from trust.settings import Settings
@@ -179,6 +179,8 @@ def error_for(exc: TrustError) -> tuple[int, str]:
     or the network lacks right now is 503 (retry later), the rest 500."""
     if isinstance(exc, GraphError):
         return 400, "invalid_trace"
+    if isinstance(exc, SessionInterrupted):
+        return 503, "ipfs_error" if exc.service == "ipfs" else "chain_error"
     if isinstance(exc, IpfsError):
         return 503, "ipfs_error"
     if isinstance(exc, ChainError):
@@ -200,35 +202,24 @@ def error_for(exc: TrustError) -> tuple[int, str]:
 def parse_trace(kind: str, trace: str | Mapping[str, Any] | list[Any], config: AuditConfig) -> Hdag | Cig:
     """The graph of a submission (`GraphError` naming what is wrong). A trace is raw text, a
     trust.hdag document (object or text), {problem, steps} or a list of steps; an agent log is
-    what `trust.sdk.client.agents_graph` reads (object, list or JSON text)."""
+    what `trust.sdk.client.agents_graph` reads (object, list or JSON text). Text is read as what it
+    claims to be (`trust.sdk.inputs`): text that opens with `{` or `[` must be JSON, and JSON that
+    does not parse is refused with its position, never decomposed as prose."""
     from trust.sdk.client import agents_graph, trace_graph
 
     if kind == "agents":
-        return agents_graph(trace, config)
+        return agents_graph(trace, config, what="trace (the agent log)")
     if isinstance(trace, str):
-        return trace_graph(trace, config)
-    if isinstance(trace, Mapping) and trace.get("format") == HDAG_FORMAT:
-        return trace_graph(json.dumps(trace, ensure_ascii=False), config)
-    problem: object = None
-    steps: object = trace
-    if isinstance(trace, Mapping):
-        if "steps" not in trace:
+        return trace_graph(trace, config, what="trace")
+    document = trace_document(trace, "trace")
+    if isinstance(document, Trace) and document.steps is not None:
+        total = sum(len(step) for step in document.steps) + len(document.problem or "")
+        if total > config.max_trace_chars:
             raise GraphError(
-                'trace: a JSON object must be a trust.hdag document or {"problem": ..., "steps": [...]}; '
-                f"got the fields {sorted(trace)[:8]}"
+                f"trace is {total:,} characters, over the limit of {config.max_trace_chars:,} (max_trace_chars): "
+                "split it"
             )
-        problem, steps = trace.get("problem", trace.get("question")), trace["steps"]
-    if not isinstance(steps, list) or not steps:
-        raise GraphError("trace.steps: expected a non-empty JSON array of strings")
-    for index, step in enumerate(steps):
-        if not isinstance(step, str):
-            raise GraphError(f"trace.steps[{index}]: expected a string, got {type(step).__name__}")
-    if problem is not None and not isinstance(problem, str):
-        raise GraphError(f"trace.problem: expected a string, got {type(problem).__name__}")
-    total = sum(len(step) for step in steps) + len(problem or "")
-    if total > config.max_trace_chars:
-        raise GraphError(f"the trace is {total:,} characters, over the limit of {config.max_trace_chars:,}: split it")
-    return trace_graph(Trace(steps=tuple(steps), problem=problem), config)
+    return trace_graph(document, config, what="trace")
 
 
 # ---------------------------------------------------------------------------------------- state

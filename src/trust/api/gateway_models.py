@@ -121,7 +121,13 @@ class ErrorResponse(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"error": {"code": "invalid_trace", "message": "the agent log is not JSON: Expecting value at line 1"}}
+                {
+                    "error": {
+                        "code": "invalid_trace",
+                        "message": "trace is not valid JSON: Expecting value at line 1, column 50 (character 49); "
+                        "the text ends there, so it looks cut short. Fix the JSON (nothing was submitted)",
+                    }
+                }
             ]
         }
     )

@@ -21,6 +21,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["audit_segment_cmd", "submit_cmd"]
+
 
 @app.command("audit-segment")
 def audit_segment_cmd(
@@ -87,11 +89,15 @@ def submit_cmd(
     home: HomeOption = None,
 ) -> None:
     """Audit one trace or agent log on the running network and print the result."""
-    from trust.decomposition import load_trace
-    from trust.errors import ConfigError
-    from trust.sdk.client import TrustClient
+    from trust.decomposition import read_trace
+    from trust.errors import ConfigError, GraphError
+    from trust.graphs.cig import Cig
+    from trust.graphs.decompose import Trace
+    from trust.graphs.hdag import Hdag
+    from trust.sdk.client import TrustClient, agents_graph
     from trust.sdk.config import AuditConfig
     from trust.sdk.display import ProgressBars, render_phases, render_result
+    from trust.sdk.inputs import read_json
     from trust.sdk.provider import provider_account
 
     settings = settings_for(home)
@@ -101,6 +107,24 @@ def submit_cmd(
         config = AuditConfig(auditor_tiers=tiers or (1, 2, 3), max_latency_ms=int(max_latency_s * 1000))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    if resume is not None and (agents or steps):
+        raise typer.BadParameter("--resume finishes a session already open: it takes no --agents or --steps")
+    if agents and steps:
+        raise typer.BadParameter("--agents reads an agent log and --steps a list of steps: give one of them")
+    # The input is read and parsed before the wallet is unlocked or anything is reached: a file that
+    # claims to be JSON and is not stops here, with its position, and nothing is uploaded or paid.
+    trace: Trace | Hdag | None = None
+    agent_log: Cig | None = None
+    if path is not None and agents:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise GraphError(f"agent log {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read the agent log {path}: {exc.strerror or exc}") from None
+        agent_log = agents_graph(read_json(text, f"agent log {path}"), config, what=f"agent log {path}")
+    elif path is not None:
+        trace = read_trace(path, steps=steps)
     url = rpc_url or settings.effective_rpc_url
     account = provider_account(settings, url, keystore, keystore_password(password_file) if keystore else None)
     with ProgressBars(err_console) as bars:
@@ -108,16 +132,11 @@ def submit_cmd(
         if resume is not None:
             result = client.resume_sync(resume, config)
         elif agents:
-            assert path is not None
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(f"cannot read the agent log {path}: {exc.strerror or exc}") from None
-            result = client.audit_agents_sync(text, config)
+            assert agent_log is not None
+            result = client.audit_agents_sync(agent_log, config)
         else:
-            assert path is not None
-            trace = load_trace(path, steps=steps)
-            result = client.audit_trace_sync(trace.text if trace.text is not None else trace, config)
+            assert trace is not None
+            result = client.audit_trace_sync(trace, config)
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
         return

@@ -381,11 +381,12 @@ class BatchClient(TrustClient):
     async def _finish_batch(self, driver: SessionDriver, plan: BatchPlan, session: AuditConfig) -> BatchResult:
         budget = session.max_latency_ms
         await driver.drive(None if budget is None else driver.marks["start"] + budget / 1000)
-        reports = await driver.reports(session.report_grace_ms / 1000)
-        outcomes = await driver.outcomes(reports)
+        reports = await driver.retrying(lambda: driver.reports(session.report_grace_ms / 1000))
+        outcomes = await driver.retrying(lambda: driver.outcomes(reports))
         protocol = driver.protocol
-        info = await protocol.audit.session(driver.session_id)
-        beta_bps = int((await protocol.audit.session_params(driver.session_id))["betaBps"])
+        info = await driver.retrying(lambda: protocol.audit.session(driver.session_id))
+        params = await driver.retrying(lambda: protocol.audit.session_params(driver.session_id))
+        beta_bps = int(params["betaBps"])
         stored = driver.record.stored
         proof = Proof(
             chain_id=protocol.chain.chain_id,

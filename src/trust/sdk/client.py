@@ -27,7 +27,6 @@ finish it after a crash or a timeout.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
@@ -46,25 +45,30 @@ from trust.chain.wallets import load_keystore, read_password
 from trust.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace
 from trust.errors import (
     AuditError,
+    ChainError,
     ConfigError,
+    ContractReverted,
     FeeTooLow,
     GraphError,
     InsufficientAuditors,
     IpfsError,
+    SessionInterrupted,
     TrustError,
+    excerpt,
 )
 from trust.graphs.agent_log import AgentLog, LogLimits, build_cig, parse_log
 from trust.graphs.cig import Cig
 from trust.graphs.decompose import DecompositionLimits, Trace, decompose
 from trust.graphs.hdag import Hdag, Tier
 from trust.graphs.serialization import FORMAT as HDAG_FORMAT
-from trust.graphs.serialization import loads as loads_hdag
 from trust.graphs.validation import validate
 from trust.refine import Regenerate
 from trust.refine import refine as refine_loop
 from trust.sdk.config import AuditConfig
+from trust.sdk.inputs import read_json, trace_from_text
 from trust.sdk.journal import Journal, SessionRecord
 from trust.sdk.keys import reply_key
+from trust.sdk.outage import RPC, lost_service
 from trust.sdk.outcome import judge
 from trust.sdk.progress import ProgressCallback, ProgressEvent
 from trust.sdk.refinement import NetworkRefinement, ReauditRound, findings_of, rebuild_graph
@@ -80,8 +84,9 @@ __all__ = ["TraceInput", "TrustClient", "segment_profiles", "unpin"]
 log = logging.getLogger("trust.sdk")
 
 TraceInput = str | Trace | Hdag
-"""What `audit_trace` takes: raw chain-of-thought text (or a `trust.hdag` JSON document as text), a
-`Trace` (text or steps, with its problem), or an HDAG the provider decomposed itself."""
+"""What `audit_trace` takes: raw chain-of-thought text (or JSON text: a `trust.hdag` document or a
+steps document, which must parse; `trust.sdk.inputs`), a `Trace` (text or steps, with its problem),
+or an HDAG the provider decomposed itself."""
 
 _WEI_PER_ETH = 10**18
 _PLACEHOLDER_DIGEST = b"\x01" * 32
@@ -149,14 +154,39 @@ class TrustClient:
         return await self._decompose_and_audit(lambda: agents_graph(agent_log, config), "agents", "turns", config)
 
     async def resume(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
-        """Finishes a session this provider opened earlier (after `AuditTimeout`, or a crash)."""
+        """Finishes a session this provider opened earlier (after `AuditTimeout`, `SessionInterrupted`
+        or a crash). The latency budget (`max_latency_ms`) counts from now.
+
+        A record whose opening was cut off (its session id never confirmed) is found too: the
+        session's trace root on chain names it."""
         async with self._connection() as (protocol, kubo):
-            record = self.journal.find(protocol.chain.chain_id, session_id)
+            record = await self._record_of(protocol, session_id)
             config = config or AuditConfig.model_validate(record.config)
             driver = self._driver(protocol, kubo, record, config)
             driver.marks["start"] = record.started_at
-            await driver.attach()
-            return await self._finish(driver, config)
+            await driver.retrying(driver.attach)
+            return await self._finish(driver, config, budget_from=time.time())
+
+    async def _record_of(self, protocol: Protocol, session_id: int) -> SessionRecord:
+        chain_id = protocol.chain.chain_id
+        try:
+            return self.journal.find(chain_id, session_id)
+        except ConfigError as missing:
+            pending = self.journal.pending(chain_id)
+            if not pending:
+                raise
+            try:
+                on_chain = await protocol.audit.session(session_id)
+            except ContractReverted:
+                raise missing from None  # no such session on chain either
+            for record in pending:
+                if record.stored.root == on_chain.trace_root:
+                    if on_chain.provider.lower() != self.address.lower():
+                        break
+                    record.session_id = session_id
+                    self.journal.save(record)
+                    return record
+            raise
 
     async def refine(
         self,
@@ -237,7 +267,13 @@ class TrustClient:
                 yield protocol, kubo
 
     def _driver(
-        self, protocol: Protocol, kubo: KuboClient, record: SessionRecord, config: AuditConfig
+        self,
+        protocol: Protocol,
+        kubo: KuboClient,
+        record: SessionRecord,
+        config: AuditConfig,
+        *,
+        journaled: bool = True,
     ) -> SessionDriver:
         reply = reply_key(
             self.account,
@@ -255,6 +291,9 @@ class TrustClient:
             poll_seconds=self.poll_seconds,
             finalize=config.finalize,
             distribute=config.distribute,
+            retry=self.settings.provider,
+            journaled=journaled,
+            journal_path=str(self.journal.path(record)) if journaled else None,
         )
 
     async def _decompose_and_audit(
@@ -312,12 +351,14 @@ class TrustClient:
             started_at=marks["start"],
             config=config.model_dump(mode="json"),
         )
-        driver = self._driver(protocol, kubo, record, config)
+        driver = self._driver(protocol, kubo, record, config, journaled=journal)
         driver.marks.update(marks)
         try:
             if journal:
                 self.journal.save(record)
             await driver.open(fee)
+        except SessionInterrupted:
+            raise  # the connection went while createSession was on its way: it may be mined, keep all
         except BaseException:
             if journal:
                 self.journal.discard(record)
@@ -330,7 +371,22 @@ class TrustClient:
     async def _preflight(
         self, protocol: Protocol, kubo: KuboClient, profiles: Mapping[str, SegmentProfile], config: AuditConfig
     ) -> int:
-        """Every check that can fail before anything is uploaded or sent; returns the fee to pay."""
+        """Every check that can fail before anything is uploaded or sent; returns the fee to pay. The
+        RPC going away meanwhile is a `ChainError` saying that nothing was sent."""
+        try:
+            return await self._checks(protocol, kubo, profiles, config)
+        except Exception as exc:
+            if lost_service(exc) != RPC:
+                raise
+            raise ChainError(
+                f"lost the RPC at {self.rpc_url} while checking the trace against the network ({type(exc).__name__}: "
+                f"{excerpt(str(exc) or 'no answer', 160)}); nothing was uploaded or paid: run the audit again when "
+                "the RPC is back"
+            ) from exc
+
+    async def _checks(
+        self, protocol: Protocol, kubo: KuboClient, profiles: Mapping[str, SegmentProfile], config: AuditConfig
+    ) -> int:
         try:
             await kubo.version()
         except IpfsError as exc:
@@ -371,15 +427,18 @@ class TrustClient:
             )
         return fee
 
-    async def _finish(self, driver: SessionDriver, config: AuditConfig) -> AuditResult:
+    async def _finish(
+        self, driver: SessionDriver, config: AuditConfig, *, budget_from: float | None = None
+    ) -> AuditResult:
         budget = config.max_latency_ms
-        deadline = None if budget is None else driver.marks["start"] + budget / 1000
+        start = driver.marks["start"] if budget_from is None else budget_from
+        deadline = None if budget is None else start + budget / 1000
         await driver.drive(deadline)
-        reports = await driver.reports(config.report_grace_ms / 1000)
-        outcomes = await driver.outcomes(reports)
+        reports = await driver.retrying(lambda: driver.reports(config.report_grace_ms / 1000))
+        outcomes = await driver.retrying(lambda: driver.outcomes(reports))
         protocol = driver.protocol
-        session = await protocol.audit.session(driver.session_id)
-        params = await protocol.audit.session_params(driver.session_id)
+        session = await driver.retrying(lambda: protocol.audit.session(driver.session_id))
+        params = await driver.retrying(lambda: protocol.audit.session_params(driver.session_id))
         judgement = judge(
             driver.graph,
             outcomes,
@@ -422,8 +481,10 @@ async def unpin(kubo: KuboClient, cids: Sequence[str]) -> None:
 # ---------------------------------------------------------------------- inputs
 
 
-def trace_graph(trace: TraceInput, config: AuditConfig) -> Hdag:
-    """The HDAG of a trace input (see `TraceInput`), within the config's size limits."""
+def trace_graph(trace: TraceInput, config: AuditConfig, *, what: str = "the trace") -> Hdag:
+    """The HDAG of a trace input (see `TraceInput`), within the config's size limits. Text is read
+    as what it claims to be (`trust.sdk.inputs`): JSON that does not parse, or parses into something
+    that is not a trace, is a `GraphError` naming `what` and the position, never audited as prose."""
     if isinstance(trace, Hdag):
         graph = trace
         validate(graph)
@@ -432,56 +493,50 @@ def trace_graph(trace: TraceInput, config: AuditConfig) -> Hdag:
     elif isinstance(trace, str):
         if len(trace) > config.max_trace_chars:
             raise GraphError(
-                f"the trace is {len(trace):,} characters, over the limit of {config.max_trace_chars:,} "
+                f"{what} is {len(trace):,} characters, over the limit of {config.max_trace_chars:,} "
                 "(AuditConfig.max_trace_chars): split it"
             )
-        graph = _hdag_document(trace) or decompose(
-            Trace(text=trace), limits=DecompositionLimits(max_chars=config.max_trace_chars)
-        )
+        read = trace_from_text(trace, what)
+        if isinstance(read, Hdag):
+            graph = read
+        else:
+            graph = decompose(read, limits=DecompositionLimits(max_chars=config.max_trace_chars))
     else:
         raise GraphError(f"audit_trace takes text, a Trace or an Hdag, not {type(trace).__name__}")
     if len(graph) > config.max_nodes:
-        raise GraphError(
-            f"the trace decomposes into {len(graph)} nodes, over AuditConfig.max_nodes = {config.max_nodes}"
-        )
+        raise GraphError(f"{what} decomposes into {len(graph)} nodes, over AuditConfig.max_nodes = {config.max_nodes}")
     return graph
 
 
-def _hdag_document(text: str) -> Hdag | None:
-    """The HDAG when `text` is a `trust.hdag` JSON document, else None (it is a raw trace)."""
-    stripped = text.lstrip()
-    if not stripped.startswith("{"):
-        return None
-    try:
-        head = json.loads(stripped)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(head, dict) or head.get("format") != HDAG_FORMAT:
-        return None
-    return loads_hdag(stripped)
-
-
-def agents_graph(agent_log: AgentLog | Cig | Mapping[str, Any] | Sequence[Any] | str, config: AuditConfig) -> Cig:
-    """The CIG of a multi-agent log: an `AgentLog`, a `Cig`, parsed JSON or JSON text."""
+def agents_graph(
+    agent_log: AgentLog | Cig | Mapping[str, Any] | Sequence[Any] | str,
+    config: AuditConfig,
+    *,
+    what: str = "the agent log",
+) -> Cig:
+    """The CIG of a multi-agent log: an `AgentLog`, a `Cig`, parsed JSON or JSON text (which must
+    parse: the error names the line, column and character where it stops)."""
     if isinstance(agent_log, Cig):
         graph = agent_log
     else:
         if isinstance(agent_log, str):
             if len(agent_log) > config.max_trace_chars:
                 raise GraphError(
-                    f"the agent log is {len(agent_log):,} characters, over AuditConfig.max_trace_chars = "
+                    f"{what} is {len(agent_log):,} characters, over AuditConfig.max_trace_chars = "
                     f"{config.max_trace_chars:,}"
                 )
-            try:
-                agent_log = json.loads(agent_log)
-            except json.JSONDecodeError as exc:
-                raise GraphError(f"the agent log is not JSON: {exc.msg} at line {exc.lineno}") from None
+            agent_log = read_json(agent_log, what)
+        if isinstance(agent_log, Mapping) and agent_log.get("format") == HDAG_FORMAT:
+            raise GraphError(
+                f"{what} is a trust.hdag document, not an agent log: audit it as a trace (`trust submit` without "
+                '--agents, `TrustClient.audit_trace`, or "kind": "trace" at the gateway)'
+            )
         parsed = agent_log if isinstance(agent_log, AgentLog) else parse_log(agent_log, LogLimits())
         graph = build_cig(parsed)
     if len(graph) > config.max_nodes:
-        raise GraphError(f"the agent log has {len(graph)} turns, over AuditConfig.max_nodes = {config.max_nodes}")
+        raise GraphError(f"{what} has {len(graph)} turns, over AuditConfig.max_nodes = {config.max_nodes}")
     if len(graph) == 0:
-        raise GraphError("the agent log has no turns")
+        raise GraphError(f"{what} has no turns")
     return graph
 
 

@@ -157,27 +157,52 @@ class Journal:
     def discard(self, record: SessionRecord) -> None:
         self.path(record).unlink(missing_ok=True)
 
-    def find(self, chain_id: int, session_id: int) -> SessionRecord:
-        """The record of `session_id` (ConfigError when this provider has none)."""
+    def _records(self, chain_id: int) -> tuple[list[tuple[Path, dict[str, Any]]], list[str]]:
+        """Every record of `chain_id` as JSON, and a note on each file that could not be read (a
+        record cut short by a full disk, say): those are named in errors, never skipped silently."""
         folder = self.directory / f"chain-{chain_id}"
+        records: list[tuple[Path, dict[str, Any]]] = []
+        unreadable: list[str] = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            except OSError as exc:
+                unreadable.append(f"{path} ({exc.strerror or exc})")
                 continue
+            except json.JSONDecodeError as exc:
+                unreadable.append(f"{path} (not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno})")
+                continue
+            if not isinstance(data, dict):
+                unreadable.append(f"{path} (not a session record)")
+                continue
+            records.append((path, data))
+        return records, unreadable
+
+    def find(self, chain_id: int, session_id: int) -> SessionRecord:
+        """The record of `session_id` (ConfigError when this provider has none)."""
+        folder = self.directory / f"chain-{chain_id}"
+        records, unreadable = self._records(chain_id)
+        for path, data in records:
             if data.get("session_id") == session_id:
-                return SessionRecord.from_json(data)
+                try:
+                    return SessionRecord.from_json(data)
+                except (ConfigError, KeyError, TypeError, ValueError) as exc:
+                    raise ConfigError(f"the record of session {session_id} ({path}) is unreadable: {exc}") from None
+        damaged = f"; these records could not be read: {', '.join(unreadable)}" if unreadable else ""
         raise ConfigError(
             f"no record of session {session_id} on chain {chain_id} under {folder}: only the provider that opened "
-            "a session (with the same TRUST home) can resume it"
+            f"a session (with the same TRUST home) can resume it{damaged}"
         )
 
     def pending(self, chain_id: int) -> list[SessionRecord]:
-        """Records whose `createSession` was never confirmed (a crash between writing and mining)."""
-        folder = self.directory / f"chain-{chain_id}"
+        """Records whose `createSession` was never confirmed (the connection or the process was lost
+        between writing the record and reading the session id back)."""
+        records, _unreadable = self._records(chain_id)
         found = []
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            data = json.loads(path.read_text(encoding="utf-8"))
+        for _path, data in records:
             if data.get("session_id") is None:
-                found.append(SessionRecord.from_json(data))
+                try:
+                    found.append(SessionRecord.from_json(data))
+                except (ConfigError, KeyError, TypeError, ValueError):
+                    continue  # `find` names unreadable records when the one asked for is missing
         return found

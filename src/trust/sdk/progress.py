@@ -16,13 +16,17 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("votes", "segments revealed"),
     ("final", "segments final"),
     ("reports", "reading critiques"),
+    ("connection", "connection lost (s)"),
 )
-"""(stage, label) in the order an audit goes through them (the six phases of paper 1.10)."""
+"""(stage, label) in the order an audit goes through them (the six phases of paper 1.10); the last,
+`connection`, only while the RPC or the IPFS node is away: seconds of the outage budget used
+(`trust.sdk.outage`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:
-    """`done` of `total` units of `stage` are complete; `message` says what just happened, if anything."""
+    """`done` of `total` units of `stage` are complete (never more than `total`); `message` says what
+    just happened, if anything. Totals may grow: escalated rounds add committees to draw."""
 
     stage: str
     done: int

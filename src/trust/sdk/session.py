@@ -17,25 +17,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from trust.chain.protocol import Protocol
 from trust.chain.types import CommitteeDrawn, SegmentInfo, SegmentStatus, SessionStatus
 from trust.delivery import deliver_keys
-from trust.errors import AuditTimeout, ChainError, ContractReverted, IpfsError, VerificationError
+from trust.errors import AuditTimeout, ChainError, ContractReverted, IpfsError, SessionInterrupted, VerificationError
 from trust.graphs.cig import Cig
 from trust.graphs.hdag import Hdag
 from trust.privacy.envelopes import public_key_bytes
 from trust.privacy.reports import AuditReport, open_report
 from trust.sdk.journal import SessionRecord
+from trust.sdk.outage import RPC, Outage, lost_service
 from trust.sdk.outcome import SegmentOutcome
 from trust.sdk.progress import ProgressCallback, ProgressEvent
 from trust.sdk.result import Critique, Outcome
 from trust.sdk.timings import RoundTrack
+from trust.settings import ProviderSettings
 from trust.storage.kubo import KuboClient
 
 __all__ = ["RoundTrack", "SessionDriver"]
@@ -50,6 +52,8 @@ _OUTCOMES = {
 _READ_CONCURRENCY = 16
 MAX_REPORT_FETCH_BYTES = 64 * 1024
 """Largest report blob fetched from IPFS (reports hold one critique, a few KiB at most)."""
+_BPS = 10_000
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -63,6 +67,12 @@ class SessionDriver:
     poll_seconds: float = 0.1
     finalize: bool = True
     distribute: bool = True
+    retry: ProviderSettings = field(default_factory=ProviderSettings)
+    """How a lost RPC or IPFS node is waited for while the session is open (`trust.sdk.outage`)."""
+    journaled: bool = True
+    """Whether the session's record is in the provider's journal, so that `resume` can finish it."""
+    journal_path: str | None = None
+    """Where that record lies, for the message of a session whose opening was cut off."""
     transactions: dict[str, list[str]] = field(default_factory=dict)
     rounds: dict[tuple[int, int], RoundTrack] = field(default_factory=dict)
     marks: dict[str, float] = field(default_factory=dict)
@@ -71,6 +81,13 @@ class SessionDriver:
     finalize_tx: str | None = None
     envelopes: int = 0
     _opened: dict[int, float] = field(default_factory=dict)
+    _rounds_needed: dict[int, int] = field(default_factory=dict)
+    """Segment -> rounds it has needed a committee for so far (escalations add one each): the total
+    of the draw progress, so that it never counts past its total."""
+    outage: Outage = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.outage = Outage(self.retry, self.protocol.chain.rpc_url, self.kubo.api_url, self.progress)
 
     @property
     def session_id(self) -> int:
@@ -92,18 +109,113 @@ class SessionDriver:
     # ------------------------------------------------------------------ opening
 
     async def open(self, fee_wei: int) -> int:
-        """Sends `createSession` with every segment and the fee; returns the session id."""
+        """Sends `createSession` with every segment and the fee; returns the session id.
+
+        A lost connection while it is sent leaves it unknown whether the transaction was mined. The
+        RPC is then waited for (`trust.sdk.outage`) and the chain asked whether a session with this
+        trace root exists since the block before sending: if so it is this one (the root commits to
+        fresh keys, nobody else can have it), otherwise it is sent again. Past the outage budget,
+        `SessionInterrupted` without a session id: the caller keeps the record and the blobs."""
         stored = self.record.stored
         self.marks["create_sent"] = time.time()
         self._say("session", 0, 1, f"createSession with {len(stored.segments)} segments, fee {fee_wei} wei")
-        session_id, sent = await self.protocol.audit.create_session(self.account, stored.root, stored.specs(), fee_wei)
+        chain = self.protocol.chain
+        since: int | None = None
+        waiting_since: float | None = None
+        while True:
+            try:
+                if since is not None:
+                    found = await self._created_since(since)
+                    if found is not None:
+                        session_id, tx_hash, block = found
+                        break
+                    if await self._unmined() > 0:
+                        # A transaction of this wallet (perhaps createSession itself) waits in the node:
+                        # sending again now could open the session twice.
+                        waiting_since = waiting_since or time.time()
+                        waited = time.time() - waiting_since
+                        if waited > self.retry.outage_seconds:
+                            raise self._opening_interrupted(RPC, "a transaction of this wallet is not mined", waited)
+                        await asyncio.sleep(max(self.poll_seconds, 0.2))
+                        continue
+                else:
+                    since = await chain.block_number()
+                session_id, sent = await self.protocol.audit.create_session(
+                    self.account, stored.root, stored.specs(), fee_wei
+                )
+                tx_hash, block = sent.tx_hash, sent.block_number
+                break
+            except Exception as exc:
+                await self.outage.wait(exc, stopped=self._opening_interrupted)
+        self.outage.recovered()
         self.marks["created"] = time.time()
         self.record.session_id = session_id
-        self.record.created_tx = sent.tx_hash
-        self.created_block = sent.block_number
-        self._tx("create_session", sent.tx_hash)
-        self._say("session", 1, 1, f"session {session_id} opened in block {sent.block_number}")
+        self.record.created_tx = tx_hash
+        self.created_block = block
+        self._tx("create_session", tx_hash)
+        self._say("session", 1, 1, f"session {session_id} opened in block {block}")
         return session_id
+
+    async def _unmined(self) -> int:
+        """Transactions of this wallet the node holds but has not mined."""
+        eth = self.protocol.chain.w3.eth
+        address = self.account.address
+        return int(await eth.get_transaction_count(address, "pending")) - int(
+            await eth.get_transaction_count(address, "latest")
+        )
+
+    async def _created_since(self, block: int) -> tuple[int, str, int] | None:
+        """(session id, transaction, block) of the session opened with this record's trace root since
+        `block`, or None."""
+        event = self.protocol.audit.contract.events.SessionCreated()
+        logs = await event.get_logs(from_block=block, to_block="latest")
+        root = self.record.stored.root
+        for entry in logs:
+            if bytes(entry["args"]["traceRoot"]) == root:
+                return (
+                    int(entry["args"]["sessionId"]),
+                    "0x" + bytes(entry["transactionHash"]).hex(),
+                    int(entry["blockNumber"]),
+                )
+        return None
+
+    def _opening_interrupted(self, service: str, cause: str, seconds: float) -> SessionInterrupted:
+        root = "0x" + self.record.stored.root.hex()
+        kept = f"its record is kept at {self.journal_path}" if self.journal_path else "its blobs stay pinned"
+        return SessionInterrupted(
+            f"lost {self.outage.what(service)} while opening the session of trace root {root} ({cause}); retried "
+            f"for {seconds:.0f} s. createSession may or may not have been mined, so nothing was undone: {kept}. "
+            f"When the {'RPC' if service == RPC else 'IPFS node'} is back, look the trace root up in the explorer: "
+            "if a session has it, `trust submit --resume <its id>` finishes it; if none has, nothing was paid and "
+            "the trace can be submitted again",
+            None,
+            service,
+        )
+
+    def interrupted(self, service: str, cause: str, seconds: float) -> SessionInterrupted:
+        """The error that ends an audit whose RPC or IPFS node stayed away past the outage budget."""
+        name = "RPC" if service == RPC else "IPFS node"
+        sid = self.session_id
+        if self.journaled:
+            todo = (
+                f"nothing is lost: the session goes on on chain; run `trust submit --resume {sid}` "
+                f"(TrustClient.resume({sid})) when the {name} is back"
+            )
+        else:
+            todo = (
+                f"the session goes on on chain, but this batch keeps no record to resume it from: submit the "
+                f"trace again when the {name} is back"
+            )
+        return SessionInterrupted(
+            f"lost {self.outage.what(service)} while session {sid} was running ({cause}); retried for "
+            f"{seconds:.0f} s; {todo}",
+            sid,
+            service,
+        )
+
+    async def retrying(self, step: Callable[[], Awaitable[_T]]) -> _T:
+        """`step()` (reads of the open session), run again after each lost connection."""
+        return await self.outage.retrying(step, stopped=self.interrupted)
 
     async def attach(self) -> None:
         """Picks up a session opened earlier (`resume`): its creation block and its committees so far."""
@@ -117,13 +229,13 @@ class SessionDriver:
     # ------------------------------------------------------------------ the loop
 
     async def drive(self, deadline: float | None) -> None:
-        """Runs the session until the trace is final (and the fee split, with `distribute`)."""
-        chain = self.protocol.chain
+        """Runs the session until the trace is final (and the fee split, with `distribute`). A lost
+        RPC or IPFS node is waited for (`retry`); past the budget, `SessionInterrupted`."""
         total = len(self.record.stored.segments)
-        seen_block = -1
-        open_ids = list(range(total))
-        for segment in open_ids:
+        loop = _Loop(open_ids=list(range(total)))
+        for segment in loop.open_ids:
             self._opened.setdefault(segment, self.marks.get("created", time.time()))
+            self._rounds_needed.setdefault(segment, 1)
         while True:
             if deadline is not None and time.time() > deadline:
                 raise AuditTimeout(
@@ -131,28 +243,39 @@ class SessionDriver:
                     f"chain, resume it with `trust submit --resume {self.session_id}`",
                     self.session_id,
                 )
-            block = await chain.w3.eth.get_block("latest")
-            number, timestamp = int(block["number"]), int(block["timestamp"])
-            if number == seen_block:
-                await asyncio.sleep(self.poll_seconds)
+            try:
+                finished = await self._tick(loop, total)
+            except Exception as exc:
+                await self.outage.wait(exc, stopped=self.interrupted)
+                loop.seen_block = -1  # run the whole step again, without waiting for a new block
                 continue
-            seen_block = number
-            session = await self.protocol.audit.session(self.session_id)
-            if session.status in (SessionStatus.FINALIZED, SessionStatus.DISTRIBUTED):
-                await self._settle(session.status)
+            self.outage.recovered()
+            if finished:
                 return
-            infos = await self._segments(open_ids)
-            now = time.time()
-            for info in infos:
-                self._observe(info, now)
-            open_ids = [info.segment_id for info in infos if not info.status.is_final]
-            self._say("final", total - len(open_ids), total)
-            self._say("votes", sum(1 for t in self._latest().values() if t.revealed_at is not None), total)
-            await self._draw([i for i in infos if i.status is SegmentStatus.AWAITING_DRAW], number)
-            await self._find_committees([i for i in infos if i.status is SegmentStatus.VOTING])
-            await self._deliver()
-            if not self.finalize:
-                continue
+
+    async def _tick(self, loop: _Loop, total: int) -> bool:
+        """One step of the loop: everything the latest block allows. True once the session is done.
+        Idempotent, so that a step cut off by a lost connection can be run again from the top."""
+        chain = self.protocol.chain
+        block = await chain.w3.eth.get_block("latest")
+        number, timestamp = int(block["number"]), int(block["timestamp"])
+        if number == loop.seen_block:
+            await asyncio.sleep(self.poll_seconds)
+            return False
+        session = await self.protocol.audit.session(self.session_id)
+        if session.status in (SessionStatus.FINALIZED, SessionStatus.DISTRIBUTED):
+            await self._settle(session.status)
+            return True
+        infos = await self._segments(loop.open_ids)
+        now = time.time()
+        for info in infos:
+            self._observe(info, now)
+        self._say("final", total - sum(1 for info in infos if not info.status.is_final), total)
+        self._say("votes", sum(1 for t in self._latest().values() if t.revealed_at is not None), total)
+        await self._draw([i for i in infos if i.status is SegmentStatus.AWAITING_DRAW], number)
+        await self._find_committees([i for i in infos if i.status is SegmentStatus.VOTING])
+        await self._deliver()
+        if self.finalize:
             ready = [
                 info.segment_id
                 for info in infos
@@ -161,8 +284,12 @@ class SessionDriver:
             ]
             if ready:
                 await self._finalize_segments(ready)
-            if not open_ids or session.finalized_count == session.segment_count:
+            if all(info.status.is_final for info in infos) or session.finalized_count == session.segment_count:
                 await self._finalize_trace()
+        # Only now: a step cut off above runs again on this block instead of waiting for the next.
+        loop.open_ids = [info.segment_id for info in infos if not info.status.is_final]
+        loop.seen_block = number
+        return False
 
     async def _segments(self, ids: Sequence[int]) -> list[SegmentInfo]:
         gate = asyncio.Semaphore(_READ_CONCURRENCY)
@@ -180,6 +307,7 @@ class SessionDriver:
         return latest
 
     def _observe(self, info: SegmentInfo, now: float) -> None:
+        self._rounds_needed[info.segment_id] = max(self._rounds_needed.get(info.segment_id, 1), info.round + 1)
         track = self.rounds.get((info.segment_id, info.round))
         if info.status is SegmentStatus.AWAITING_DRAW and info.round > 0:
             self._opened.setdefault(info.segment_id * 1000 + info.round, now)  # escalated: a new round waits
@@ -227,7 +355,7 @@ class SessionDriver:
         drawn = self.protocol.audit.committees_in(sent)
         for committee in drawn:
             self._track(committee, now, delivered=False)
-        self._say("draw", len(self.rounds), len(self.record.stored.segments), f"{len(drawn)} committees drawn")
+        self._say_draws(f"{len(drawn)} committees drawn")
 
     async def _find_committees(self, voting: Sequence[SegmentInfo]) -> None:
         """Committees somebody else drew (or that a crash lost) come from the chain's events."""
@@ -270,9 +398,17 @@ class SessionDriver:
         escalated = set(self.protocol.audit.escalations_in(sent))
         for segment in ready:
             if segment in escalated:
-                self._opened.setdefault(segment * 1000 + self._round_of(segment) + 1, now)
+                round_id = self._round_of(segment) + 1
+                self._opened.setdefault(segment * 1000 + round_id, now)
+                self._rounds_needed[segment] = max(self._rounds_needed.get(segment, 1), round_id + 1)
         if escalated:
-            self._say("draw", len(self.rounds), len(self.record.stored.segments), f"{len(escalated)} escalated")
+            self._say_draws(f"{len(escalated)} escalated")
+
+    def _say_draws(self, message: str) -> None:
+        """Committees drawn of the committees needed so far: every segment's first round, plus one per
+        escalation, so the count never passes its total."""
+        needed = sum(self._rounds_needed.values()) or len(self.record.stored.segments)
+        self._say("draw", len(self.rounds), max(needed, len(self.rounds)), message)
 
     def _round_of(self, segment: int) -> int:
         return max((r for (s, r) in self.rounds if s == segment), default=0)
@@ -289,6 +425,9 @@ class SessionDriver:
 
     async def _settle(self, status: SessionStatus) -> None:
         self.marks.setdefault("verdict", time.time())
+        unseated = sum(self._rounds_needed.values()) - len(self.rounds)
+        if unseated > 0:
+            self._say_draws(f"{unseated} round{'s' if unseated != 1 else ''} could not seat a committee")
         now = time.time()
         for track in self.rounds.values():
             track.revealed_at = track.revealed_at or now
@@ -332,7 +471,7 @@ class SessionDriver:
                     failed.add(key)
                 else:
                     found[key] = report
-            self._say("reports", len(found), len(expected))
+            self._say("reports", len(found), len(expected | set(found)))
             missing = expected - set(found) - failed
             if not missing or time.time() >= deadline:
                 return found
@@ -352,6 +491,8 @@ class SessionDriver:
                 auditor=published.auditor,
             )
         except (IpfsError, VerificationError) as exc:
+            if lost_service(exc) is not None:
+                raise  # the IPFS node is away, the report is not bad: `retrying` waits for the node
             log.warning("session %s: report of seat %s unreadable: %s", self.session_id, published, exc)
             return None
 
@@ -367,10 +508,13 @@ class SessionDriver:
     async def outcomes(self, reports: dict[tuple[int, int, int], AuditReport]) -> list[SegmentOutcome]:
         stored = self.record.stored
         infos = await self._segments(range(len(stored.segments)))
+        tau = int((await self.protocol.audit.session_params(self.session_id))["tauBps"]) / _BPS
         outcomes = []
         for info, key, leaf in zip(infos, stored.segments, stored.leaves, strict=True):
             track = self.rounds.get((info.segment_id, info.round))
-            share = await self._pass_share(track) if track is not None else 0.0
+            tally = await self._tally(track) if track is not None else None
+            share = tally[0] if tally is not None else 0.0
+            why = _why_undetermined(info, tally, tau) if info.status is SegmentStatus.UNDETERMINED else ""
             critiques = tuple(
                 Critique(r.auditor, r.tier, r.round, r.vote, r.score, r.critique, r.error_type, r.expected)
                 for (segment, _round, _seat), r in sorted(reports.items())
@@ -388,11 +532,14 @@ class SessionDriver:
                     info.round + 1,
                     share,
                     critiques,
+                    why,
                 )
             )
         return outcomes
 
-    async def _pass_share(self, track: RoundTrack) -> float:
+    async def _tally(self, track: RoundTrack) -> tuple[float, float, float]:
+        """Shares of the round's committee stake that revealed pass, revealed fail, and revealed
+        nothing (silent seats count against both outcomes, as on chain)."""
         seats = await asyncio.gather(
             *(
                 self.protocol.audit.seat(self.session_id, track.segment, track.round, i)
@@ -400,5 +547,32 @@ class SessionDriver:
             )
         )
         total = sum(seat.weight for seat in seats)
+        if not total:
+            return 0.0, 0.0, 1.0
         passed = sum(seat.weight for seat in seats if seat.revealed and seat.vote)
-        return passed / total if total else 0.0
+        failed = sum(seat.weight for seat in seats if seat.revealed and not seat.vote)
+        return passed / total, failed / total, (total - passed - failed) / total
+
+
+@dataclass
+class _Loop:
+    """What `SessionDriver.drive` carries from one step to the next."""
+
+    open_ids: list[int]
+    seen_block: int = -1
+
+
+def _why_undetermined(info: SegmentInfo, tally: tuple[float, float, float] | None, tau: float) -> str:
+    """Why a segment ended undetermined, from its last round as the chain left it."""
+    if tally is None:
+        return (
+            f"no tier-{info.tier} committee of {info.committee_size} could be seated for round {info.round + 1} "
+            "(too few eligible tier auditors with free stake at each draw)"
+        )
+    passed, failed, silent = tally
+    if passed == 0 and failed == 0:
+        return f"none of the {info.committee_size} seats of its last committee revealed a vote in time"
+    return (
+        f"the votes split: pass {passed:.2f}, fail {failed:.2f} and no vote {silent:.2f} of the committee's stake, "
+        f"where a decision needs {tau:.2f}"
+    )
