@@ -28,7 +28,6 @@ import httpx
 import pytest
 
 from trust.chain.anvil import AnvilNode, rpc_ready
-from trust.devnet import parse_units
 from trust.errors import DevnetError
 from trust.processes import alive, command_line, free_port
 from trust.toolchain import Toolchain
@@ -245,6 +244,8 @@ def _eth_balance(rpc_url: str, address: str) -> int:
 
 
 def test_wallet_fund_credits_eth_and_tokens(home_a: Home) -> None:
+    from trust.devnet import parse_units
+
     token = json.loads((home_a.root / "deployments" / "31337.json").read_text())["contracts"]["TrustToken"]
     assert _eth_balance(home_a.rpc_url, _UNFUNDED) == 0
     result = home_a.trust("wallet", "fund", _UNFUNDED, "--eth", "2.5", "--tokens", "1500")
