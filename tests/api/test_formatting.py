@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+from decimal import Decimal, localcontext
 
-from trust.api.explorer import (
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trust.api.formatting import (
     amount_text,
     bps_text,
     brief_amount_text,
+    decimal_text,
     duration_text,
     ratio_text,
     short_hex,
@@ -26,10 +31,32 @@ from trust.api.index import parse_address
         (10_285_714_285_714_286, "0.010285714285714286 ETH"),
         (2 * 10**21, "2000 ETH"),
         (10**18 + 5 * 10**17, "1.5 ETH"),
+        (10_200_000_000_000_000, "0.0102 ETH"),  # 17 seats of 0.0006 ETH: a float sum prints 0.010199999999999999
+        (10**18, "1 ETH"),
+        (10**30 + 1, "1000000000000.000000000000000001 ETH"),  # past 2^53 and past a float's 17 digits
+        (2**96 - 1, "79228162514.264337593543950335 ETH"),  # the largest stake a uint96 holds
+        (-(5 * 10**15), "-0.005 ETH"),
     ],
 )
 def test_amounts_are_exact_without_trailing_zeros(units: int, text: str) -> None:
     assert amount_text(units, "ETH") == text
+
+
+@given(st.integers(-(10**40), 10**40))
+def test_an_amount_read_back_is_the_amount(units: int) -> None:
+    text = decimal_text(units)
+    with localcontext() as exact:
+        exact.prec = 80  # the default 28 digits would round the check itself
+        assert Decimal(text).scaleb(18) == units
+    assert "e" not in text.lower() and not text.endswith(".") and ("." not in text or not text.endswith("0"))
+
+
+def test_a_float_is_refused_rather_than_rounded() -> None:
+    with pytest.raises(TypeError, match="integer count of base units, not float 0.0102"):
+        amount_text(0.0102, "ETH")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not bool"):
+        decimal_text(True)
+    assert decimal_text(6_550, 2) == "65.5" and decimal_text(0, 2) == "0"
 
 
 def test_brief_amounts_cut_at_six_decimals_and_say_so() -> None:
