@@ -11,9 +11,11 @@ import pytest_asyncio
 
 from tests.api.story import Story, build_world, run_story, serve
 from trust.api.explorer import create_explorer_app
+from trust.api.shapes import JournalShapes
 from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact
+from trust.sdk.journal import Journal
 from trust.storage.kubo import KuboClient
 
 
@@ -27,12 +29,16 @@ async def story(
 ) -> AsyncIterator[Story]:
     async with ChainClient(anvil.rpc_url, artifacts) as chain, KuboClient(ipfs_api_url) as kubo:
         world = await build_world(chain, mnemonic, tmp_path_factory.mktemp("keystores"))
-        yield await run_story(world, kubo)
+        journal = Journal(tmp_path_factory.mktemp("provider"))
+        yield await run_story(world, kubo, journal)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def site(story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact]) -> AsyncIterator[str]:
-    """The explorer as `create_explorer_app` runs it (its own chain client, index and lifespan)."""
-    app = create_explorer_app(anvil.rpc_url, story.world.deployment, artifacts=artifacts)
+    """The explorer as `create_explorer_app` runs it (its own chain client, index and lifespan), with
+    the provider's journal as the source of graph shapes."""
+    app = create_explorer_app(
+        anvil.rpc_url, story.world.deployment, artifacts=artifacts, shapes=JournalShapes(story.journal.directory)
+    )
     async with serve(app) as url:
         yield url

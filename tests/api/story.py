@@ -10,7 +10,9 @@ The session (four segments of a trace stored on the local IPFS node with `store_
   cannot fill 7 seats: three draws short of auditors -> undetermined.
 Then the trace is finalized, the fee distributed, every auditor but one claims its aligned seats,
 one claims its stakers' share, and governance slashes a tier-2 auditor with a hostile reason. A
-tier-3 auditor's metadata URI is hostile HTML.
+tier-3 auditor's metadata URI is hostile HTML. One auditor of segment 1 publishes its audit report
+(a critique sealed to the provider's reply key), and the provider keeps its session record in a
+journal, as the SDK does: the explorer's source of the graph's shape.
 """
 
 from __future__ import annotations
@@ -23,17 +25,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from eth_account.signers.local import LocalAccount
 from fastapi import FastAPI
 
 from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import KeyEnvelope, Protocol
-from trust.chain.types import CommitteeDrawn
+from trust.chain.types import CommitteeDrawn, ReportRef
 from trust.chain.wallets import load_keystore
 from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
 from trust.devnet import dev_account, provision_auditors
 from trust.graphs.decompose import from_steps
+from trust.graphs.hdag import Hdag
+from trust.privacy.reports import AuditReport, seal_report
+from trust.sdk.journal import Journal, SessionRecord
 from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.kubo import KuboClient
 
@@ -79,9 +86,11 @@ class Story:
 
     world: World
     session_id: int
+    graph: Hdag
     stored: StoredTrace
     fee_wei: int
     created: SentTransaction
+    journal: Journal
     committees: dict[tuple[int, int], CommitteeDrawn] = field(default_factory=dict)
     draws: dict[tuple[int, int], SentTransaction] = field(default_factory=dict)
     commits: dict[tuple[int, int, str], SentTransaction] = field(default_factory=dict)
@@ -97,6 +106,8 @@ class Story:
     staker_claimer: str = ""
     staker_claim: SentTransaction | None = None
     governance_slashed: str = ""
+    report: tuple[int, int, int, str, str] | None = None
+    """(segment, round, seat, auditor, report CID) of the published report."""
 
 
 async def build_world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> World:
@@ -197,13 +208,24 @@ async def vote_round(
         await warp(chain, last - now + 1)
 
 
-async def run_story(world: World, kubo: KuboClient) -> Story:
+async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
     audit, chain = world.protocol.audit, world.chain
     graph = from_steps(GRAPH_QUESTION, GRAPH_STEPS)
     stored = await store_trace(kubo, graph, profiles=PROFILES)
     fee = await audit.minimum_fee(stored.specs())
     session_id, created = await audit.create_session(world.provider, stored.root, stored.specs(), fee_wei=fee)
-    story = Story(world, session_id, stored, fee, created)
+    story = Story(world, session_id, graph, stored, fee, created, journal)
+    record = SessionRecord(
+        chain_id=chain.chain_id,
+        audit_contract=audit.address,
+        kind="trace",
+        graph=graph,
+        stored=stored,
+        session_id=session_id,
+        fee_wei=fee,
+        created_tx=created.tx_hash,
+    )
+    journal.save(record)
 
     await mine_past(chain, (await audit.session(session_id)).randomness_block)
     drawn = await audit.assign_auditors(world.provider, session_id, [0, 1, 2, 3])
@@ -223,6 +245,7 @@ async def run_story(world: World, kubo: KuboClient) -> Story:
         3: {m3[0]: True, m3[1]: False, m3[2]: None},
     }
     await vote_round(story, 0, plans, silent={(2, m2[2])})
+    await publish_report(story, kubo, 1, 0, 0)
     # One batch: the index must give each AuditorSlashed to the right segment.
     story.finalizations.append(await audit.finalize_segments(world.deployer, session_id, [0, 1, 2, 3]))
 
@@ -256,6 +279,34 @@ async def run_story(world: World, kubo: KuboClient) -> Story:
     slash = audit.contract.functions.slashAuditor(story.governance_slashed, GOVERNANCE_SLASH_UNITS, GOVERNANCE_REASON)
     await chain.transact(slash, world.deployer)
     return story
+
+
+async def publish_report(story: Story, kubo: KuboClient, segment_id: int, round_id: int, seat: int) -> None:
+    """The seat's auditor seals a critique to a reply key of the provider's, stores it on IPFS and
+    announces it on chain (what a worker does once its vote is revealed)."""
+    world = story.world
+    auditor = story.committees[(segment_id, round_id)].members[seat]
+    vote, _ = story.reveals[(segment_id, round_id, auditor)]
+    report = AuditReport(
+        session_id=story.session_id,
+        segment_index=segment_id,
+        round=round_id,
+        seat_index=seat,
+        auditor=auditor,
+        vote="pass" if vote else "fail",
+        score=0.9,
+        critique="5 mg per kg is not the dose the question states; the step's premise is wrong.",
+        error_type=None,
+        expected=None,
+        tier=story.committees[(segment_id, round_id)].tier,
+        started_at=0.0,
+        finished_at=1.0,
+    )
+    reply_key = X25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    cid = await kubo.add(seal_report(report, trace_root=story.stored.root, recipient_key=reply_key))
+    ref = ReportRef(segment_id=segment_id, round=round_id, seat_index=seat, report_cid=cid)
+    await world.protocol.segment_keys.publish_reports(world.wallets[auditor], story.session_id, [ref])
+    story.report = (segment_id, round_id, seat, auditor, cid)
 
 
 FINAL_RESULTS = {0: True, 1: False, 2: True}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
 
@@ -24,7 +25,10 @@ from tests.api.story import (
     PROTOCOL,
     Story,
     aligned_seats,
+    serve,
 )
+from trust.api.explorer import create_explorer_app
+from trust.api.formatting import amount_text
 from trust.api.index import (
     AuditorSort,
     ChainIndex,
@@ -34,11 +38,14 @@ from trust.api.index import (
     SessionState,
     UnknownEntity,
 )
+from trust.chain.anvil import AnvilNode
 from trust.chain.client import SentTransaction
+from trust.chain.compiler import Artifact
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 PENALTY_UNITS = PROTOCOL.to_params()["penaltyPerSeat"]
+SVG = "{http://www.w3.org/2000/svg}"
 UNREGISTERED = "0x000000000000000000000000000000000000dEaD"
 
 
@@ -502,3 +509,183 @@ async def test_pages_show_the_story_and_escape_what_users_wrote(site: str, story
     assert "<img" not in pages["auditors"].text  # the list shows the URI truncated, escaped too
     slashed = pages["slashed"].text
     assert GOVERNANCE_REASON not in slashed and str(markupsafe.escape(GOVERNANCE_REASON)) in slashed
+
+
+# ---------------------------------------------------------------------------------------- drawings
+
+
+def svg_of(page: str, element_id: str) -> ET.Element:
+    """The inline `<svg id=element_id>` of a page, parsed as XML (so it must be well formed)."""
+    found = re.search(rf'<svg xmlns="http://www.w3.org/2000/svg" id="{element_id}".*?</svg>', page, re.S)
+    assert found is not None, f"no svg#{element_id} in the page"
+    return ET.fromstring(found.group(0))
+
+
+async def test_the_session_page_draws_the_graph_linked_and_coloured_by_verdict(site: str, story: Story) -> None:
+    async with httpx.AsyncClient(base_url=site) as client:
+        page = (await client.get(f"/explorer/sessions/{story.session_id}")).text
+        data = (await client.get(f"/explorer/api/sessions/{story.session_id}/graph")).json()
+    graph = svg_of(page, "graph")
+    links = {a.get("id"): a for a in graph.iter(f"{SVG}a")}
+    assert {key: a.get("href") for key, a in links.items()} == {
+        f"node-s{g}": f"/explorer/sessions/{story.session_id}/segments/{g}" for g in range(4)
+    }
+    fills = {
+        key: next(r.get("data-fill") for r in a.iter(f"{SVG}rect") if r.get("data-fill")) for key, a in links.items()
+    }
+    assert fills == {"node-s0": "passed", "node-s1": "failed", "node-s2": "passed", "node-s3": "undetermined"}
+    marks = {key: [r.get("data-mark") for r in a.iter(f"{SVG}rect") if r.get("data-mark")] for key, a in links.items()}
+    # s1 failed on the critical path; s2 passed but depends on it; s3 ended undetermined: never judged,
+    # so its fill says undetermined and it carries no mark (it still counts as not passed on chain).
+    assert marks == {"node-s0": [], "node-s1": ["root cause"], "node-s2": ["cascade"], "node-s3": []}
+    labels = {key: [t.text for t in a.iter(f"{SVG}text")] for key, a in links.items()}
+    assert [label for label in labels["node-s0"] if label == "g0"] and "s1" in labels["node-s1"]
+    edges = sorted((p.get("data-edge"), p.get("data-style")) for p in graph.iter(f"{SVG}path") if p.get("data-edge"))
+    assert edges == sorted(
+        (f"s{story.stored.segments[0].segment_index if e.source == 'g0' else int(e.source[1:])}"
+         f"->s{int(e.target[1:])}", e.type.value)
+        for e in story.graph.edges()
+    )  # fmt: skip
+    assert svg_of(page, "legend") is not None
+    assert "provider&#39;s record" in page or "provider's record" in page
+
+    assert data["drawn_from"] == "shape"
+    assert [(n["key"], n["fill"], n["mark"]) for n in data["nodes"]] == [
+        ("s0", "passed", None),
+        ("s1", "failed", "root cause"),
+        ("s2", "passed", "cascade"),
+        ("s3", "undetermined", None),
+    ]
+    assert len(data["edges"]) == 5
+
+
+async def test_without_a_shape_source_the_segments_are_drawn_from_the_chain(
+    story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact]
+) -> None:
+    app = create_explorer_app(anvil.rpc_url, story.world.deployment, artifacts=artifacts)
+    async with serve(app) as url, httpx.AsyncClient(base_url=url) as client:
+        data = (await client.get(f"/explorer/api/sessions/{story.session_id}/graph")).json()
+        page = (await client.get(f"/explorer/sessions/{story.session_id}")).text
+    assert data["drawn_from"] == "chain" and data["edges"] == []
+    assert [(n["label"], n["fill"], n["mark"]) for n in data["nodes"]] == [
+        ("segment 0", "passed", None),
+        ("segment 1", "failed", None),
+        ("segment 2", "passed", None),
+        ("segment 3", "undetermined", None),
+    ]
+    assert "no source of graph shapes" in data["note"]
+    graph = svg_of(page, "graph")
+    assert len(list(graph.iter(f"{SVG}a"))) == 4 and not [p for p in graph.iter(f"{SVG}path") if p.get("data-edge")]
+
+
+async def test_a_segment_page_places_the_node_and_shows_the_seats_reports(site: str, story: Story) -> None:
+    assert story.report is not None
+    segment_id, round_id, seat, auditor, cid = story.report
+    async with httpx.AsyncClient(base_url=site) as client:
+        page = (await client.get(f"/explorer/sessions/{story.session_id}/segments/{segment_id}")).text
+        data = (await client.get(f"/explorer/api/sessions/{story.session_id}/segments/{segment_id}")).json()
+    reports = [(s["index"], s["report"]) for s in data["rounds"][round_id]["seats"]]
+    assert [(i, r["cid"], r["publications"]) for i, r in reports if r] == [(seat, cid, 1)]
+    assert data["rounds"][round_id]["seats"][seat]["auditor"] == auditor
+    row = re.search(rf'<tr id="seat-{round_id}-{seat}">(.*?)</tr>', page, re.S)
+    assert row is not None and f'title="{cid} (sealed to the provider)"' in row.group(1)
+    place = re.search(r'<div class="card" id="place">(.*?)</div>', page, re.S)
+    assert place is not None
+    assert "s1" in place.group(1) and "root cause" in place.group(1)
+    assert f'href="/explorer/sessions/{story.session_id}/segments/0">g0 (segment 0)</a>' in place.group(1)
+    assert f'href="/explorer/sessions/{story.session_id}/segments/2">s2 (segment 2)</a>' in place.group(1)
+
+
+# ---------------------------------------------------------------------------------------- history and amounts
+
+
+async def test_an_auditors_history_replays_to_the_registrys_figures(story: Story, index: ChainIndex) -> None:
+    registry = story.world.protocol.registry
+    initial = (await story.world.protocol.params.params())["initialReputationWad"]
+    for address in story.world.wallets:
+        detail = await index.auditor(address)
+        a, history = detail.auditor, detail.history
+        info = await registry.auditor(address)
+        first, last = history[0], history[-1]
+        assert first.event == "registered" and first.at == a.registered and first.reputation_wad == initial
+        assert history[1].event == "staked" and history[1].stake_units == story.world.initial_stake[address]
+        assert (last.stake_units, last.unbonding_units, last.reputation_wad) == (
+            info.stake,
+            info.unbonding,
+            info.reputation_wad,
+        )
+        assert last.seat_rewards_wei == a.rewards_claimed_wei + a.rewards_claimable_wei
+        assert last.staker_share_wei == a.staker_claimed_wei + a.staker_pending_wei
+        assert last.earnings_wei == a.earnings_wei
+        assert last.claimed_wei == a.rewards_claimed_wei + a.staker_claimed_wei
+        times = [p.at.timestamp for p in history]
+        assert times == sorted(times) and detail.head_time >= times[-1]
+        assert [p.reputation_wad for p in history if p.event == "reputation"] == [
+            c.reputation_wad for c in reversed(detail.reputation_history)
+        ]
+        money = [(p.seat_rewards_wei, p.staker_share_wei, p.claimed_wei) for p in history]
+        assert all(b >= a for pair in zip(money, money[1:], strict=False) for a, b in zip(*pair, strict=True))
+
+    # The governance slash took the slashed auditor's free stake: its last step down.
+    slashed = (await index.auditor(story.governance_slashed)).history
+    assert (
+        slashed[-1].event == "forfeit" and slashed[-2].stake_units - slashed[-1].stake_units == GOVERNANCE_SLASH_UNITS
+    )
+
+
+async def test_the_auditor_page_charts_and_the_json_history(site: str, story: Story, index: ChainIndex) -> None:
+    address = story.governance_slashed
+    async with httpx.AsyncClient(base_url=site) as client:
+        page = (await client.get(f"/explorer/auditors/{address}")).text
+        data = (await client.get(f"/explorer/api/auditors/{address}")).json()
+    detail = await index.auditor(address)
+    assert [p["stake_units"] for p in data["history"]] == [str(p.stake_units) for p in detail.history]
+    assert [p["earnings_wei"] for p in data["history"]] == [str(p.earnings_wei) for p in detail.history]
+    assert data["head_time"] == detail.head_time
+    for name in ("stake", "reputation", "earnings"):
+        chart = svg_of(page, f"chart-{name}")
+        assert [p for p in chart.iter(f"{SVG}path") if p.get("data-label")], name
+        ticks = [t.text or "" for t in chart.iter(f"{SVG}text") if t.get("data-tick")]
+        assert len(ticks) >= 2 and all(re.fullmatch(r"-?\d+(\.\d+)?", t) for t in ticks), ticks
+    stake = [int(c.get("data-value") or 0) for c in svg_of(page, "chart-stake").iter(f"{SVG}circle")
+             if c.get("data-series") == "0"]  # fmt: skip
+    assert stake[0] == story.world.initial_stake[address] and stake[-1] == detail.auditor.stake_units
+    earned = [c for c in svg_of(page, "chart-earnings").iter(f"{SVG}circle") if c.get("data-series") == "0"]
+    assert earned[-1].get("data-value") == str(detail.auditor.earnings_wei)
+    note = earned[-1].find(f"{SVG}title")
+    assert note is not None and amount_text(detail.auditor.earnings_wei, "ETH") in (note.text or "")
+
+
+async def test_every_amount_on_the_pages_is_a_chain_integer_written_exactly(
+    site: str, story: Story, index: ChainIndex
+) -> None:
+    """Each "x ETH" / "x TRUST" on a page is one of the chain's integers written by amount_text:
+    0.007199999999999994 ETH is the auditors' pool (per-seat reward rounded down to the wei, times
+    the aligned seats), exact, not a float's rounding."""
+    session = await index.session(story.session_id)
+    split = session.fee_split
+    assert split is not None
+    session_wei = {story.fee_wei, split.auditors_wei, split.per_seat_wei, split.treasury_wei, split.stakers_wei}
+    session_wei |= {split.insurance_wei} | {c.amount_wei for c in session.claims}
+    async with httpx.AsyncClient(base_url=site) as client:
+        page = html.unescape((await client.get(f"/explorer/sessions/{story.session_id}")).text)
+        assert set(re.findall(r"(?<![\d.])(-?\d[\d.]*) ETH\b", page)) == {
+            amount_text(v, "ETH").split()[0] for v in session_wei
+        }
+        assert "0.007199999999999994 ETH" in page and split.auditors_wei == 7_199_999_999_999_994
+        for address in (story.unclaimed, story.staker_claimer, story.governance_slashed):
+            detail = await index.auditor(address)
+            a = detail.auditor
+            wei = {a.rewards_claimed_wei, a.rewards_claimable_wei, a.staker_claimed_wei, a.staker_pending_wei}
+            wei |= (
+                {a.earnings_wei} | {c.amount_wei for c in detail.claims} | {c.amount_wei for c in detail.staker_claims}
+            )
+            wei |= {p.earnings_wei for p in detail.history} | {p.claimed_wei for p in detail.history}
+            units = {a.stake_units, a.locked_units, a.unbonding_units, a.forfeited_units}
+            units |= {f.amount_units for f in detail.forfeits} | {s.forfeited_units for s in detail.seats}
+            units |= {p.stake_units for p in detail.history} | {p.unbonding_units for p in detail.history}
+            page = html.unescape((await client.get(f"/explorer/auditors/{address}")).text)
+            shown_eth = set(re.findall(r"(?<![\d.])(-?\d[\d.]*) ETH\b", page))
+            shown_tokens = set(re.findall(r"(?<![\d.])(-?\d[\d.]*) TRUST\b", page))
+            assert shown_eth and shown_eth <= {amount_text(v, "ETH").split()[0] for v in wei}, address
+            assert shown_tokens and shown_tokens <= {amount_text(v, "TRUST").split()[0] for v in units}, address

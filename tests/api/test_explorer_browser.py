@@ -5,7 +5,11 @@ and a screenshot of each page (not blank, the viewport's size, no horizontal ove
 from __future__ import annotations
 
 import io
+import os
+import re
+import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -14,6 +18,7 @@ from playwright.async_api import Page, ViewportSize, expect
 
 from tests.api.story import HOSTILE_URI, Story
 from tests.auditors.browser import chromium, requires_chromium
+from trust.api.formatting import amount_text
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow, requires_chromium, pytest.mark.asyncio(loop_scope="module")]
 
@@ -23,9 +28,9 @@ MIN_PIXEL_STD = 12.0
 blank or single-colour page is near 0, a rendered table page is several times this."""
 
 
-async def check_screenshot(page: Page, path: Path) -> None:
+async def check_screenshot(page: Page, path: Path) -> Path:
     """Saves a viewport screenshot to `path` and checks it shows something, at the viewport's size,
-    with nothing wider than the viewport."""
+    with nothing wider than the viewport; returns `path`."""
     png = await page.screenshot(path=str(path))
     image = Image.open(io.BytesIO(png))
     assert image.size == (VIEWPORT["width"], VIEWPORT["height"]), path.name
@@ -33,6 +38,7 @@ async def check_screenshot(page: Page, path: Path) -> None:
     assert grey.std() > MIN_PIXEL_STD, f"{path.name} looks blank (grey level std {grey.std():.1f})"
     widths = await page.evaluate("[document.documentElement.scrollWidth, document.body.scrollWidth, innerWidth]")
     assert max(widths[:2]) <= widths[2] == VIEWPORT["width"], f"{path.name} overflows horizontally: {widths}"
+    return path
 
 
 async def test_browse_from_the_sessions_to_an_auditor(site: str, story: Story, tmp_path: Path) -> None:
@@ -94,3 +100,110 @@ async def test_browse_from_the_sessions_to_an_auditor(site: str, story: Story, t
         await check_screenshot(page, tmp_path / "hostile.png")
         for name in ("sessions", "session", "segment", "auditor", "auditors", "hostile"):
             assert (tmp_path / f"{name}.png").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------------------------- drawings
+
+SCREENSHOTS_ENV = "TRUST_TEST_SCREENSHOTS"
+"""A folder to copy the drawings' screenshots into, besides the test's tmp_path (to look at them)."""
+
+
+def keep(path: Path) -> Path:
+    """The screenshot at `path`, also copied to $TRUST_TEST_SCREENSHOTS when set; prints where."""
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(folder) / path.name)
+    print(f"screenshot: {path}" + (f" (copied to {folder})" if folder else ""))
+    return path
+
+
+def local_only(page: Page) -> list[str]:
+    """Every URL the page requests, to check afterwards that none leaves the explorer's host."""
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    return requests
+
+
+def assert_local(requests: list[str], site: str) -> None:
+    assert requests, "the browser made no request at all"
+    host = urlsplit(site).netloc
+    outside = [url for url in requests if urlsplit(url).netloc != host and not url.startswith(("data:", "about:"))]
+    assert outside == [], f"requests left the explorer: {outside}"
+
+
+async def test_the_session_graph_links_each_node_to_its_segment(site: str, story: Story, tmp_path: Path) -> None:
+    async with chromium() as browser:
+        page = await browser.new_page(viewport=VIEWPORT)
+        requests = local_only(page)
+        await page.goto(f"{site}/explorer/sessions/{story.session_id}")
+        graph = page.locator("#graph-scroll svg#graph")
+        await expect(graph).to_be_visible()
+        nodes = graph.locator("a[id^='node-']")
+        await expect(nodes).to_have_count(4)
+        fills = {
+            key: await graph.locator(f"#node-s{key} rect[data-fill]").get_attribute("data-fill") for key in range(4)
+        }
+        assert fills == {0: "passed", 1: "failed", 2: "passed", 3: "undetermined"}
+        marks = {key: await graph.locator(f"#node-s{key} rect[data-mark]").count() for key in range(4)}
+        assert marks == {0: 0, 1: 1, 2: 1, 3: 0}  # the undetermined s3 was never judged: no mark
+        assert await graph.locator("#node-s1 rect[data-mark]").get_attribute("data-mark") == "root cause"
+        assert await graph.locator("#node-s2 rect[data-mark]").get_attribute("data-mark") == "cascade"
+        styles = sorted(
+            [await p.get_attribute("data-style") or "" for p in await graph.locator("path[data-style]").all()]
+        )
+        assert styles == ["decomposes_to"] * 3 + ["depends_on"] * 2
+        # Levels top to bottom: the goal above the steps, each step below the one it depends on.
+        tops = {key: (await graph.locator(f"#node-s{key} rect[data-fill]").bounding_box()) for key in range(4)}
+        assert all(box is not None for box in tops.values())
+        y = {key: box["y"] for key, box in tops.items() if box is not None}
+        assert y[0] < y[1] < y[2] < y[3]
+        await expect(page.locator("#root-causes")).to_contain_text("s1")
+        await expect(page.locator("#graph-note")).to_contain_text("provider's record")
+        await page.locator("#graph-scroll").scroll_into_view_if_needed()
+        keep(await check_screenshot(page, tmp_path / "session-graph.png"))
+        await page.locator("#graph-card").screenshot(path=str(tmp_path / "session-graph-card.png"))
+        keep(tmp_path / "session-graph-card.png")
+
+        await nodes.and_(page.locator("#node-s1")).click()
+        await page.wait_for_url(f"**/explorer/sessions/{story.session_id}/segments/1")
+        await expect(page.locator("#place")).to_contain_text("s1")
+        await expect(page.locator("#place")).to_contain_text("root cause")
+        await expect(page.locator("#parents")).to_contain_text("g0")
+        await expect(page.locator("#children")).to_contain_text("s2")
+        assert story.report is not None
+        segment_id, round_id, seat, _auditor, cid = story.report
+        await expect(page.locator(f"#seat-{round_id}-{seat}")).to_contain_text(cid[:8])
+        keep(await check_screenshot(page, tmp_path / "segment-with-place.png"))
+
+        # From the segment back to the graph through its parents.
+        await page.locator("#parents").get_by_role("link").first.click()
+        await page.wait_for_url(f"**/explorer/sessions/{story.session_id}/segments/0")
+        assert_local(requests, site)
+
+
+async def test_the_auditor_page_charts_its_history(site: str, story: Story, tmp_path: Path) -> None:
+    slashed = story.governance_slashed
+    async with chromium() as browser:
+        page = await browser.new_page(viewport=VIEWPORT)
+        requests = local_only(page)
+        await page.goto(f"{site}/explorer/auditors/{slashed}")
+        for name in ("stake", "reputation", "earnings"):
+            chart = page.locator(f"svg#chart-{name}")
+            await expect(chart).to_be_visible()
+            assert await chart.locator("path[data-label]").count() >= 1, name
+            assert await chart.locator("circle").count() >= 2, name
+            assert await chart.locator("text[data-tick]").count() >= 2, name
+        # The governance slash is a step down of the stake line, to the registry's stake.
+        ticks = await page.locator("svg#chart-stake text[data-tick]").all_text_contents()
+        assert all(re.fullmatch(r"-?\d+(\.\d+)?", t) for t in ticks), ticks
+        info = await story.world.protocol.registry.auditor(slashed)
+        last = page.locator("svg#chart-stake circle[data-series='0']").last
+        assert await last.get_attribute("data-value") == str(info.stake)
+        note = await last.locator("title").text_content() or ""
+        assert note.startswith(f"stake {amount_text(info.stake, 'TRUST')} after forfeit, block ")
+        await page.locator("#history").scroll_into_view_if_needed()
+        keep(await check_screenshot(page, tmp_path / "auditor-charts.png"))
+        await page.locator(".charts").screenshot(path=str(tmp_path / "auditor-charts-only.png"))
+        keep(tmp_path / "auditor-charts-only.png")
+    assert_local(requests, site)

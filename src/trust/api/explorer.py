@@ -9,16 +9,21 @@
 | `/explorer/sessions/{id}/segments/{n}` | `.../segments/{n}` | every round: committee, votes, deadlines, outcome |
 | `/explorer/auditors` | `/explorer/api/auditors` | auditors sortable by stake, reputation or earnings |
 | `/explorer/auditors/{address}` | `/explorer/api/auditors/{address}` | an auditor's figures, seats and history |
+| (drawn on the session page) | `/explorer/api/sessions/{id}/graph` | the session's graph as drawn |
 
-plus `/explorer/api/status` (chain, head block, counts). Every request first refreshes the index
+plus `/explorer/api/status` (chain, head block, counts). The session page draws the session's HDAG
+or CIG as SVG (`trust.api.session_graph`; the shape comes from a `ShapeSource`, since the chain
+holds no edges) and the auditor page charts stake, reputation and earnings over time
+(`trust.api.charts`). Every request first refreshes the index
 (`ChainIndex.refresh`: only blocks mined since the last one). Unknown ids answer 404, malformed ones
 422 (an HTML page for the pages, JSON for the API), an unreadable chain 503.
 
 The pages are Jinja2 templates, autoescaped everywhere (metadata URIs, CIDs and governance reasons
 are strings anyone can put on chain), with no script and no external asset: one inline stylesheet
-allowed by a per-response nonce in a strict Content-Security-Policy. Amounts in JSON are decimal
-strings (wei and token base units exceed the 2^53 that JSON readers hold exactly); hashes and
-digests are 0x-prefixed hex.
+allowed by a per-response nonce in a strict Content-Security-Policy; the drawings are inline SVG with
+presentation attributes only. Amounts in JSON are decimal strings (wei and token base units exceed
+the 2^53 that JSON readers hold exactly), on the pages exact decimals (`trust.api.formatting`);
+hashes and digests are 0x-prefixed hex.
 
 `create_explorer_app(rpc_url, deployment)` runs the explorer on its own: its lifespan connects a
 `ChainClient`, binds the `Protocol`, builds the index and mounts the router, and closes the client
@@ -27,39 +32,56 @@ on shutdown.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import jinja2
+import markupsafe
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field
 
+from trust.api.charts import ChartPoint, ChartSeries, line_chart_svg
+from trust.api.formatting import (
+    amount_text,
+    bps_text,
+    brief_amount_text,
+    decimal_text,
+    duration_text,
+    ratio_text,
+    short_hex,
+    utc_text,
+    wad_text,
+)
 from trust.api.index import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
+    AuditorDetail,
+    AuditorHistoryPoint,
     AuditorSort,
     ChainIndex,
     RoundDetail,
     SegmentDetail,
+    SessionDetail,
     UnknownEntity,
     parse_address,
 )
+from trust.api.session_graph import SessionGraph, node_place, session_graph
+from trust.api.shapes import GraphShape, ShapeSource, mismatch
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import Deployment
 from trust.chain.protocol import Protocol
-from trust.errors import ChainError
+from trust.errors import ChainError, TrustError
 from trust.toolchain import Toolchain
 from trust.web import set_security_headers
 
@@ -68,6 +90,7 @@ __all__ = [
     "AuditorOut",
     "AuditorPageOut",
     "AuditorSummaryOut",
+    "GraphOut",
     "SegmentOut",
     "SessionOut",
     "SessionPageOut",
@@ -84,14 +107,7 @@ _ID_DIGITS = 20
 """Decimal digits of MAX_ID."""
 _NONCE_BYTES = 16
 """Random bytes of a response's CSP nonce (128 bits)."""
-TOKEN_DECIMALS = 18
-"""Decimals of ETH (wei) and of the staking token (its base units)."""
-WAD = 10**18
-BRIEF_DECIMALS = 6
-"""Decimals shown in the lists' amount columns (micro-ETH; the pages of one entity show all 18)."""
 _ADDRESS_PATTERN = r"^0x[0-9a-fA-F]{40}$"
-_SHORT_HEX_CHARS = 6
-"""Hex digits kept at each end of a shortened hash or address."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,6 +162,9 @@ class SeatOut(_Out):
     committed_at: TxOut | None
     revealed_at: TxOut | None
     envelope: EnvelopeOut | None
+    report: EnvelopeOut | None = Field(
+        description="the auditor's published audit report (sealed to the provider's reply key): CID and time"
+    )
 
 
 class RoundOut(_Out):
@@ -308,6 +327,18 @@ class StakerClaimOut(_Out):
     at: TxOut
 
 
+class AuditorHistoryPointOut(_Out):
+    at: TxOut
+    event: str
+    stake_units: str
+    unbonding_units: str
+    reputation_wad: str
+    seat_rewards_wei: str = Field(description="seat rewards earned so far (cumulative wei)")
+    staker_share_wei: str = Field(description="stakers' share accrued so far, claimed or not (cumulative wei)")
+    claimed_wei: str = Field(description="seat rewards and stakers' share taken so far (cumulative wei)")
+    earnings_wei: str = Field(description="seat_rewards_wei + staker_share_wei")
+
+
 class AuditorOut(_Out):
     auditor: AuditorSummaryOut
     seats: list[AuditorSeatOut]
@@ -315,6 +346,31 @@ class AuditorOut(_Out):
     claims: list[RewardClaimOut]
     staker_claims: list[StakerClaimOut]
     reputation_history: list[ReputationChangeOut]
+    history: list[AuditorHistoryPointOut] = Field(description="the figures after each event, oldest first")
+    head_time: int = Field(description="the newest indexed block's time, unix seconds")
+
+
+class GraphNodeOut(_Out):
+    key: str = Field(description='"s<segment id>" for a segment, "c<leaf>" for a context-only node')
+    label: str
+    sublabel: str
+    fill: str = Field(description="passed, failed, undetermined, voting, awaiting draw or not audited")
+    mark: str | None = Field(description="root cause, negligent or cascade (Table 1); null otherwise")
+    href: str | None
+
+
+class GraphEdgeOut(_Out):
+    source: str
+    target: str
+    type: str
+
+
+class GraphOut(_Out):
+    session_id: int
+    drawn_from: str = Field(description='"shape" (the graph\'s skeleton was known) or "chain" (segments alone)')
+    note: str
+    nodes: list[GraphNodeOut]
+    edges: list[GraphEdgeOut]
 
 
 class AuditorPageOut(_Out):
@@ -363,71 +419,6 @@ def _out(model: type[M], value: Any) -> M:
 # ---------------------------------------------------------------------------------------- formatting
 
 
-def utc_text(unix_seconds: int) -> str:
-    """A unix time as people read it: "2025-06-01 14:03:22 UTC"."""
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def amount_text(base_units: int, symbol: str) -> str:
-    """An amount of 18 decimals, exact, without trailing zeros: "0.00042 ETH", "2000 TRUST"."""
-    value = Decimal(base_units).scaleb(-TOKEN_DECIMALS)
-    text = format(value, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text} {symbol}"
-
-
-def brief_amount_text(base_units: int, symbol: str) -> str:
-    """An amount for a list's narrow column: at most BRIEF_DECIMALS decimals, cut with "…" when
-    more follow (the exact value goes in the cell's title)."""
-    exact = amount_text(base_units, symbol)
-    number = exact.removesuffix(f" {symbol}")
-    whole, _, decimals = number.partition(".")
-    if len(decimals) <= BRIEF_DECIMALS:
-        return exact
-    return f"{whole}.{decimals[:BRIEF_DECIMALS]}… {symbol}"
-
-
-def wad_text(wad: int) -> str:
-    """A WAD ratio (1e18 = 1) with four decimals: reputation 0.5500."""
-    return f"{Decimal(wad) / WAD:.4f}"
-
-
-def bps_text(bps: int) -> str:
-    """Basis points as a percentage: 6600 -> "66%", 6550 -> "65.5%"."""
-    text = format(Decimal(bps) / 100, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text}%"
-
-
-def ratio_text(part: int, whole: int) -> str:
-    """part / whole as a percentage with one decimal; "–" for an empty whole."""
-    if whole == 0:
-        return "–"
-    return f"{Decimal(part) * 100 / whole:.1f}%"
-
-
-def duration_text(seconds: int) -> str:
-    """A signed offset: "+0 s", "+14 s", "+2 min 03 s", "-5 s", "+1 h 02 min"."""
-    sign = "-" if seconds < 0 else "+"
-    whole = abs(seconds)
-    hours, rest = divmod(whole, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{sign}{hours} h {minutes:02d} min"
-    if minutes:
-        return f"{sign}{minutes} min {secs:02d} s"
-    return f"{sign}{secs} s"
-
-
-def short_hex(text: str) -> str:
-    """0x1234ab…cdef56 for a long hash or address (the full value goes in the title)."""
-    if len(text) <= 2 + 2 * _SHORT_HEX_CHARS + 1:
-        return text
-    return f"{text[: 2 + _SHORT_HEX_CHARS]}…{text[-_SHORT_HEX_CHARS:]}"
-
-
 def _timeline(round_: RoundDetail) -> list[dict[str, Any]]:
     """A round's events and deadlines in time order, each with its offset from the draw."""
     if round_.drawn is None:
@@ -462,6 +453,84 @@ def _timeline(round_: RoundDetail) -> list[dict[str, Any]]:
     for row in rows:
         row["offset"] = duration_text(row["at"] - base)
     return rows
+
+
+_STAKE_COLOUR, _UNBONDING_COLOUR = "#2446a6", "#8a5a00"
+_REPUTATION_COLOUR = "#6b3fa0"
+_EARNED_COLOUR, _CLAIMED_COLOUR = "#17663a", "#5b6577"
+
+
+def _series(
+    label: str,
+    history: tuple[AuditorHistoryPoint, ...],
+    value: Callable[[AuditorHistoryPoint], int],
+    text: Callable[[int], str],
+    colour: str,
+    dash: str = "",
+) -> ChartSeries:
+    """One chart line: a point at each transaction that changed the value (and the first one), with
+    a tooltip naming the event, its block and time, and the exact value. Of several events in one
+    transaction only the last state counts (registering stakes in the same transaction: the stake
+    was never 0 in any block)."""
+    points: list[ChartPoint] = []
+    txs: list[str] = []  # the transaction of each point
+    for point in history:
+        y = value(point)
+        note = f"{label} {text(y)} after {point.event}, block {point.at.block_number}, {utc_text(point.at.timestamp)}"
+        if txs and txs[-1] == point.at.tx_hash:
+            if points[-1].y != y:
+                points[-1] = ChartPoint(point.at.timestamp, y, note)
+        elif not points or points[-1].y != y:
+            points.append(ChartPoint(point.at.timestamp, y, note))
+            txs.append(point.at.tx_hash)
+    deduplicated = [p for i, p in enumerate(points) if i == 0 or p.y != points[i - 1].y]
+    return ChartSeries(label, tuple(deduplicated), colour, dash)
+
+
+def auditor_charts(detail: AuditorDetail) -> dict[str, str]:
+    """The auditor page's three charts (SVG text): stake (and unbonding), reputation, cumulative
+    earnings (and what was claimed), each over block time up to the newest indexed block."""
+    history, end = detail.history, detail.head_time or None
+
+    def tokens(units: int) -> str:
+        return amount_text(units, "TRUST")
+
+    def eth(wei: int) -> str:
+        return amount_text(wei, "ETH")
+
+    stake = [_series("stake", history, lambda p: p.stake_units, tokens, _STAKE_COLOUR)]
+    if any(p.unbonding_units for p in history):  # a line along 0 would only squash the stake's axis
+        stake.append(_series("unbonding", history, lambda p: p.unbonding_units, tokens, _UNBONDING_COLOUR, "6 4"))
+    reputation = [_series("reputation", history, lambda p: p.reputation_wad, decimal_text, _REPUTATION_COLOUR)]
+    earnings = [
+        _series("earned", history, lambda p: p.earnings_wei, eth, _EARNED_COLOUR),
+        _series("claimed", history, lambda p: p.claimed_wei, eth, _CLAIMED_COLOUR, "6 4"),
+    ]
+    return {
+        "stake": line_chart_svg(
+            title="Stake (TRUST)",
+            series=stake,
+            value_text=decimal_text,
+            x_end=end,
+            element_id="chart-stake",
+            include_zero=False,
+        ),
+        "reputation": line_chart_svg(
+            title="Reputation",
+            series=reputation,
+            value_text=decimal_text,
+            x_end=end,
+            element_id="chart-reputation",
+            include_zero=False,
+        ),
+        "earnings": line_chart_svg(
+            title="Earnings, cumulative (ETH)",
+            series=earnings,
+            value_text=decimal_text,
+            x_end=end,
+            element_id="chart-earnings",
+        ),
+    }
 
 
 def _templates() -> Jinja2Templates:
@@ -550,11 +619,59 @@ PageParam = Annotated[int, Query(ge=1, le=10**9, description="page number, from 
 PerPageParam = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="rows per page")]
 
 
-def explorer_router(index: ChainIndex) -> APIRouter:
-    """The explorer's pages and JSON API over `index` (see the module docstring for the routes)."""
+_NO_SOURCE = (
+    "The chain holds no graph, only the segments: this explorer has no source of graph shapes, so the segments "
+    "are drawn alone, in segment order."
+)
+_NO_SHAPE = (
+    "The chain holds no graph, only the segments, and no shape of this trace is known here (only its provider "
+    "has it): the segments are drawn alone, in segment order."
+)
+_FROM_SHAPE = (
+    "Nodes, levels and edges from the provider's record of this trace, checked against the session on chain "
+    "(the trace root and every segment's digest, tier, weight and flag); colours and marks from the verdicts on "
+    "chain. The edges are the provider's word: the trace root commits to the segments, not to the edges."
+)
+
+
+def explorer_router(index: ChainIndex, *, shapes: ShapeSource | None = None) -> APIRouter:
+    """The explorer's pages and JSON API over `index` (see the module docstring for the routes).
+
+    `shapes` gives a session's graph skeleton when it is known (`trust.api.shapes`); without it, or
+    when it knows none, a session's graph is drawn from the chain alone: its segments, no edges.
+    """
     router = APIRouter()
     templates = _templates()
     chain_id = index.protocol.chain.chain_id
+
+    async def shape_for(detail: SessionDetail) -> tuple[GraphShape | None, str]:
+        """The session's shape when known and matching the chain, and a sentence saying where it
+        came from or why there is none."""
+        if shapes is None:
+            return None, _NO_SOURCE
+        try:
+            shape = await asyncio.to_thread(shapes.shape, chain_id, detail.session.trace_root)
+        except TrustError as exc:
+            return None, f"The provider's graph of this trace could not be read ({exc}); the segments are drawn alone."
+        if shape is None:
+            return None, _NO_SHAPE
+        problem = mismatch(shape, detail.segments)
+        if problem is not None:
+            return None, (
+                f"The provider's graph of this trace does not match the chain: {problem}. The segments are drawn alone."
+            )
+        return shape, _FROM_SHAPE
+
+    async def graph_for(request: Request, detail: SessionDetail) -> SessionGraph:
+        shape, note = await shape_for(detail)
+        sid = detail.session.session_id
+        return session_graph(
+            detail.segments,
+            shape,
+            note=note,
+            href=lambda g: url(request, "explorer_segment_page", session_id=sid, segment_id=g),
+            title=f"The graph of session {sid}: one node per segment, coloured by its verdict",
+        )
 
     def url(request: Request, name: str, **params: Any) -> str:
         root = str(request.scope.get("root_path", "")).rstrip("/")
@@ -633,7 +750,17 @@ def explorer_router(index: ChainIndex) -> APIRouter:
     async def session_page(request: Request, session_id: str) -> HTMLResponse:
         async def build() -> HTMLResponse:
             detail = await index.session(_parse_id(session_id, "session id", 1))
-            return render(request, "session.html", detail=detail, s=detail.session)
+            graph = await graph_for(request, detail)
+            # Markup: graph_svg built these and escaped every text in them.
+            return render(
+                request,
+                "session.html",
+                detail=detail,
+                s=detail.session,
+                graph=graph,
+                graph_svg=markupsafe.Markup(graph.svg) if graph.svg else None,
+                legend_svg=markupsafe.Markup(graph.legend),
+            )
 
         return await page(request, build)
 
@@ -644,7 +771,17 @@ def explorer_router(index: ChainIndex) -> APIRouter:
             gid = _parse_id(segment_id, "segment id", 0)
             detail: SegmentDetail = await index.segment(sid, gid)
             timelines = {r.number: _timeline(r) for r in detail.rounds}
-            return render(request, "segment.html", detail=detail, g=detail.segment, timelines=timelines)
+            session = await index.session(sid)
+            shape, _ = await shape_for(session)
+            place = None
+            if shape is not None:
+                place = node_place(
+                    session.segments,
+                    shape,
+                    gid,
+                    lambda g: url(request, "explorer_segment_page", session_id=sid, segment_id=g),
+                )
+            return render(request, "segment.html", detail=detail, g=detail.segment, timelines=timelines, place=place)
 
         return await page(request, build)
 
@@ -665,7 +802,9 @@ def explorer_router(index: ChainIndex) -> APIRouter:
     async def auditor_page(request: Request, address: str) -> HTMLResponse:
         async def build() -> HTMLResponse:
             detail = await index.auditor(_parse_auditor(address))
-            return render(request, "auditor.html", detail=detail, a=detail.auditor)
+            # Markup: the chart module built these and escaped every text in them.
+            charts = {name: markupsafe.Markup(svg) for name, svg in auditor_charts(detail).items()}
+            return render(request, "auditor.html", detail=detail, a=detail.auditor, charts=charts)
 
         return await page(request, build)
 
@@ -715,6 +854,33 @@ def explorer_router(index: ChainIndex) -> APIRouter:
 
         return await api(build)
 
+    @router.get(
+        "/explorer/api/sessions/{session_id}/graph",
+        response_model=GraphOut,
+        name="explorer_api_session_graph",
+        responses={404: {"description": "no such session"}},
+    )
+    async def api_session_graph(request: Request, session_id: SessionIdParam) -> Response:
+        async def build() -> GraphOut:
+            graph = await graph_for(request, await index.session(session_id))
+            nodes = [
+                GraphNodeOut(
+                    key=n.key,
+                    label=n.label,
+                    sublabel=n.sublabel,
+                    fill=n.fill.value,
+                    mark=None if n.mark is None else n.mark.value,
+                    href=n.href,
+                )
+                for n in graph.nodes
+            ]
+            edges = [GraphEdgeOut(source=e.source, target=e.target, type=e.style) for e in graph.edges]
+            return GraphOut(
+                session_id=session_id, drawn_from=graph.drawn_from, note=graph.note, nodes=nodes, edges=edges
+            )
+
+        return await api(build)
+
     @router.get("/explorer/api/auditors", response_model=AuditorPageOut, name="explorer_api_auditors")
     async def api_auditors(
         sort: AuditorSort = AuditorSort.STAKE,
@@ -759,12 +925,15 @@ def create_explorer_app(
     artifacts: dict[str, Artifact] | None = None,
     block_range: int | None = None,
     confirmations: int = 0,
+    shapes: ShapeSource | None = None,
 ) -> FastAPI:
     """The explorer as an app of its own, over the deployment at `rpc_url`.
 
     The lifespan connects the chain client (a wrong chain id is a `ChainError` at startup), builds
     the index and mounts the router, and closes the client on shutdown. `artifacts` are the compiled
-    contracts' ABIs (compiled from `contracts/` through the toolchain when None).
+    contracts' ABIs (compiled from `contracts/` through the toolchain when None). `shapes` is where
+    session graphs' shapes come from (`trust.api.shapes.JournalShapes` for a provider's own
+    explorer); without it sessions are drawn from the chain alone.
     """
 
     @asynccontextmanager
@@ -776,7 +945,7 @@ def create_explorer_app(
             if block_range is not None:
                 options["block_range"] = block_range
             index = ChainIndex(protocol, **options)
-            app.include_router(explorer_router(index))
+            app.include_router(explorer_router(index, shapes=shapes))
             app.state.explorer_index = index
             yield
 

@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
     "AuditorDetail",
+    "AuditorHistoryPoint",
     "AuditorPage",
     "AuditorSeat",
     "AuditorSort",
@@ -100,6 +101,8 @@ MAX_PAGE_SIZE = 100
 """The most rows a page may ask for: a page's view reads stay bounded."""
 BPS = 10_000
 """Basis points in one (the contracts' ratios: tau, beta, fee shares)."""
+WAD = 10**18
+"""The contracts' fixed-point one (reputation, the stakers' reward accumulator)."""
 
 T = TypeVar("T")
 
@@ -244,7 +247,8 @@ class RandomnessRefresh:
 
 @dataclass(frozen=True, slots=True)
 class EnvelopeRef:
-    """The key envelope the provider published for a seat: the latest publication wins."""
+    """A CID published for a seat (the provider's key envelope, or the auditor's report): the latest
+    publication wins; `publications` counts them."""
 
     cid: str
     publications: int
@@ -255,7 +259,8 @@ class EnvelopeRef:
 class SeatDetail:
     """One seat of a round. `weight_units` is its member's stake at the randomness block (token base
     units, the seat's voting weight); `claimed` is the seat view's flag (reward taken);
-    `forfeited_units` the stake it lost at settlement."""
+    `forfeited_units` the stake it lost at settlement; `report` where its audit report (the critique,
+    sealed to the provider's reply key) lies, when the auditor published one."""
 
     index: int
     auditor: str
@@ -269,6 +274,7 @@ class SeatDetail:
     committed_at: TxRef | None
     revealed_at: TxRef | None
     envelope: EnvelopeRef | None
+    report: EnvelopeRef | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,8 +505,37 @@ class AuditorSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditorHistoryPoint:
+    """An auditor's figures right after one event that changed them, replayed from the events as the
+    registry computes them (oldest first).
+
+    `event` names what happened ("registered", "staked", "unstake requested", "unstaked", "forfeit",
+    "reputation", "rewards distributed", "stakers' reward", "seat rewards claimed", "stakers' share
+    claimed"). `stake_units` and `unbonding_units` are token base units; `reputation_wad` is WAD.
+    Money is cumulative wei: `seat_rewards_wei` the seat rewards earned (aligned seats x the
+    session's per-seat reward, from its distribution), `staker_share_wei` the stakers' share accrued
+    (claimed or not, as `pendingStakerReward` would have said then), `claimed_wei` what the auditor
+    took (seat rewards and stakers' share); `earnings_wei` is the first two together.
+    """
+
+    at: TxRef
+    event: str
+    stake_units: int
+    unbonding_units: int
+    reputation_wad: int
+    seat_rewards_wei: int
+    staker_share_wei: int
+    claimed_wei: int
+
+    @property
+    def earnings_wei(self) -> int:
+        return self.seat_rewards_wei + self.staker_share_wei
+
+
+@dataclass(frozen=True, slots=True)
 class AuditorDetail:
-    """An auditor with its seats (newest first) and its history."""
+    """An auditor with its seats (newest first), its history, and `history`: its figures after each
+    event, oldest first (the charts of the auditor page)."""
 
     auditor: AuditorSummary
     seats: tuple[AuditorSeat, ...]
@@ -508,6 +543,9 @@ class AuditorDetail:
     claims: tuple[RewardClaim, ...]
     staker_claims: tuple[StakerClaim, ...]
     reputation_history: tuple[ReputationChange, ...]
+    history: tuple[AuditorHistoryPoint, ...]
+    head_time: int
+    """The newest indexed block's time (unix seconds): the history holds until then."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,8 +579,11 @@ class _Round:
     revealed: dict[str, tuple[bool, TxRef]] = field(default_factory=dict)
     forfeited: dict[str, int] = field(default_factory=dict)
     envelopes: dict[int, EnvelopeRef] = field(default_factory=dict)
+    reports: dict[int, EnvelopeRef] = field(default_factory=dict)
     closed: TxRef | None = None
     result: RoundResult | None = None
+    drawn_seq: int = -1
+    closed_seq: int | None = None
 
     def seat_of(self, auditor: str) -> int:
         return self.members.index(auditor) if auditor in self.members else -1
@@ -600,6 +641,7 @@ class _Session:
     fee_split: FeeSplit | None = None
     claims: list[RewardClaim] = field(default_factory=list)
     refund_wei: int | None = None
+    distributed_seq: int = -1
 
 
 @dataclass(slots=True)
@@ -613,6 +655,21 @@ class _Auditor:
     claims: list[RewardClaim] = field(default_factory=list)
     staker_claims: list[StakerClaim] = field(default_factory=list)
     reputation: list[ReputationChange] = field(default_factory=list)
+    registered_seq: int = 0
+    ledger: list[_Entry] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A registry event of one auditor, in chain order (`seq`), for the replay of its history.
+    `amount` is the event's amount (or the reputation for "reputation"); `stake_after` the stake the
+    event reports, when it reports one (Staked, UnstakeRequested)."""
+
+    seq: int
+    at: TxRef
+    event: str
+    amount: int
+    stake_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -720,12 +777,19 @@ class ChainIndex:
         self._auditor_views: dict[str, _AuditorViews] = {}
         self._session_fees: dict[int, int] = {}
         self._session_params: dict[int, dict[str, int]] = {}
+        self._seq = 0  # the chain-order position of the log being applied
+        self._head_time = 0
+        self._closing_txs: set[str] = set()  # transactions that settled a round (seat forfeits)
+        self._notifications: list[tuple[int, TxRef, int]] = []  # (seq, at, rewardPerStakeWad after)
+        self._initial_reputations: list[tuple[int, int, int]] = []  # (seq, before, after) per ParamsUpdated
+        self._current_params: dict[str, int] | None = None
 
     def _event_table(self) -> dict[bytes, tuple[AsyncContractEvent, Callable[[Mapping[str, Any], TxRef], None]]]:
         """topic0 -> (the event, its handler), for every event the model reads."""
         audit = self.protocol.audit.contract.events
         registry = self.protocol.registry.contract.events
         keys = self.protocol.segment_keys.contract.events
+        params = self.protocol.params.contract.events
         handlers: list[tuple[AsyncContractEvent, Callable[[Mapping[str, Any], TxRef], None]]] = [
             (audit.SessionCreated(), self._on_session_created),
             (audit.SessionOpened(), self._on_session_opened),
@@ -749,11 +813,13 @@ class ChainIndex:
             (registry.StakerRewardClaimed(), self._on_staker_reward_claimed),
             (registry.StakerRewardNotified(), self._on_staker_reward_notified),
             (keys.KeyEnvelopePublished(), self._on_envelope_published),
+            (keys.ReportPublished(), self._on_report_published),
+            (registry.Staked(), self._on_staked),
+            (registry.UnstakeRequested(), self._on_unstake_requested),
+            (registry.Unstaked(), self._on_unstaked),
+            (params.ParamsUpdated(), self._on_params_updated),
         ]
         for name in (
-            "Staked",
-            "UnstakeRequested",
-            "Unstaked",
             "AvailabilityChanged",
             "CredentialGranted",
             "CredentialRevoked",
@@ -797,8 +863,10 @@ class ChainIndex:
             if self._head_hash is None:
                 if self.head_block == _int(latest["number"]):
                     self._head_hash = bytes(latest["hash"])
+                    self._head_time = _int(latest["timestamp"])
                 else:
-                    self._head_hash = await self._block_hash(self.head_block)
+                    head = await self._block(self.head_block)
+                    self._head_hash, self._head_time = bytes(head["hash"]), _int(head["timestamp"])
             return RefreshReport(first, self._next_block - 1, requests, logs, rebuilt)
 
     async def _block(self, number: int | Literal["latest"]) -> Mapping[str, Any]:
@@ -822,7 +890,12 @@ class ChainIndex:
             raise
 
     async def _logs(self, from_block: int, to_block: int) -> list[Mapping[str, Any]]:
-        addresses = [self.protocol.audit.address, self.protocol.registry.address, self.protocol.segment_keys.address]
+        addresses = [
+            self.protocol.audit.address,
+            self.protocol.registry.address,
+            self.protocol.segment_keys.address,
+            self.protocol.params.address,
+        ]
         try:
             logs = await self.protocol.chain.w3.eth.get_logs(
                 {"fromBlock": from_block, "toBlock": to_block, "address": addresses}
@@ -862,6 +935,7 @@ class ChainIndex:
             tx = "0x" + bytes(log["transactionHash"]).hex()
             if self._pending_slashes[0] != tx:
                 self._pending_slashes = (tx, [])
+            self._seq += 1
             handler(decoded["args"], TxRef(tx, int(log["blockNumber"]), times[int(log["blockNumber"])]))
 
     async def _resolve_finals(self) -> None:
@@ -935,6 +1009,7 @@ class ChainIndex:
         round_.commit_deadline = int(args["commitDeadline"])
         round_.reveal_deadline = int(args["revealDeadline"])
         round_.drawn = at
+        round_.drawn_seq = self._seq
         segment.state = SegmentState.VOTING
         for auditor in round_.members:
             state = self._auditors.get(auditor)
@@ -981,7 +1056,9 @@ class ChainIndex:
     def _close_round(self, segment: _Segment, at: TxRef, result: RoundResult) -> _Round:
         round_ = segment.current
         round_.closed = at
+        round_.closed_seq = self._seq
         round_.result = result
+        self._closing_txs.add(at.tx_hash)
         for auditor, amount in self._pending_slashes[1]:
             round_.forfeited[auditor] = round_.forfeited.get(auditor, 0) + amount
         self._pending_slashes = (at.tx_hash, [])
@@ -1039,6 +1116,7 @@ class ChainIndex:
             insurance_wei=int(args["insuranceWei"]),
             at=at,
         )
+        session.distributed_seq = self._seq
         session.state = SessionState.DISTRIBUTED
 
     def _on_rewards_claimed(self, args: Mapping[str, Any], at: TxRef) -> None:
@@ -1049,6 +1127,7 @@ class ChainIndex:
             session.claims.append(claim)
         if auditor in self._auditors:
             self._auditors[auditor].claims.append(claim)
+            self._auditors[auditor].ledger.append(_Entry(self._seq, at, "seat rewards claimed", claim.amount_wei))
 
     def _on_session_cancelled(self, args: Mapping[str, Any], at: TxRef) -> None:
         session = self._sessions.get(int(args["sessionId"]))
@@ -1059,8 +1138,36 @@ class ChainIndex:
 
     def _on_auditor_registered(self, args: Mapping[str, Any], at: TxRef) -> None:
         address = to_checksum_address(args["auditor"])
-        self._auditors[address] = _Auditor(address, int(args["tier"]), str(args["metadataURI"]), at)
+        self._auditors[address] = _Auditor(
+            address, int(args["tier"]), str(args["metadataURI"]), at, registered_seq=self._seq
+        )
         self._touch([address])
+
+    def _ledger(
+        self, args: Mapping[str, Any], at: TxRef, event: str, amount: int, stake_after: int | None = None
+    ) -> None:
+        """Records a registry event of an auditor for its history; touches its cached views."""
+        address = to_checksum_address(args["auditor"])
+        state = self._auditors.get(address)
+        if state is not None:
+            state.ledger.append(_Entry(self._seq, at, event, amount, stake_after))
+        self._touch([address])
+
+    def _on_staked(self, args: Mapping[str, Any], at: TxRef) -> None:
+        self._ledger(args, at, "staked", int(args["amount"]), int(args["stake"]))
+
+    def _on_unstake_requested(self, args: Mapping[str, Any], at: TxRef) -> None:
+        self._ledger(args, at, "unstake requested", int(args["amount"]), int(args["stake"]))
+
+    def _on_unstaked(self, args: Mapping[str, Any], at: TxRef) -> None:
+        self._ledger(args, at, "unstaked", int(args["amount"]))
+
+    def _on_params_updated(self, args: Mapping[str, Any], at: TxRef) -> None:
+        before, after = args["previous"], args["current"]
+        self._initial_reputations.append(
+            (self._seq, int(before["initialReputationWad"]), int(after["initialReputationWad"]))
+        )
+        self._current_params = None
 
     def _on_profile_updated(self, args: Mapping[str, Any], at: TxRef) -> None:
         address = to_checksum_address(args["auditor"])
@@ -1072,21 +1179,22 @@ class ChainIndex:
         address = to_checksum_address(args["auditor"])
         if address in self._auditors:
             self._auditors[address].reputation.append(ReputationChange(int(args["reputationWad"]), at))
-        self._touch([address])
+        self._ledger(args, at, "reputation", int(args["reputationWad"]))
 
     def _on_stake_forfeited(self, args: Mapping[str, Any], at: TxRef) -> None:
         address = to_checksum_address(args["auditor"])
         if address in self._auditors:
             self._auditors[address].forfeits.append(Forfeit(int(args["amount"]), str(args["reason"]), at))
-        self._touch([address])
+        self._ledger(args, at, "forfeit", int(args["amount"]))
 
     def _on_staker_reward_claimed(self, args: Mapping[str, Any], at: TxRef) -> None:
         address = to_checksum_address(args["auditor"])
         if address in self._auditors:
             self._auditors[address].staker_claims.append(StakerClaim(int(args["amountWei"]), at))
-        self._touch([address])
+        self._ledger(args, at, "stakers' share claimed", int(args["amountWei"]))
 
     def _on_staker_reward_notified(self, args: Mapping[str, Any], at: TxRef) -> None:
+        self._notifications.append((self._seq, at, int(args["rewardPerStakeWad"])))
         self._auditor_views.clear()  # every staker's pending reward grew
 
     def _on_auditor_touched(self, args: Mapping[str, Any], at: TxRef) -> None:
@@ -1101,6 +1209,16 @@ class ChainIndex:
         earlier = round_.envelopes.get(seat)
         count = 1 if earlier is None else earlier.publications + 1
         round_.envelopes[seat] = EnvelopeRef(_cid_text(bytes(args["envelopeCid"])), count, at)
+
+    def _on_report_published(self, args: Mapping[str, Any], at: TxRef) -> None:
+        segment = self._segment(args)
+        if segment is None:
+            return
+        round_ = segment.round(int(args["round"]))
+        seat = int(args["seatIndex"])
+        earlier = round_.reports.get(seat)
+        count = 1 if earlier is None else earlier.publications + 1
+        round_.reports[seat] = EnvelopeRef(_cid_text(bytes(args["reportCid"])), count, at)
 
     # ------------------------------------------------------------------------------------ views
 
@@ -1277,6 +1395,7 @@ class ChainIndex:
                         committed_at=r.committed_at.get(auditor),
                         revealed_at=None if revealed is None else revealed[1],
                         envelope=r.envelopes.get(index),
+                        report=r.reports.get(index),
                     )
                 )
             commit_deadline, reveal_deadline = self._deadlines(r, now)
@@ -1349,7 +1468,9 @@ class ChainIndex:
         segment = self._sessions[session_id].segments[segment_id]
         return segment, segment.rounds[number]
 
-    def _summary(self, state: _Auditor, views: _AuditorViews) -> AuditorSummary:
+    def _outcomes(self, state: _Auditor) -> tuple[dict[SeatOutcome, int], dict[int, int]]:
+        """The auditor's seats by outcome, and its aligned seats per session (those of a segment's
+        final round: the seats a distribution pays)."""
         outcomes: dict[SeatOutcome, int] = defaultdict(int)
         aligned_by_session: dict[int, int] = defaultdict(int)
         for key in state.seats:
@@ -1358,6 +1479,10 @@ class ChainIndex:
             outcomes[outcome] += 1
             if outcome is SeatOutcome.ALIGNED and round_ is segment.current:
                 aligned_by_session[segment.session_id] += 1
+        return outcomes, aligned_by_session
+
+    def _summary(self, state: _Auditor, views: _AuditorViews) -> AuditorSummary:
+        outcomes, aligned_by_session = self._outcomes(state)
         claimed_seats: dict[int, int] = defaultdict(int)
         for claim in state.claims:
             claimed_seats[claim.session_id] += claim.seats
@@ -1451,4 +1576,95 @@ class ChainIndex:
             claims=tuple(reversed(state.claims)),
             staker_claims=tuple(reversed(state.staker_claims)),
             reputation_history=tuple(reversed(state.reputation)),
+            history=await self._history(state),
+            head_time=self._head_time,
         )
+
+    # ------------------------------------------------------------------------------------ history
+
+    async def _history(self, state: _Auditor) -> tuple[AuditorHistoryPoint, ...]:
+        """The auditor's figures after each event that changed them, replayed as the registry keeps
+        them (see `AuditorHistoryPoint`).
+
+        Stake: `Staked` and `UnstakeRequested` report the stake after them; a seat's forfeit (in a
+        transaction that settled a round) comes out of the stake; a governance slash takes the free
+        stake first (stake less the locks of the seats open at that moment) and the rest from the
+        unbonding tokens, as `AuditorRegistry.slash` does. Stakers' share: the registry's
+        accumulator (`StakerRewardNotified.rewardPerStakeWad`) times the stake, checkpointed
+        (rounded down) before every stake change, as `_checkpoint` does, so the last point equals
+        `pendingStakerReward` plus the claims. Reputation: the initial reputation of the parameters
+        in force at registration, then every `ReputationUpdated`.
+        """
+        items: list[tuple[int, TxRef, str, int, int | None]] = [
+            (state.registered_seq, state.registered, "registered", 0, None)
+        ]
+        items += [(e.seq, e.at, e.event, e.amount, e.stake_after) for e in state.ledger]
+        items += [
+            (seq, at, "stakers' reward", acc, None)
+            for seq, at, acc in self._notifications
+            if seq > state.registered_seq
+        ]
+        for session_id, aligned in self._outcomes(state)[1].items():
+            session = self._sessions[session_id]
+            if session.fee_split is not None:
+                earned = aligned * session.fee_split.per_seat_wei
+                items.append((session.distributed_seq, session.fee_split.at, "rewards distributed", earned, None))
+        items.sort(key=lambda item: item[0])
+
+        acc = max((a for seq, _, a in self._notifications if seq < state.registered_seq), default=0)
+        paid = acc
+        accrued = stake = unbonding = seat_rewards = staker_claimed = claimed = 0
+        reputation = await self._initial_reputation(state.registered_seq)
+        points: list[AuditorHistoryPoint] = []
+        for seq, at, event, amount, stake_after in items:
+            if event in ("staked", "unstake requested", "forfeit", "stakers' share claimed"):
+                accrued += stake * (acc - paid) // WAD  # the registry's _checkpoint, rounding down
+                paid = acc
+            if event == "staked" and stake_after is not None:
+                stake = stake_after
+            elif event == "unstake requested" and stake_after is not None:
+                stake, unbonding = stake_after, amount
+            elif event == "unstaked":
+                unbonding = 0  # executeUnstake pays out everything unbonding
+            elif event == "forfeit":
+                if at.tx_hash in self._closing_txs:
+                    stake -= amount  # a seat's penalty: locked stake, always covered by it
+                else:
+                    free = max(stake - await self._locked_at(state, seq), 0)
+                    taken = min(amount, free)
+                    stake, unbonding = stake - taken, unbonding - (amount - taken)
+            elif event == "reputation":
+                reputation = amount
+            elif event == "stakers' reward":
+                acc = amount
+            elif event == "stakers' share claimed":
+                staker_claimed += amount
+                claimed += amount
+                accrued = 0
+            elif event == "seat rewards claimed":
+                claimed += amount
+            elif event == "rewards distributed":
+                seat_rewards += amount
+            share = staker_claimed + accrued + stake * (acc - paid) // WAD
+            points.append(AuditorHistoryPoint(at, event, stake, unbonding, reputation, seat_rewards, share, claimed))
+        return tuple(points)
+
+    async def _locked_at(self, state: _Auditor, seq: int) -> int:
+        """The stake the auditor's open seats locked just before the event at `seq`: the session's
+        penalty per seat for every seat drawn before it and not settled before it."""
+        locked = 0
+        for key in state.seats:
+            _, round_ = self._round_of(key)
+            if round_.drawn_seq < seq and (round_.closed_seq is None or round_.closed_seq > seq):
+                locked += (await self._params(key[0]))["penaltyPerSeat"]
+        return locked
+
+    async def _initial_reputation(self, seq: int) -> int:
+        """The initial reputation in force at the event at `seq`: the `previous` parameters of the
+        first `ParamsUpdated` after it, or the current parameters when none came after."""
+        for at_seq, before, _after in self._initial_reputations:
+            if at_seq > seq:
+                return before
+        if self._current_params is None:
+            self._current_params = await self.protocol.params.params()
+        return int(self._current_params["initialReputationWad"])
