@@ -146,9 +146,13 @@ async def _audits(
     import uvicorn
 
     from trust.api.explorer import create_explorer_app
+    from trust.api.shapes import JournalShapes
 
     port = free_port()
-    app = create_explorer_app(network.rpc_url, network.deployment)
+    # The demo is the provider: its own session journal gives the explorer the graphs to draw.
+    app = create_explorer_app(
+        network.rpc_url, network.deployment, shapes=JournalShapes(network.settings.home / "provider")
+    )
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     url = f"http://127.0.0.1:{port}/explorer/"
