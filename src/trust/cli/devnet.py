@@ -18,6 +18,8 @@ from trust.cli.common import (
 if TYPE_CHECKING:
     from trust.devnet_processes import DevnetProcesses, WorkerState
 
+__all__ = ["devnet_app"]
+
 devnet_app = typer.Typer(
     help="The local development network (Anvil, the deployed protocol, a worker per auditor).", no_args_is_help=True
 )
@@ -130,7 +132,10 @@ def devnet_up_cmd(
     console.print(f"keystores:       {settings.devnet_dir / 'keystores'}")
     console.print(f"password file:   {settings.devnet_dir / 'keystore-password'}")
     if processes is None:
-        console.print("no workers started (--no-workers): audits wait until each auditor runs `trust worker run`")
+        console.print(
+            "no workers started (--no-workers): audits wait until each auditor runs `trust worker run` (workers "
+            "an earlier `up` started keep running: `trust devnet status` lists them)"
+        )
         return
     _render_processes(processes, settings.devnet_dir.expanduser().resolve())
     console.print("ready: `trust submit FILE` audits a trace here; `trust devnet down` stops everything")

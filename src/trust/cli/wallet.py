@@ -16,6 +16,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["wallet_app"]
+
 wallet_app = typer.Typer(help="Encrypted keystore wallets.", no_args_is_help=True)
 
 
