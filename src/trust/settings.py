@@ -363,8 +363,57 @@ class WorkerSettings(BaseModel):
     start_block: int | None = Field(
         None, ge=0, description="first block a new worker reads; the current block minus log_blocks when unset"
     )
+    # Capacity and backpressure (docs/worker.md, "Capacity and backpressure").
+    backpressure: bool = Field(
+        True,
+        description="leave the draw (setAvailable(false)) while a seat drawn now could not be audited before its "
+        "commit deadline, or while the auditor says it cannot work, and come back once it can",
+    )
+    audit_seconds_tier1: float = Field(2.0, gt=0, description="seconds one tier-1 audit takes, until one is measured")
+    audit_seconds_tier2: float = Field(30.0, gt=0, description="seconds one tier-2 audit takes, until one is measured")
+    audit_seconds_tier3: float = Field(
+        300.0, gt=0, description="seconds one tier-3 audit (a person) takes, until one is measured"
+    )
+    audit_samples: int = Field(
+        20, ge=1, le=1000, description="recent audit durations kept in the state file for the estimate"
+    )
+    audit_quantile: float = Field(
+        0.9, gt=0, le=1, description="the estimate of one audit's seconds is this quantile of the recent durations"
+    )
+    backpressure_out_load: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="leave the draw when a seat drawn now would be ready after this share of its commit window "
+        "(less the commit margin)",
+    )
+    backpressure_in_load: float = Field(
+        0.5, gt=0, le=1, description="come back into the draw once that share is this low again (hysteresis)"
+    )
+    pipeline_blocks: int = Field(
+        64,
+        ge=0,
+        description="a segment waiting for its draw counts toward the expected seats until its randomness block "
+        "is this many blocks old",
+    )
+    health_check_seconds: float = Field(
+        5.0, gt=0, description="how often the auditor's own health and the on-chain availability are read"
+    )
     sandbox: SandboxSettings = SandboxSettings()
     review: ReviewSettings = ReviewSettings()
+
+    @model_validator(mode="after")
+    def _hysteresis(self) -> WorkerSettings:
+        if self.backpressure_in_load >= self.backpressure_out_load:
+            raise ValueError(
+                f"backpressure_in_load ({self.backpressure_in_load}) must be below backpressure_out_load "
+                f"({self.backpressure_out_load}), or the worker would switch in and out every tick"
+            )
+        return self
+
+    def audit_seconds_prior(self, tier: int) -> float:
+        """The seconds one audit of `tier` is assumed to take before the worker has measured one."""
+        return {1: self.audit_seconds_tier1, 2: self.audit_seconds_tier2, 3: self.audit_seconds_tier3}[tier]
 
 
 class Settings(BaseSettings):

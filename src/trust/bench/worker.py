@@ -742,8 +742,11 @@ async def run_pipeline(
             identity = AuditorIdentity(
                 wallet, load_encryption_key(Path(account.encryption_key_file), _PASSWORD), "benchmark keystore"
             )
+            # No backpressure: the backlog is the measurement, and the only auditor of the tier leaving
+            # the draw would leave the live session without a committee.
             worker_settings = WorkerSettings.model_validate(
-                settings.worker.model_dump() | {"poll_seconds": poll_seconds, "start_block": await chain.block_number()}
+                settings.worker.model_dump()
+                | {"poll_seconds": poll_seconds, "start_block": await chain.block_number(), "backpressure": False}
             )
             with WorkerStore(
                 Path(tmp) / "worker.sqlite3",

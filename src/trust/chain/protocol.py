@@ -7,9 +7,11 @@ signing account explicitly: a worker signs with its own wallet, a provider with 
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from eth_abi import encode as abi_encode
@@ -41,6 +43,8 @@ from trust.storage.cid import parse_cid
 
 __all__ = [
     "AuditContract",
+    "DrawEvent",
+    "DrawEventKind",
     "GovernanceTimelock",
     "KeyEnvelope",
     "ParamsContract",
@@ -151,6 +155,23 @@ class AuditContract:
             )
             for log in logs
         ]
+
+    async def draw_events(self, from_block: int, *, to_block: int | None = None) -> list[DrawEvent]:
+        """The events that announce committees still to be drawn (`DrawEventKind`) in blocks
+        `from_block`..`to_block` (the latest when None), in chain order: what a worker reads to
+        predict the seats it will be drawn for before the draw happens."""
+        end: int | str = "latest" if to_block is None else to_block
+
+        async def read(kind: DrawEventKind) -> list[DrawEvent]:
+            event = self.contract.events[kind.value]()
+            try:
+                logs = await event.get_logs(from_block=from_block, to_block=end)
+            except Exception as exc:  # the provider raises transport-specific errors
+                raise ChainError(f"reading {kind.value} from {self.chain.rpc_url} failed: {exc}") from exc
+            return [_draw_event(kind, log["args"], int(log["blockNumber"]), int(log["logIndex"])) for log in logs]
+
+        found = [event for events in await asyncio.gather(*(read(kind) for kind in DrawEventKind)) for event in events]
+        return sorted(found, key=lambda e: (e.block_number, e.log_index))
 
     # -- votes
     async def commitment_of(
@@ -309,6 +330,55 @@ class PublishedReport:
     def seat(self) -> tuple[int, int, int, int]:
         """(session, segment, round, seat index): what a republication replaces."""
         return (self.session_id, self.segment_id, self.round, self.seat_index)
+
+
+class DrawEventKind(StrEnum):
+    """The audit contract's events that say a committee is coming (`DrawEvent`)."""
+
+    OPENED = "SessionOpened"  # a session and the randomness block of its first draws
+    REGISTERED = "SegmentRegistered"  # one of its segments, with its tier (round 0)
+    ESCALATED = "SegmentEscalated"  # a later round, its tier, committee size and randomness block
+    REFRESHED = "RandomnessRefreshed"  # a new randomness block for a segment's next draw
+    UNAVAILABLE = "CommitteeUnavailable"  # a draw found too few members (`attempt` of three)
+
+
+@dataclass(frozen=True, slots=True)
+class DrawEvent:
+    """One event of `DrawEventKind`, for a worker that predicts the seats it will be drawn for.
+
+    Fields a kind does not carry are None: `segment_id` (OPENED), `tier` (OPENED, REFRESHED,
+    UNAVAILABLE), `committee_size` (all but ESCALATED), `randomness_block` (REGISTERED,
+    UNAVAILABLE). `round` is 0 for OPENED and REGISTERED, `attempt` 0 except for UNAVAILABLE.
+    """
+
+    kind: DrawEventKind
+    session_id: int
+    segment_id: int | None
+    round: int
+    tier: int | None
+    committee_size: int | None
+    randomness_block: int | None
+    attempt: int
+    block_number: int
+    log_index: int
+
+
+def _draw_event(kind: DrawEventKind, args: Any, block_number: int, log_index: int) -> DrawEvent:
+    def get(name: str) -> int | None:
+        return int(args[name]) if name in args else None
+
+    return DrawEvent(
+        kind=kind,
+        session_id=int(args["sessionId"]),
+        segment_id=get("segmentId"),
+        round=get("round") or 0,
+        tier=get("tier"),
+        committee_size=get("committeeSize"),
+        randomness_block=get("randomnessBlock"),
+        attempt=get("attempt") or 0,
+        block_number=block_number,
+        log_index=log_index,
+    )
 
 
 def _cid_to_chain(cid: str | bytes) -> bytes:
@@ -557,6 +627,34 @@ class RegistryContract:
 
     async def eligible_count(self, tier: int) -> int:
         return int(await self.chain.call(self.contract.functions.eligibleCount(tier)))
+
+    async def eligible_stake(self, tier: int) -> int:
+        """The sum of the draw weights of `tier` now (the stake of its eligible members)."""
+        return int(await self.chain.call(self.contract.functions.eligibleStake(tier)))
+
+    async def eligible_stake_at(self, tier: int, block_number: int) -> int:
+        """`eligible_stake` as of a past block (a draw's randomness block); reverts for a block not yet past."""
+        return int(await self.chain.call(self.contract.functions.eligibleStakeAt(tier, block_number)))
+
+    async def draw_weight_at(self, account: str, block_number: int) -> int:
+        """`account`'s draw weight as of a past block: its stake if it was eligible then, else 0."""
+        fn = self.contract.functions.drawWeightAt(to_checksum_address(account), block_number)
+        return int(await self.chain.call(fn))
+
+    async def availability_changes(
+        self, from_block: int = 0, *, to_block: int | None = None
+    ) -> list[tuple[str, bool, int]]:
+        """`AvailabilityChanged` events: (auditor, available, block), in chain order."""
+        event = self.contract.events.AvailabilityChanged()
+        try:
+            logs = await event.get_logs(from_block=from_block, to_block="latest" if to_block is None else to_block)
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(f"reading AvailabilityChanged from {self.chain.rpc_url} failed: {exc}") from exc
+        logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))
+        return [
+            (to_checksum_address(log["args"]["auditor"]), bool(log["args"]["available"]), int(log["blockNumber"]))
+            for log in logs
+        ]
 
 
 class ParamsContract:

@@ -2,6 +2,7 @@
 
 - `trust.worker.daemon`: the `Worker` loop (scan, audit, commit, reveal, finalize, claim)
 - `trust.worker.store`: the durable SQLite state (`WorkerStore`, `SeatState`)
+- `trust.worker.capacity`: seconds per audit, the forecast of the backlog, and when to leave the draw
 - `trust.worker.keys`: the vote salt and the X25519 key, derived from the wallet
 - `trust.worker.identity`: the wallet, its encryption key and its registration, checked at start
 - `trust.worker.adversary`: adversarial behaviours for stress tests on a local chain

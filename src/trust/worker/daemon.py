@@ -5,20 +5,28 @@ One `Worker` per wallet. Each `tick` reads the chain once and moves every seat o
 1. scan: `CommitteeDrawn` events since the last scanned block give the seats this wallet holds;
    `KeyEnvelopePublished` events addressed to it give each seat's key envelope. Seats and the
    scanned block are stored in one durable transaction (`trust.worker.store`).
-2. audit (concurrently, up to `audits_in_parallel`): open the envelope with the worker's X25519
-   key, fetch and verify the segment and its parents from IPFS against the digests on chain,
-   decrypt, and ask the tier's auditor. A verdict is stored before anything is sent.
-3. commit: the salt is derived from the wallet (`trust.worker.keys.vote_salt`), the commitment is
+   The same blocks' draw events feed the worker's forecast of the seats still coming
+   (`trust.worker.capacity.DrawPipeline`).
+2. steer: the worker forecasts when a seat drawn now would be ready (its queue, its running audits,
+   the seats expected from draws in progress, the measured seconds per audit) and, with
+   `backpressure`, leaves the draw (`setAvailable(false)`) while that seat would miss its commit
+   window or the auditor says it cannot work, and comes back once it can (docs/worker.md,
+   "Capacity and backpressure"). An auditor that cannot work gets no new audits meanwhile.
+3. audit (concurrently, up to `audits_in_parallel`, earliest commit deadline first): open the
+   envelope with the worker's X25519 key, fetch and verify the segment and its parents from IPFS
+   against the digests on chain, decrypt, and ask the tier's auditor. A verdict is stored before
+   anything is sent, and the audit's duration feeds the estimate of seconds per audit.
+4. commit: the salt is derived from the wallet (`trust.worker.keys.vote_salt`), the commitment is
    computed, and both are written durably before `commitVotes` is sent (one transaction for every
    seat ready in this tick).
-4. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat. A
+5. reveal: once the commit window has closed on chain, `revealVotes` for every committed seat. A
    committed seat re-reads its segment's deadlines each tick: the window closes early, in the block
    where the committee's last seat commits, and the worker reveals in the next tick.
-5. report: once a seat's vote is revealed, and its key grant carried the provider's reply key, its
+6. report: once a seat's vote is revealed, and its key grant carried the provider's reply key, its
    audit report (vote, score, critique, error type, expected value, evaluation times) is sealed to
    that key, stored on IPFS and announced with one `publishReports` per session and tick. Reports
    have their own retries and never hold up a vote.
-6. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
+7. finalize: the first worker to see a round's reveal window closed (or every seat revealed) calls
    `finalizeSegments`; then the trace is finalized and the fee distributed when the session is
    complete, and rewards are claimed when asked.
 
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
@@ -63,11 +72,32 @@ from trust.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, se
 from trust.settings import WorkerSettings
 from trust.storage.kubo import KuboClient
 from trust.worker.adversary import Adversary, adversarial_verdict
+from trust.worker.capacity import (
+    AuditTimes,
+    DrawPipeline,
+    EdfSlots,
+    Forecast,
+    draw_probability,
+    forecast,
+    steer,
+)
 from trust.worker.identity import AuditorIdentity
 from trust.worker.keys import vote_salt
-from trust.worker.store import SeatKey, SeatRecord, SeatState, WorkerStore
+from trust.worker.store import (
+    AUDIT_SECONDS_KEY,
+    AVAILABILITY_KEY,
+    CAPACITY_KEY,
+    SeatKey,
+    SeatRecord,
+    SeatState,
+    WorkerStore,
+)
 
-__all__ = ["TRANSIENT_ERRORS", "Worker", "claim_seat_rewards"]
+__all__ = ["TRANSIENT_ERRORS", "Worker", "claim_seat_rewards", "taken_out_by_worker"]
+
+_MAX_RANDOMNESS_DELAY_BLOCKS = 128
+"""The largest `randomnessDelayBlocks` the protocol allows: how far before a draw its segments are
+registered, so how far back a restarted worker reads to know the draws in progress."""
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (IpfsError, LlmError, httpx.HTTPError, OSError, TimeoutError)
 """Failures worth retrying. `ChainError` is transient too, except `ContractReverted` (the chain said no)."""
@@ -136,7 +166,30 @@ class Worker:
         self._on_event = on_event
         self._address = to_checksum_address(identity.address)
         self._audits: dict[SeatKey, asyncio.Task[None]] = {}
-        self._slots = asyncio.Semaphore(settings.audits_in_parallel)
+        self._slots = EdfSlots(settings.audits_in_parallel)
+        # Capacity and backpressure (see `_steer`).
+        tier = int(auditor.tier)
+        self._times = AuditTimes.from_json(
+            store.meta_json(AUDIT_SECONDS_KEY),
+            prior_seconds=settings.audit_seconds_prior(tier),
+            quantile=settings.audit_quantile,
+            keep=settings.audit_samples,
+        )
+        self._running: dict[SeatKey, float] = {}  # audits holding a slot, since when (local clock)
+        self._pipeline = DrawPipeline(tier)
+        self._pipeline_primed = False
+        self._availability: dict[str, object] = dict(store.meta_json(AVAILABILITY_KEY) or {})
+        self._in_draw: bool | None = None  # on chain, as of the last health check or own transaction
+        self._operator_out = False  # unavailable on chain, and not by this worker's doing
+        self._unavailable: str | None = None  # why the auditor says it cannot work now
+        self._health_at = -math.inf
+        self._switched_at = -math.inf
+        self._stake = 0
+        self._commit_window_seconds: int | None = None
+        self._weights_at: dict[int, tuple[int, int]] = {}  # randomness block -> (own weight, tier's)
+        self._committee_sizes: dict[int, int] = {}  # session -> this tier's committee size
+        self._outlook: Forecast | None = None
+        self._shown: tuple[object, ...] | None = None
         self._settled_sessions: set[int] = set()
         self._wake = asyncio.Event()  # set when an audit finishes: its vote is committed at once
 
@@ -146,12 +199,12 @@ class Worker:
         """Ticks until `stop` is set, then cancels audits in flight (their seats are resumed by the
         next run) and returns. A tick that fails transiently is logged and retried next time."""
         self.log.info(
-            "worker %s (tier %d%s) following %s from block %s; state in %s",
+            "worker %s (tier %d%s) following %s %s; state in %s",
             self._address,
             int(self.auditor.tier),
             f", adversary {self.adversary.value}" if self.adversary else "",
             self.protocol.chain.rpc_url,
-            self.store.last_block(),
+            await self._starting_point(),
             self.store.path,
         )
         failures = 0
@@ -172,8 +225,31 @@ class Worker:
                     continue
                 await self._pause(stop, self.settings.poll_seconds)
         finally:
-            await self._cancel_audits()
-            self.log.info("worker %s stopped; %s", self._address, self._summary())
+            await self.cancel_audits()
+            self.log.info("worker %s stopped; %s%s", self._address, self._summary(), self._draw_summary())
+
+    async def _starting_point(self) -> str:
+        """Where the event scan starts, in words: the block after the stored one, the configured
+        start block, or `log_blocks` before the head for a new state file."""
+        last = self.store.last_block()
+        if last is not None:
+            return f"from block {last + 1} (the state file read through block {last})"
+        if self.settings.start_block is not None:
+            return f"from the start block {self.settings.start_block}"
+        try:
+            head = await self.protocol.chain.block_number()
+        except Exception:  # the loop retries an unreachable chain; the line only says so
+            return f"from {self.settings.log_blocks} blocks before the head (the chain is not answering yet)"
+        first = max(0, head - self.settings.log_blocks + 1)
+        return f"from block {first} (head {head} - log_blocks {self.settings.log_blocks}, a new state file)"
+
+    def _draw_summary(self) -> str:
+        if self._in_draw is False and self._availability.get("by_worker"):
+            return (
+                f"; left out of the draw by this worker ({self._availability.get('reason')}): "
+                "the next run puts it back in once it can audit in time"
+            )
+        return ""
 
     async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
         """Sleeps `seconds`, or less when the worker is stopped or an audit finished."""
@@ -189,6 +265,7 @@ class Worker:
         """One pass over the chain and every open seat."""
         now = await self._chain_time()
         await self._scan(now.block)
+        await self._steer(now)
         self._start_audits(now)
         await self._follow_windows(now)
         await self._commit(now)
@@ -196,6 +273,21 @@ class Worker:
         await self._report()
         await self._finalize(now)
         await self._settle(now)
+
+    @property
+    def audit_times(self) -> AuditTimes:
+        """The measured durations of recent audits and the estimate they give."""
+        return self._times
+
+    @property
+    def outlook(self) -> Forecast | None:
+        """The forecast of the last tick (None before the first)."""
+        return self._outlook
+
+    @property
+    def in_draw(self) -> bool | None:
+        """Whether the auditor is in the committee draw, as the worker last read or set it."""
+        return self._in_draw
 
     async def wait_idle(self) -> None:
         """Waits for the audits in flight (tests and benchmarks drive `tick` themselves)."""
@@ -206,7 +298,8 @@ class Worker:
         counts = self.store.counts()
         return ", ".join(f"{count} {state.value}" for state, count in sorted(counts.items())) or "no seats"
 
-    async def _cancel_audits(self) -> None:
+    async def cancel_audits(self) -> None:
+        """Cancels the audits in flight (their seats are resumed by the next tick or run)."""
         tasks = list(self._audits.values())
         for task in tasks:
             task.cancel()
@@ -227,10 +320,16 @@ class Worker:
         if last is None:
             start = self.settings.start_block
             last = max(-1, head - self.settings.log_blocks) if start is None else start - 1
+        if not self._pipeline_primed:
+            await self._prime_pipeline(last + 1)
         while last < head:
             end = min(head, last + self.settings.log_blocks)
             drawn = await self.protocol.audit.committees_drawn(last + 1, to_block=end)
             envelopes = await self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end)
+            self._pipeline.apply(
+                await self.protocol.audit.draw_events(last + 1, to_block=end),
+                [(c.session_id, c.segment_id, c.round) for c in drawn],
+            )
             mine = [c for c in drawn if self._address in c.members]
             # The event's deadlines are those of the draw; a window that closed early since (every
             # seat committed: a scan that catches up after a restart) is read from the segment,
@@ -269,16 +368,237 @@ class Worker:
                     self.log.warning("%s: an envelope for a seat this worker never saw drawn; ignored", key)
             last = end
 
+    async def _prime_pipeline(self, first_block: int) -> None:
+        """The draws in progress before `first_block` (a restart): the segments registered, escalated
+        or redrawn recently enough to be drawn still, and the committees drawn since."""
+        lookback = self.settings.pipeline_blocks + _MAX_RANDOMNESS_DELAY_BLOCKS
+        start = max(0, first_block - lookback)
+        if start < first_block:
+            drawn = await self.protocol.audit.committees_drawn(start, to_block=first_block - 1)
+            self._pipeline.apply(
+                await self.protocol.audit.draw_events(start, to_block=first_block - 1),
+                [(c.session_id, c.segment_id, c.round) for c in drawn],
+            )
+        self._pipeline_primed = True
+
+    # ------------------------------------------------------------------------------------ steer
+
+    async def _steer(self, now: _ChainTime) -> None:
+        """Forecasts the worker's capacity and, with `backpressure`, takes the auditor out of the
+        draw or puts it back (see `trust.worker.capacity`). The auditor's health, the on-chain
+        availability and the commit window are read every `health_check_seconds`; the forecast
+        every tick, since a draw whose randomness block is near must be left before that block."""
+        wall = self._clock()
+        if wall - self._health_at >= self.settings.health_check_seconds:
+            self._health_at = wall
+            await self._check_health()
+        outlook = await self._forecast(now)
+        self._outlook = outlook
+        try:
+            await self._backpressure(outlook, wall)
+        finally:
+            self._show(outlook)
+
+    async def _backpressure(self, outlook: Forecast, wall: float) -> None:
+        if not self.settings.backpressure or self._in_draw is None or self._operator_out:
+            return
+        decision = steer(
+            in_draw=self._in_draw,
+            outlook=outlook,
+            out_load=self.settings.backpressure_out_load,
+            in_load=self.settings.backpressure_in_load,
+            unavailable=self._unavailable,
+        )
+        if decision.in_draw == self._in_draw:
+            return
+        if decision.in_draw:
+            # Back in only what this worker took out, and not right after a switch: out is urgent
+            # (a draw may be near), in can wait a health check.
+            if not self._availability.get("by_worker") or wall - self._switched_at < self.settings.health_check_seconds:
+                return
+            await self._set_in_draw(True, "it can audit a seat drawn now in time" if self._unavailable is None else "")
+        else:
+            await self._set_in_draw(False, decision.reason or "")
+
+    async def _check_health(self) -> None:
+        """The auditor's own word on whether it can work, the auditor's registration (availability,
+        stake) and the commit window, and who took the auditor out of the draw when it is out."""
+        try:
+            reason = await self.auditor.unavailable()
+        except Exception as exc:  # a health check that breaks says the auditor cannot work
+            reason = f"its health check failed: {type(exc).__name__}: {exc}"
+        if reason != self._unavailable:
+            if reason is not None:
+                self.store.log(None, "auditor unavailable", reason)
+                self.log.warning("the auditor cannot take seats: %s; no new audits until it can", reason)
+            elif self._unavailable is not None:
+                self.store.log(None, "auditor available", "the auditor can take seats again")
+                self.log.info("the auditor can take seats again")
+            self._unavailable = reason
+        info = await self.protocol.registry.auditor(self._address)
+        self._stake = info.stake
+        params = await self.protocol.params.params()
+        self._commit_window_seconds = int(params["commitWindowSeconds"])
+        self._note_chain_availability(info.available)
+
+    def _note_chain_availability(self, available: bool) -> None:
+        """Reconciles what the chain says with what this worker did: an auditor out of the draw that
+        this worker did not take out is the operator's choice, and stays out."""
+        by_worker = bool(self._availability.get("by_worker"))
+        if available:
+            self._operator_out = False
+            if by_worker:
+                # This worker's own transactions keep the record in step, so someone else did this
+                # (or the worker stopped before its `setAvailable(false)` landed).
+                detail = "available on chain while this worker held it out (set by its owner?); the worker steers it"
+                self._record_availability(by_worker=False, reason=None)
+                self.store.log(None, "back in the draw", detail)
+                self.log.info("back in the draw: %s", detail)
+        elif not by_worker and not self._operator_out:
+            self._operator_out = True
+            detail = (
+                "the auditor was set unavailable on chain, not by this worker (by its operator?): "
+                "it stays out of the draw until it is set available again"
+            )
+            self.store.log(None, "out of the draw", detail)
+            self.log.warning("out of the draw: %s", detail)
+        self._in_draw = available
+
+    async def _set_in_draw(self, available: bool, reason: str) -> None:
+        """Sends `setAvailable(available)`. The record that the worker took the auditor out is
+        written before the transaction, so that a worker stopped in between knows at its next start
+        that the chain's "unavailable" is its own to undo."""
+        if not available:
+            self._record_availability(by_worker=True, reason=reason)
+        try:
+            sent = await self.protocol.registry.set_available(self.identity.account, available)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.log.warning("setAvailable(%s) failed (%s); trying again next tick", str(available).lower(), exc)
+            if not available:
+                self._record_availability(by_worker=False, reason=None)
+            return
+        self._in_draw = available
+        self._switched_at = self._clock()
+        counts = self._availability
+        if available:
+            self._record_availability(by_worker=False, reason=None, ins=int(str(counts.get("ins", 0))) + 1)
+            event, detail = "back in the draw", f"{reason} (setAvailable(true) in {sent.tx_hash})"
+        else:
+            self._record_availability(by_worker=True, reason=reason, outs=int(str(counts.get("outs", 0))) + 1)
+            event, detail = "out of the draw", f"{reason} (setAvailable(false) in {sent.tx_hash})"
+        self.store.log(None, event, detail)
+        self.log.info("%s: %s", event, detail)
+
+    def _record_availability(self, *, by_worker: bool, reason: str | None, **counts: int) -> None:
+        record = dict(self._availability)
+        record.update(by_worker=by_worker, reason=reason, since=self._clock(), **counts)
+        self._availability = record
+        self.store.set_meta_json(AVAILABILITY_KEY, record)
+
+    async def _forecast(self, now: _ChainTime) -> Forecast:
+        wall = self._clock()
+        margin = self.settings.commit_margin_seconds
+        deadlines = [
+            s.commit_deadline - margin
+            for s in self.store.seats([SeatState.DRAWN])
+            if s.key not in self._running and s.commit_deadline > now.timestamp
+        ]
+        expected, upcoming = await self._expected_seats(now.block)
+        window = self._commit_window_seconds or 0
+        return forecast(
+            now=float(now.timestamp),
+            deadlines=deadlines,
+            running_ages=[wall - since for since in self._running.values()],
+            times=self._times,
+            parallel=self.settings.audits_in_parallel,
+            window_seconds=max(window - margin, 0.0),
+            expected_seats=expected,
+            upcoming_seats=upcoming,
+        )
+
+    async def _expected_seats(self, head: int) -> tuple[float, float]:
+        """Seats expected from draws whose randomness block is mined (by this auditor's weight at
+        that block), and from the next draw still ahead if the auditor is in the draw at its block."""
+        tier = int(self.auditor.tier)
+        missing = self._pipeline.sessions_without_size() - set(self._committee_sizes)
+        for session_id in sorted(missing):
+            params = await self.protocol.audit.session_params(session_id)
+            self._committee_sizes[session_id] = int(params[f"committeeSizeTier{tier}"])
+        self._pipeline.set_sizes(self._committee_sizes)
+        fixed = self._pipeline.fixed(head, self.settings.pipeline_blocks)
+        ahead = self._pipeline.next_ahead(head)
+        if not fixed and not ahead:
+            return 0.0, 0.0
+        registry = self.protocol.registry
+        eligible_now = await registry.eligible_stake(tier)
+        members_now = await registry.eligible_count(tier)  # the count at a past block is not kept
+        mine_now = self._stake if self._in_draw else 0
+        expected = 0.0
+        for pending in fixed:
+            block = pending.randomness_block
+            assert block is not None and pending.committee_size is not None
+            if block < head:
+                if block not in self._weights_at:
+                    self._weights_at[block] = (
+                        await registry.draw_weight_at(self._address, block),
+                        await registry.eligible_stake_at(tier, block),
+                    )
+                weight, eligible = self._weights_at[block]
+            else:  # mined in the latest block: the weights now are the weights then
+                weight, eligible = mine_now, eligible_now
+            expected += draw_probability(pending.committee_size, weight, eligible, members_now)
+        # In the draw at that block, whatever the auditor is now.
+        eligible_in = eligible_now - mine_now + self._stake
+        members_in = members_now + (0 if mine_now else 1)
+        upcoming = sum(draw_probability(p.committee_size or 0, self._stake, eligible_in, members_in) for p in ahead)
+        return expected, upcoming
+
+    def _show(self, outlook: Forecast) -> None:
+        """Stores the forecast and the draw state for `trust worker status` when they changed."""
+        shown = (
+            outlook.queued,
+            outlook.running,
+            round(outlook.expected_seats, 1),
+            round(outlook.upcoming_seats, 1),
+            round(outlook.backlog_seconds),
+            round(outlook.audit_seconds, 1),
+            outlook.late,
+            self._in_draw,
+            self._operator_out,
+            self._unavailable,
+        )
+        if shown == self._shown:
+            return
+        self._shown = shown
+        self.store.set_meta_json(
+            CAPACITY_KEY,
+            outlook.to_json()
+            | {
+                "samples": len(self._times.samples),
+                "in_draw": self._in_draw,
+                "operator_out": self._operator_out,
+                "auditor_unavailable": self._unavailable,
+                "backpressure": self.settings.backpressure,
+                "at": self._clock(),
+            },
+        )
+
     # ------------------------------------------------------------------------------------ audit
 
     def _start_audits(self, now: _ChainTime) -> None:
         wall = self._clock()
-        for seat in self.store.seats([SeatState.DRAWN]):
+        # Earliest commit deadline first: the slots (`EdfSlots`) serve waiters by the same order.
+        drawn = sorted(self.store.seats([SeatState.DRAWN]), key=lambda s: (s.commit_deadline, s.key))
+        for seat in drawn:
             if seat.key in self._audits or seat.next_try > wall:
                 continue
             if now.timestamp >= seat.commit_deadline:
                 self._audits[seat.key] = asyncio.create_task(self._recover(seat))
                 continue
+            if self._unavailable is not None:
+                continue  # held until the auditor can work again (or its window closes: `_recover`)
             if seat.envelope_cid is None and self.adversary not in (Adversary.RANDOM, Adversary.COPY):
                 if now.timestamp + self.settings.commit_margin_seconds >= seat.commit_deadline:
                     self._finish(
@@ -293,13 +613,27 @@ class Worker:
 
     async def _audit(self, seat: SeatRecord) -> None:
         try:
-            async with self._slots:
-                await self._attempt(seat, "audit", lambda: self._audit_once(seat))
+            async with self._slots.slot((seat.commit_deadline, seat.key)):
+                slot_at = self._clock()
+                self._running[seat.key] = slot_at
+                try:
+                    await self._attempt(seat, "audit", lambda: self._audit_once(seat, slot_at))
+                finally:
+                    self._running.pop(seat.key, None)
         finally:
             self._audits.pop(seat.key, None)
             self._wake.set()
 
-    async def _audit_once(self, seat: SeatRecord) -> None:
+    def _measured(self, seconds: float) -> None:
+        """One more audit's duration for the estimate, stored at once (a restart starts informed)."""
+        self._times = self._times.with_sample(seconds)
+        self.store.set_meta_json(AUDIT_SECONDS_KEY, self._times.to_json())
+
+    async def _audit_once(self, seat: SeatRecord, slot_at: float) -> None:
+        """Audits the seat. An audit that ends in a verdict (or an abstention) is measured from
+        `slot_at`, when it got its slot: fetching and decrypting and the auditor's time, a shared
+        model server's queue included; the wait for the worker's own slot is what the forecast
+        computes, so it is not counted twice."""
         verdict: Verdict | None = None
         node_id = None
         reply_key = None
@@ -322,6 +656,8 @@ class Worker:
         if self.adversary is not None:
             verdict = adversarial_verdict(self.adversary, verdict)
         assert verdict is not None
+        if self.adversary is None or self.adversary.audits:
+            self._measured(finished_at - slot_at)
         if not verdict.decided:
             self._finish(
                 seat.key, SeatState.ABSTAINED, "abstained", f"not applicable: {verdict.critique}", node_id=node_id
@@ -879,6 +1215,13 @@ class Worker:
         if self._on_event is not None:
             self._on_event(key, event, detail)
         (self.log.warning if warn else self.log.info)("%s %s: %s", key, event, detail)
+
+
+def taken_out_by_worker(store: WorkerStore) -> bool:
+    """Whether the worker of this state file took its auditor out of the draw (backpressure, or an
+    auditor that could not work) and has not put it back: a new run may start and put it back."""
+    record = store.meta_json(AVAILABILITY_KEY)
+    return isinstance(record, dict) and bool(record.get("by_worker"))
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:

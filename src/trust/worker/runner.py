@@ -30,7 +30,7 @@ from trust.settings import Settings
 from trust.storage.kubo import KuboClient
 from trust.toolchain import Toolchain
 from trust.worker.adversary import Adversary, ensure_local_chain
-from trust.worker.daemon import Worker, claim_seat_rewards
+from trust.worker.daemon import Worker, claim_seat_rewards, taken_out_by_worker
 from trust.worker.identity import AuditorIdentity, ensure_registered, resolve_encryption_key
 from trust.worker.store import SeatKey, WorkerStore
 
@@ -124,8 +124,14 @@ async def run_worker(
                 registry=protocol.registry.address,
             )
             identity = AuditorIdentity(account, key, source)
+            path = state_path(settings, identity.address, chain.chain_id)
             info = await ensure_registered(
-                protocol, identity, options.tier, register=options.register, stake_units=options.stake_units
+                protocol,
+                identity,
+                options.tier,
+                register=options.register,
+                stake_units=options.stake_units,
+                unavailable_ok=_taken_out_before(path),
             )
             log.info(
                 "auditor %s: tier %d, stake %s tokens, reputation %.3f, encryption key %s",
@@ -144,7 +150,7 @@ async def run_worker(
             auditor, hook = await _tier_auditor(options.tier, settings, stack, identity.address, log)
             store = stack.enter_context(
                 WorkerStore(
-                    state_path(settings, identity.address, chain.chain_id),
+                    path,
                     chain_id=chain.chain_id,
                     audit_contract=protocol.audit.address,
                     auditor=identity.address,
@@ -166,6 +172,15 @@ async def run_worker(
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+def _taken_out_before(path: Path) -> bool:
+    """Whether the last run of this worker took its auditor out of the draw and left it out (then
+    this run may start on an unavailable auditor and put it back in)."""
+    if not path.is_file():
+        return False
+    with WorkerStore.open_existing(path) as store:
+        return taken_out_by_worker(store)
 
 
 async def withdraw(settings: Settings, account: LocalAccount, *, rpc_url: str | None = None) -> tuple[int, int]:

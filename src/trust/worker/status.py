@@ -13,11 +13,23 @@ from rich.table import Table
 
 from trust.errors import ConfigError
 from trust.settings import Settings
-from trust.worker.store import SeatState, WorkerStore
+from trust.worker.store import AUDIT_SECONDS_KEY, AVAILABILITY_KEY, CAPACITY_KEY, SeatState, WorkerStore
 
 __all__ = ["find_states", "render_status", "status_report"]
 
 _RECENT = 20
+_FORECAST_FIELDS = (
+    "audit_seconds",
+    "measured",
+    "queued",
+    "running",
+    "expected_seats",
+    "upcoming_seats",
+    "backlog_seconds",
+    "window_seconds",
+    "load",
+    "late",
+)
 
 
 def find_states(settings: Settings, address: str | None, data_dir: Path | None) -> list[Path]:
@@ -48,6 +60,9 @@ def status_report(path: Path) -> dict[str, Any]:
         seats = store.seats()
         counts = store.counts()
         recent = store.recent(_RECENT)
+        capacity = store.meta_json(CAPACITY_KEY)
+        availability = store.meta_json(AVAILABILITY_KEY)
+        samples = store.meta_json(AUDIT_SECONDS_KEY)
     rewards = sum(s.reward_wei or 0 for s in seats)
     asked = [s for s in seats if s.reply_key is not None]
     return {
@@ -86,7 +101,50 @@ def status_report(path: Path) -> dict[str, Any]:
             {"at": _when(e.at), "seat": None if e.seat is None else str(e.seat), "event": e.event, "detail": e.detail}
             for e in recent
         ],
+        "capacity": _capacity(capacity, samples),
+        "draw": _draw(capacity, availability),
         "read_at": _when(time.time()),
+    }
+
+
+def _capacity(capacity: Any, samples: Any) -> dict[str, Any] | None:
+    """The worker's last forecast (`trust.worker.capacity.Forecast.to_json`) and when it was made;
+    None before the worker first ran with capacity tracking."""
+    if not isinstance(capacity, dict):
+        return None
+    shown = {k: capacity.get(k) for k in _FORECAST_FIELDS}
+    shown["samples"] = len(samples) if isinstance(samples, list) else 0
+    shown["at"] = _when(capacity.get("at"))
+    return shown
+
+
+def _draw(capacity: Any, availability: Any) -> dict[str, Any] | None:
+    """Whether the auditor is in the committee draw (as the worker last read it), and, when it is
+    out, why and who took it out."""
+    if not isinstance(capacity, dict):
+        return None
+    record = availability if isinstance(availability, dict) else {}
+    in_draw = capacity.get("in_draw")
+    if in_draw is None:
+        by = None
+    elif in_draw:
+        by = None
+    elif record.get("by_worker"):
+        by = "worker"
+    else:
+        by = "operator"
+    reason = record.get("reason") if by == "worker" else None
+    if by == "operator":
+        reason = "set unavailable on chain, not by the worker: it stays out until it is set available again"
+    return {
+        "in_draw": in_draw,
+        "out_by": by,
+        "reason": reason,
+        "since": _when(record.get("since")) if by == "worker" else None,
+        "auditor_unavailable": capacity.get("auditor_unavailable"),
+        "backpressure": capacity.get("backpressure"),
+        "times_out": int(record.get("outs", 0)),
+        "times_in": int(record.get("ins", 0)),
     }
 
 
@@ -97,6 +155,7 @@ def render_status(report: dict[str, Any], console: Console) -> None:
     )
     counts = ", ".join(f"{n} {state}" for state, n in report["seats"].items() if n) or "no seats yet"
     console.print(f"seats: {counts}; rewards claimed: {report['rewards_wei'] / 10**18:.6f} ETH")
+    _render_capacity(report.get("capacity"), report.get("draw"), console)
     reports = report["reports"]
     if any(reports.values()):
         console.print(
@@ -126,3 +185,30 @@ def render_status(report: dict[str, Any], console: Console) -> None:
         for entry in report["recent"]:
             seat = f"{entry['seat']} " if entry["seat"] else ""
             console.print(f"  {entry['at']} {seat}{entry['event']}: {escape(entry['detail'])}", soft_wrap=True)
+
+
+def _render_capacity(capacity: dict[str, Any] | None, draw: dict[str, Any] | None, console: Console) -> None:
+    if capacity is None or draw is None:
+        return
+    source = f"the {capacity['samples']} last audits" if capacity["measured"] else "the tier's default, none measured"
+    load = capacity["load"]
+    console.print(
+        f"capacity: {capacity['audit_seconds']:.1f} s per audit ({source}); {capacity['queued']} queued, "
+        f"{capacity['running']} running, {capacity['expected_seats'] + capacity['upcoming_seats']:.1f} expected "
+        f"from draws in progress; a seat drawn now would be ready in {capacity['backlog_seconds']:.0f} s of "
+        f"{capacity['window_seconds']:.0f} s"
+        + (f" (load {load:.2f})" if load is not None else "")
+        + (f"; [red]{capacity['late']} seats predicted late[/red]" if capacity["late"] else "")
+        + f" (as of {capacity['at']})"
+    )
+    if draw["in_draw"] is None:
+        console.print("draw: not read from the chain yet")
+    elif draw["in_draw"]:
+        console.print("draw: [green]in[/green]" + ("" if draw["backpressure"] else " (backpressure off)"))
+    else:
+        since = f" since {draw['since']}" if draw["since"] else ""
+        console.print(f"draw: [yellow]out[/yellow] (by the {draw['out_by']}{since}): {escape(draw['reason'] or '')}")
+    if draw["auditor_unavailable"]:
+        console.print(f"auditor: [red]cannot take seats[/red]: {escape(draw['auditor_unavailable'])}")
+    if draw["times_out"] or draw["times_in"]:
+        console.print(f"left the draw {draw['times_out']} times, came back {draw['times_in']} times")

@@ -9,6 +9,10 @@ What must survive a crash is written here, and committed with a full fsync (WAL 
   lost"), so a worker killed between commit and reveal reveals after a restart;
 - every step's result (transaction hashes, outcome, reward) and a log of what happened, which
   `trust worker status` reads while the daemon runs (WAL lets a reader in beside the writer);
+- the capacity estimate (the durations of recent audits, `audit_seconds`), whether the worker took
+  itself out of the draw and why (`availability`), and the last capacity figures (`capacity`), as
+  JSON in the `meta` table, so that a restart starts informed and knows an out-of-draw state is
+  its own to undo;
 - a seat's audit report: the verdict's details and evaluation times when it is audited, the
   provider's reply key from its grant, the report's CID once uploaded (before `publishReports` is
   sent, so a restart checks the chain for it instead of publishing twice) and `reported_at` once
@@ -26,6 +30,7 @@ refused, so two wallets or two chains never mix their seats.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,9 +42,26 @@ from typing import Any
 
 from trust.errors import ConfigError
 
-__all__ = ["LogEntry", "SeatKey", "SeatRecord", "SeatState", "WorkerStore"]
+__all__ = [
+    "AUDIT_SECONDS_KEY",
+    "AVAILABILITY_KEY",
+    "CAPACITY_KEY",
+    "LogEntry",
+    "SeatKey",
+    "SeatRecord",
+    "SeatState",
+    "WorkerStore",
+]
 
 SCHEMA_VERSION = 2
+
+AUDIT_SECONDS_KEY = "audit_seconds"
+"""Meta key of the recent audit durations (JSON list of seconds, oldest first)."""
+AVAILABILITY_KEY = "availability"
+"""Meta key of who took the auditor out of the draw and why (JSON object: `by_worker`, `reason`,
+`since`, and how many times the worker went out and came back, `outs` and `ins`)."""
+CAPACITY_KEY = "capacity"
+"""Meta key of the worker's last forecast and draw state, for `trust worker status` (JSON object)."""
 
 
 class SeatState(StrEnum):
@@ -343,6 +365,19 @@ class WorkerStore:
     def meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def meta_json(self, key: str) -> Any:
+        """A JSON value stored with `set_meta_json` (None when absent)."""
+        value = self.meta(key)
+        return None if value is None else json.loads(value)
+
+    def set_meta_json(self, key: str, value: Any) -> None:
+        """Stores a JSON value under `key`, durably (the capacity estimate, the availability record)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value, sort_keys=True)),
+            )
 
     @property
     def identity(self) -> dict[str, str]:
