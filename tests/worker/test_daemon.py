@@ -7,6 +7,7 @@ provider. Every vote goes through the real chain and every segment through IPFS 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -254,3 +255,31 @@ async def test_an_ipfs_outage_is_retried_and_a_seat_that_keeps_failing_is_report
             worker.store.close()
     finally:
         await dead.aclose()
+
+
+async def test_the_start_up_line_says_where_the_scan_starts(
+    network: Network, kubo: KuboClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stopped = asyncio.Event()
+    stopped.set()  # run() logs its start, then returns at once
+    fresh = make_worker(network, kubo, 0, tmp_path / "fresh")
+    from_start = make_worker(network, kubo, 1, tmp_path / "start")
+    from_start.settings = WORKER_SETTINGS.model_copy(update={"start_block": 7})
+    with caplog.at_level(logging.INFO):
+        for worker in (fresh, from_start):
+            await worker.run(stopped)
+    lines = [r.getMessage() for r in caplog.records if ") following " in r.getMessage()]
+    assert len(lines) == 2 and not any("None" in line for line in lines), lines
+    head = WORKER_SETTINGS.log_blocks
+    assert f" - log_blocks {head}, a new state file)" in lines[0] and "from block 0 (head " in lines[0]
+    assert "from the start block 7;" in lines[1]
+    # Once the state file has read some blocks, it goes on after them.
+    await fresh.tick()
+    last = fresh.store.last_block()
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        await fresh.run(stopped)
+    (line,) = [r.getMessage() for r in caplog.records if ") following " in r.getMessage()]
+    assert f"from block {(last or 0) + 1} (the state file read through block {last})" in line
+    for worker in (fresh, from_start):
+        worker.store.close()
