@@ -248,7 +248,7 @@ async def test_trust_submit_losing_the_rpc_for_good_ends_in_one_line_and_resume_
     assert f"lost the RPC at {network.rpc_url} while session {session_id} was running" in errors[0]
     assert f"run `trust submit --resume {session_id}`" in errors[0]
 
-    resumed = _trust(env, "submit", "--resume", str(session_id), *where, "--json")
+    resumed = _trust(env, "submit", "--resume", str(session_id), *where[:4], "--json")
     stdout, stderr = await asyncio.to_thread(resumed.communicate, timeout=300)
     assert resumed.returncode == 0, stderr
     result = json.loads(stdout)

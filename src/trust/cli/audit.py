@@ -23,6 +23,9 @@ from trust.cli.common import (
 
 __all__ = ["audit_segment_cmd", "submit_cmd"]
 
+_DEFAULT_MAX_LATENCY_S = 600.0
+"""How long `trust submit` waits for a verdict unless --max-latency says otherwise."""
+
 
 @app.command("audit-segment")
 def audit_segment_cmd(
@@ -79,7 +82,12 @@ def submit_cmd(
     ipfs_url: Annotated[
         str | None, typer.Option("--ipfs", help="Kubo RPC API URL (default: the local IPFS node)")
     ] = None,
-    max_latency_s: Annotated[float, typer.Option("--max-latency", min=1, help="seconds to wait for the verdict")] = 600,
+    max_latency_s: Annotated[
+        float | None,
+        typer.Option(
+            "--max-latency", min=1, help="seconds to wait for the verdict [default: 600; --resume: as opened]"
+        ),
+    ] = None,
     resume: Annotated[
         int | None, typer.Option("--resume", min=1, help="finish session N opened earlier instead")
     ] = None,
@@ -104,11 +112,17 @@ def submit_cmd(
     if (path is None) == (resume is None):
         raise typer.BadParameter("give a FILE to audit, or --resume SESSION (not both)")
     try:
-        config = AuditConfig(auditor_tiers=tiers or (1, 2, 3), max_latency_ms=int(max_latency_s * 1000))
+        config = AuditConfig(
+            auditor_tiers=tiers or (1, 2, 3),
+            max_latency_ms=int((max_latency_s or _DEFAULT_MAX_LATENCY_S) * 1000),
+        )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    if resume is not None and (agents or steps):
-        raise typer.BadParameter("--resume finishes a session already open: it takes no --agents or --steps")
+    if resume is not None and (agents or steps or tiers):
+        raise typer.BadParameter(
+            "--resume finishes a session already open, with the tiers and options it was opened with: "
+            "it takes no --agents, --steps or --tier"
+        )
     if agents and steps:
         raise typer.BadParameter("--agents reads an agent log and --steps a list of steps: give one of them")
     # The input is read and parsed before the wallet is unlocked or anything is reached: a file that
@@ -130,7 +144,8 @@ def submit_cmd(
     with ProgressBars(err_console) as bars:
         client = TrustClient(url, ipfs_url, account=account, settings=settings, progress=bars)
         if resume is not None:
-            result = client.resume_sync(resume, config)
+            wait_ms = None if max_latency_s is None else int(max_latency_s * 1000)
+            result = client.resume_sync(resume, max_latency_ms=wait_ms)
         elif agents:
             assert agent_log is not None
             result = client.audit_agents_sync(agent_log, config)

@@ -153,15 +153,20 @@ class TrustClient:
         config = config or AuditConfig()
         return await self._decompose_and_audit(lambda: agents_graph(agent_log, config), "agents", "turns", config)
 
-    async def resume(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
+    async def resume(
+        self, session_id: int, config: AuditConfig | None = None, *, max_latency_ms: int | None = None
+    ) -> AuditResult:
         """Finishes a session this provider opened earlier (after `AuditTimeout`, `SessionInterrupted`
-        or a crash). The latency budget (`max_latency_ms`) counts from now.
+        or a crash), with the config it was opened with unless `config` replaces it; `max_latency_ms`
+        replaces only the wait, which counts from now.
 
         A record whose opening was cut off (its session id never confirmed) is found too: the
         session's trace root on chain names it."""
         async with self._connection() as (protocol, kubo):
             record = await self._record_of(protocol, session_id)
             config = config or AuditConfig.model_validate(record.config)
+            if max_latency_ms is not None:
+                config = config.model_copy(update={"max_latency_ms": max_latency_ms})
             driver = self._driver(protocol, kubo, record, config)
             driver.marks["start"] = record.started_at
             await driver.retrying(driver.attach)
@@ -245,8 +250,10 @@ class TrustClient:
     ) -> AuditResult:
         return asyncio.run(self.audit_agents(agent_log, config))
 
-    def resume_sync(self, session_id: int, config: AuditConfig | None = None) -> AuditResult:
-        return asyncio.run(self.resume(session_id, config))
+    def resume_sync(
+        self, session_id: int, config: AuditConfig | None = None, *, max_latency_ms: int | None = None
+    ) -> AuditResult:
+        return asyncio.run(self.resume(session_id, config, max_latency_ms=max_latency_ms))
 
     # ------------------------------------------------------------------ the audit
 
