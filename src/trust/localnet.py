@@ -25,7 +25,7 @@ import logging
 import os
 import secrets
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,6 +125,9 @@ class LocalNetwork:
     """Anvil keeps its chain in `<folder>/anvil-state.json` (written when it stops), so that
     `stop_anvil` then `start_anvil` bring the same chain back on the same port, as a restarted
     devnet does: for tests of a provider or a worker losing its RPC for a while."""
+    worker_env: Mapping[str, str] = field(default_factory=dict)
+    """Further `TRUST_*` settings of every worker (a benchmark's switches, such as
+    `TRUST_WORKER__BACKPRESSURE`), applied after the network's own."""
     settings: Settings = field(init=False)
     provider: LocalAccount = field(init=False)
     auditors: list[AuditorAccount] = field(init=False, default_factory=list)
@@ -284,6 +287,7 @@ class LocalNetwork:
                 env["TRUST_AUDITOR_LLM__API_KEY"] = self.llm.api_key
             if self._model is not None:
                 env["TRUST_WORKER__AUDITS_IN_PARALLEL"] = "1"
+        env |= self.worker_env
         return worker_environment(base, env, review)
 
     def _spawn(self, spec: WorkerSpec, auditor: AuditorAccount) -> _Worker:
