@@ -126,12 +126,13 @@ def test_an_unmeasured_default_counts_for_at_most_a_quarter_of_the_window() -> N
         window_seconds=40.0,
         upcoming_seats=2.0,
     )
-    assert outlook.audit_seconds == 10.0 and outlook.backlog_seconds == 30.0 and not outlook.measured
+    assert outlook.audit_seconds == 10.0 and outlook.backlog_seconds == 30.0
+    assert not outlook.measured and outlook.basis == "default"
     # A running audit older than that still raises it: it has taken that long.
     running = forecast(
         now=0.0, deadlines=[], running_ages=[25.0], times=AuditTimes((), 300.0), parallel=1, window_seconds=40.0
     )
-    assert running.audit_seconds == 25.0
+    assert running.audit_seconds == 25.0 and running.basis == "running"
 
 
 def test_the_draw_probability_bounds_the_chance_of_a_seat_from_above() -> None:

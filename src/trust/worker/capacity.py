@@ -229,7 +229,7 @@ class Forecast:
     """What the worker expects of its next minutes (seconds; see `forecast`)."""
 
     audit_seconds: float
-    measured: bool  # False: `audit_seconds` is still the tier's prior
+    basis: str  # where `audit_seconds` comes from: "measured", "default" (the tier's) or "running"
     queued: int  # seats held that wait for a slot or for their key envelope
     running: int  # audits in flight
     expected_seats: float  # seats expected from draws whose randomness block is mined
@@ -237,6 +237,11 @@ class Forecast:
     backlog_seconds: float  # until one more seat drawn now would be ready
     window_seconds: float  # the commit window less the commit margin
     late: int  # seats held that are predicted to be ready after their deadline
+
+    @property
+    def measured(self) -> bool:
+        """Whether the estimate rests on measured audits (or a running one), not on the default."""
+        return self.basis != "default"
 
     @property
     def busy(self) -> bool:
@@ -252,6 +257,7 @@ class Forecast:
         return {
             "audit_seconds": round(self.audit_seconds, 2),
             "measured": self.measured,
+            "basis": self.basis,
             "queued": self.queued,
             "running": self.running,
             "expected_seats": round(self.expected_seats, 2),
@@ -297,11 +303,14 @@ def forecast(
     any audit is measured the tier's default counts for at most `UNMEASURED_WINDOW_SHARE` of the
     window.
     """
-    seconds = times.seconds(running_ages)
+    estimate = times.estimate_seconds
     if not times.measured:
         # A default that no audit has confirmed must not keep a worker out of every draw (it would
         # never measure one): until the first measurement, at most a share of the window.
-        seconds = min(seconds, max(window_seconds * UNMEASURED_WINDOW_SHARE, max(running_ages, default=0.0)))
+        estimate = min(estimate, window_seconds * UNMEASURED_WINDOW_SHARE)
+    oldest = max(running_ages, default=0.0)
+    seconds = max(estimate, oldest)
+    basis = "running" if oldest > estimate else "measured" if times.measured else "default"
     slots = [max(seconds - age, 0.0) for age in running_ages][:parallel]
     slots += [0.0] * (parallel - len(slots))
     heapq.heapify(slots)
@@ -315,7 +324,7 @@ def forecast(
     backlog = _level(list(slots), (expected_seats + upcoming_seats) * seconds) + seconds
     return Forecast(
         audit_seconds=seconds,
-        measured=times.measured,
+        basis=basis,
         queued=len(deadlines),
         running=len(running_ages),
         expected_seats=expected_seats,
@@ -356,7 +365,11 @@ def _backlog_reason(outlook: Forecast) -> str:
     held = f"{outlook.queued} queued and {outlook.running} running"
     coming = outlook.expected_seats + outlook.upcoming_seats
     expected = f", {coming:.1f} more expected from draws in progress" if coming >= _SOME_SEAT else ""
-    source = "" if outlook.measured else " (not measured yet: the tier's default)"
+    source = {
+        "measured": "",
+        "default": " (none measured yet: the tier's default)",
+        "running": " (as long as the running audit has taken so far)",
+    }[outlook.basis]
     return (
         f"backlog: a seat drawn now would be ready in {outlook.backlog_seconds:.0f} s of the "
         f"{outlook.window_seconds:.0f} s its commit window leaves ({held}{expected}, "

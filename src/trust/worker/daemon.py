@@ -416,7 +416,13 @@ class Worker:
             # (a draw may be near), in can wait a health check.
             if not self._availability.get("by_worker") or wall - self._switched_at < self.settings.health_check_seconds:
                 return
-            await self._set_in_draw(True, "it can audit a seat drawn now in time" if self._unavailable is None else "")
+            reason = (
+                f"a seat drawn now would be ready in {outlook.backlog_seconds:.0f} s of the "
+                f"{outlook.window_seconds:.0f} s its commit window leaves"
+                if outlook.busy
+                else "nothing queued, running or expected"
+            )
+            await self._set_in_draw(True, reason)
         else:
             await self._set_in_draw(False, decision.reason or "")
 
@@ -620,6 +626,13 @@ class Worker:
                     await self._attempt(seat, "audit", lambda: self._audit_once(seat, slot_at))
                 finally:
                     self._running.pop(seat.key, None)
+                if self.store.seat(seat.key).state is SeatState.DRAWN:
+                    # The attempt failed: a slow failure (a model that answered garbage for a minute)
+                    # says as much about the auditor's speed as a verdict; a quick one (a refused
+                    # connection) says nothing.
+                    spent = self._clock() - slot_at
+                    if spent > self._times.estimate_seconds:
+                        self._measured(spent)
         finally:
             self._audits.pop(seat.key, None)
             self._wake.set()
