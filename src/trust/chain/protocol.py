@@ -641,6 +641,25 @@ class RegistryContract:
         fn = self.contract.functions.drawWeightAt(to_checksum_address(account), block_number)
         return int(await self.chain.call(fn))
 
+    async def forfeits(self, from_block: int = 0, *, to_block: int | None = None) -> list[tuple[str, int, str, int]]:
+        """`StakeForfeited` events: (auditor, amount in token base units, reason, block), in chain
+        order. The registry's reasons: "no reveal" (a silent seat) and "vote against consensus"."""
+        event = self.contract.events.StakeForfeited()
+        try:
+            logs = await event.get_logs(from_block=from_block, to_block="latest" if to_block is None else to_block)
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(f"reading StakeForfeited from {self.chain.rpc_url} failed: {exc}") from exc
+        logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))
+        return [
+            (
+                to_checksum_address(log["args"]["auditor"]),
+                int(log["args"]["amount"]),
+                str(log["args"]["reason"]),
+                int(log["blockNumber"]),
+            )
+            for log in logs
+        ]
+
     async def availability_changes(
         self, from_block: int = 0, *, to_block: int | None = None
     ) -> list[tuple[str, bool, int]]:

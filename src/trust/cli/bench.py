@@ -266,6 +266,48 @@ def bench_e2e_cmd(
     print(json.dumps(bench.summary()), flush=True)
 
 
+@bench_app.command("load")
+def bench_load_cmd(
+    traces: Annotated[int, typer.Option("--traces", min=1, max=64, help="sound traces submitted at once")] = 10,
+    workers: Annotated[int, typer.Option("--workers", min=3, max=32, help="tier-2 workers (one model server)")] = 8,
+    backpressure: Annotated[
+        bool, typer.Option("--backpressure/--no-backpressure", help="the workers leave the draw when overloaded")
+    ] = True,
+    randomness_delay_blocks: Annotated[
+        int, typer.Option(min=1, max=128, help="blocks from a session's opening to its draw's randomness")
+    ] = 20,
+    epoch_traces: Annotated[
+        int, typer.Option(min=1, max=1024, help="traces per gateway epoch (one session each epoch)")
+    ] = 16,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="run the network in this folder and keep it (workers' logs)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print only the final JSON line")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Traces at once through the gateway against tier-2 workers sharing one model server: per trace
+    the verdict and latency; seats drawn, committed in time and missed per honest worker, forfeits,
+    draw exits and returns, segments left without a committee; ends with one JSON line."""
+    from trust.bench.load import render, run_load_benchmark
+
+    with err_console.status("load benchmark") as status:
+        bench = asyncio.run(
+            run_load_benchmark(
+                settings_for(home),
+                traces=traces,
+                workers=workers,
+                backpressure=backpressure,
+                randomness_delay_blocks=randomness_delay_blocks,
+                epoch_traces=epoch_traces,
+                folder=keep,
+                progress=status.update,
+            )
+        )
+    if not as_json:
+        render(bench, console)
+    print(json.dumps(bench.summary()), flush=True)
+
+
 @bench_app.command("byzantine")
 def bench_byzantine_cmd(
     segments: Annotated[int, typer.Option("--segments", min=10, help="tier-1 segments audited per rho")] = 200,
