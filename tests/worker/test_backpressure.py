@@ -173,6 +173,10 @@ async def test_a_slow_worker_leaves_the_draw_while_its_backlog_would_miss_the_wi
     assert worker.audit_times.measured and worker.audit_times.estimate_seconds >= AUDIT_SECONDS
     report = status_report(worker.store.path)
     assert report["draw"] == report["draw"] | {"in_draw": True, "out_by": None, "times_out": 1, "times_in": 1}
+    # Seven 2-s audits one at a time cannot all fit the 14 s from the draw: the last is missed, and
+    # the status says why.
+    missed = [p for p in report["problems"] if p["state"] == "missed"]
+    assert missed and all("commit window closed" in (p["reason"] or "") for p in missed), missed
     assert report["capacity"]["measured"] and report["capacity"]["samples"] == len(worker.audit_times.samples)
 
 

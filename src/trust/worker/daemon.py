@@ -1219,7 +1219,10 @@ class Worker:
 
     def _finish(self, key: SeatKey, state: SeatState, event: str, detail: str, **changes: object) -> None:
         self.store.update(
-            key, state=state, last_error=detail if state in (SeatState.FAILED, SeatState.REJECTED) else None, **changes
+            key,
+            state=state,
+            last_error=detail if state in (SeatState.FAILED, SeatState.REJECTED, SeatState.MISSED) else None,
+            **changes,
         )
         self._say(key, event, detail, warn=state in (SeatState.FAILED, SeatState.REJECTED, SeatState.MISSED))
 

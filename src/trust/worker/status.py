@@ -191,10 +191,11 @@ def render_status(report: dict[str, Any], console: Console) -> None:
 def _render_capacity(capacity: dict[str, Any] | None, draw: dict[str, Any] | None, console: Console) -> None:
     if capacity is None or draw is None:
         return
+    basis = capacity.get("basis") or ("measured" if capacity.get("measured") else "default")
     source = {
         "measured": f"the {capacity['samples']} last audits",
         "running": "as long as the running audit has taken so far",
-    }.get(str(capacity.get("basis")), "the tier's default, none measured")
+    }.get(str(basis), "the tier's default, none measured")
     load = capacity["load"]
     console.print(
         f"capacity: {capacity['audit_seconds']:.1f} s per audit ({source}); {capacity['queued']} queued, "
