@@ -9,6 +9,7 @@ Servers that misbehave for real (die by a signal on their first request, answer 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -35,7 +36,7 @@ from trust.auditors.local_model import (
     build_cpu_features,
     check_cpu,
 )
-from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, llm_auditor
+from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, audit_once, llm_auditor
 from trust.errors import ConfigError, LlmError
 from trust.graphs.hdag import HdagNode, Level
 from trust.graphs.llm_decompose import ChatMessage
@@ -304,3 +305,32 @@ async def test_a_configured_endpoint_is_unavailable_while_its_host_refuses_conne
     assert reason is not None
     assert f"the model endpoint http://127.0.0.1:{port}/v1 cannot be reached (127.0.0.1:{port}:" in reason
     assert not (tmp_path / "llm").exists()  # no embedded server for a configured endpoint
+
+
+def _private_servers() -> set[int]:
+    """Pids of model servers running in a private temporary folder (`audit_once`'s)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(entry / "cwd")
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if b"llama_cpp.server" in command and Path(cwd).name.startswith("trust-llm-"):
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+async def test_a_one_off_audit_leaves_no_server_behind(tmp_path: Path) -> None:
+    """`trust audit-segment --tier 2` (`audit_once`) uses the home's server when one runs; otherwise
+    its own, stopped when it is done, never a server left running in the home."""
+    settings = Settings(home=tmp_path)
+    before = _private_servers()
+    request = AuditRequest(HdagNode("s1", Level.STEP, "17 * 23 = 391.", domain="math"), ())
+    with contextlib.suppress(LlmError):  # the weak judge's answer may not pass validation; not the point
+        await audit_once(request, 2, settings)
+    assert ModelServerHome.from_settings(settings).running() is None
+    assert not (tmp_path / "llm" / STATE_FILE).exists()
+    assert _private_servers() <= before

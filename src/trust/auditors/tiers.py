@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
@@ -97,12 +99,16 @@ def _endpoint_probe(base_url: str, timeout_seconds: float) -> Callable[[], Await
     return probe
 
 
-async def llm_auditor(settings: Settings, stack: AsyncExitStack, log: logging.Logger | None = None) -> Auditor:
+async def llm_auditor(
+    settings: Settings, stack: AsyncExitStack, log: logging.Logger | None = None, *, share_server: bool = True
+) -> Auditor:
     """The tier-2 auditor on the configured endpoint, or on the home's embedded model server.
 
     With no endpoint configured, the home's shared server (`<home>/llm`) is used, started detached
     when none runs; the client follows its record (a restart on another port), and `unavailable()`
     says why while it is down, so that the worker stays out of the draw instead of failing seats.
+    `share_server` False is for one-off commands: when the home runs no server, a private one is
+    started in a temporary folder and stopped when `stack` closes, rather than left running.
     """
     from trust.auditors.llm import LlmAuditor
     from trust.auditors.local_model import LocalModelServer, ModelServerHome
@@ -112,8 +118,15 @@ async def llm_auditor(settings: Settings, stack: AsyncExitStack, log: logging.Lo
         client = await stack.enter_async_context(LlmClient(settings.auditor_llm))
         probe = _endpoint_probe(str(settings.auditor_llm.base_url), AVAILABILITY_PROBE_TIMEOUT_SECONDS)
     else:
-        # Not entered on the stack: the server is the home's, and outlives this worker.
-        server = await asyncio.to_thread(LocalModelServer.from_settings, settings)
+        if share_server:
+            # Not entered on the stack: the server is the home's, and outlives this worker.
+            server = await asyncio.to_thread(LocalModelServer.from_settings, settings)
+        else:
+            found = await asyncio.to_thread(ModelServerHome.from_settings(settings).running)
+            if found is None:
+                folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="trust-llm-"))
+                found = await stack.enter_async_context(await asyncio.to_thread(LocalModelServer.start, Path(folder)))
+            server = found
         home = ModelServerHome(server.directory)
         client = await stack.enter_async_context(home.client())
 
@@ -122,8 +135,8 @@ async def llm_auditor(settings: Settings, stack: AsyncExitStack, log: logging.Lo
 
         if log is not None:
             log.warning(
-                "tier 2 runs on the embedded SmolLM2-135M model at %s (pid %d, log %s), the home's shared server: "
-                "it proves the wiring, not the verdicts; set TRUST_AUDITOR_LLM__BASE_URL and "
+                "tier 2 runs on the embedded SmolLM2-135M model at %s (pid %d, log %s): it proves the wiring, "
+                "not the verdicts; set TRUST_AUDITOR_LLM__BASE_URL and "
                 "TRUST_AUDITOR_LLM__MODEL for a real judge",
                 server.base_url,
                 server.pid,
@@ -164,7 +177,7 @@ async def audit_once(request: AuditRequest, tier: int, settings: Settings) -> Ve
         return await computational_auditor(settings.worker.sandbox).audit(request)
     if tier == Tier.LLM:
         async with AsyncExitStack() as stack:
-            return await (await llm_auditor(settings, stack)).audit(request)
+            return await (await llm_auditor(settings, stack, share_server=False)).audit(request)
     raise ConfigError(
         "tier 3 is a person: run `trust worker run --tier 3` and vote on its review page; "
         f"audit-segment runs tier 1 or 2, not {tier}"
