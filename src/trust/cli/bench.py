@@ -16,6 +16,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["bench_app"]
+
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
 
 

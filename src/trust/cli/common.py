@@ -11,6 +11,20 @@ from rich.console import Console
 
 from trust.settings import Settings
 
+__all__ = [
+    "HomeOption",
+    "PasswordFileOption",
+    "PredictionsOption",
+    "RpcOption",
+    "TierOption",
+    "console",
+    "err_console",
+    "keystore_address",
+    "keystore_password",
+    "settings_for",
+    "write_lines",
+]
+
 console = Console()
 
 

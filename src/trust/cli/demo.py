@@ -14,6 +14,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["demo_cmd"]
+
 
 @app.command("demo")
 def demo_cmd(

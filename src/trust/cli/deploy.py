@@ -18,6 +18,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["deploy_cmd"]
+
 
 @app.command("deploy")
 def deploy_cmd(

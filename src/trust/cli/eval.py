@@ -18,6 +18,8 @@ from trust.cli.common import (
     write_lines,
 )
 
+__all__ = ["eval_app", "eval_processbench_cmd", "eval_whowhen_cmd"]
+
 eval_app = typer.Typer(help="Score the audit pipeline on public evaluation data.", no_args_is_help=True)
 
 

@@ -17,6 +17,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["gateway_cmd"]
+
 
 @app.command("gateway")
 def gateway_cmd(

@@ -17,6 +17,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["graph_app", "graph_hdag_cmd", "graph_localize_cmd"]
+
 graph_app = typer.Typer(
     help="Reasoning graphs: decompose traces into HDAGs, localize faults in agent logs.", no_args_is_help=True
 )

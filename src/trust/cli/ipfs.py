@@ -14,6 +14,8 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = ["ipfs_app", "ipfs_down_cmd", "ipfs_up_cmd"]
+
 ipfs_app = typer.Typer(help="The local IPFS node (Helia behind the Kubo RPC API).", no_args_is_help=True)
 
 

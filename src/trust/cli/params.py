@@ -18,6 +18,17 @@ from trust.cli.common import (
     settings_for,
 )
 
+__all__ = [
+    "ParamFile",
+    "params_app",
+    "params_check_cmd",
+    "params_paper_cmd",
+    "params_pass_probability_cmd",
+    "params_recommend_cmd",
+    "params_show_cmd",
+    "params_simulate_cmd",
+]
+
 params_app = typer.Typer(
     help="Protocol parameters: those in force on chain, and the Safety-Profitability checks of paper section 4.",
     no_args_is_help=True,

@@ -23,6 +23,8 @@ from trust.cli.common import (
 if TYPE_CHECKING:
     from trust.worker.stake import StakePosition, UnstakeRequest
 
+__all__ = ["worker_app"]
+
 worker_app = typer.Typer(
     help="The auditor worker: audits its seats with its own wallet and votes in time.", no_args_is_help=True
 )
