@@ -19,6 +19,7 @@ from trust.auditors.base import Auditor, AuditRequest, CheckResult, Verdict
 from trust.auditors.checks import ArithmeticCheck
 from trust.auditors.computational import ComputationalAuditor
 from trust.chain.client import ChainClient
+from trust.chain.types import SegmentStatus
 from trust.chain.wallets import load_keystore
 from trust.delivery import deliver_keys, store_trace
 from trust.errors import ConfigError
@@ -53,16 +54,20 @@ SETTINGS = WORKER_SETTINGS.model_copy(
 
 class SlowArithmetic:
     """A tier-1 check that takes `seconds` of wall time before exact arithmetic answers: an
-    auditor as slow as a model under load."""
+    auditor as slow as a model under load. Counts the checks it started and finished."""
 
     name = "slow arithmetic"
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
+        self.started = 0
+        self.finished = 0
         self._exact = ArithmeticCheck()
 
     async def check(self, request: AuditRequest) -> CheckResult:
+        self.started += 1
         await asyncio.sleep(self.seconds)
+        self.finished += 1
         return await self._exact.check(request)
 
 
@@ -173,9 +178,14 @@ async def test_a_slow_worker_leaves_the_draw_while_its_backlog_would_miss_the_wi
     assert worker.audit_times.measured and worker.audit_times.estimate_seconds >= AUDIT_SECONDS
     report = status_report(worker.store.path)
     assert report["draw"] == report["draw"] | {"in_draw": True, "out_by": None, "times_out": 1, "times_in": 1}
+
+    async def settled() -> bool:
+        return not worker.store.seats([SeatState.DRAWN, SeatState.VOTED])
+
     # Seven 2-s audits one at a time cannot all fit the 14 s from the draw: the last is missed, and
     # the status says why.
-    missed = [p for p in report["problems"] if p["state"] == "missed"]
+    await tick_until(worker, settled, timeout=30)
+    missed = [p for p in status_report(worker.store.path)["problems"] if p["state"] == "missed"]
     assert missed and all("commit window closed" in (p["reason"] or "") for p in missed), missed
     assert report["capacity"]["measured"] and report["capacity"]["samples"] == len(worker.audit_times.samples)
 
@@ -332,5 +342,48 @@ async def test_a_worker_leaves_before_the_draw_of_a_session_it_could_not_audit_i
         await chain.rpc("evm_mine", [])
     drawn = audit.committees_in(await audit.assign_auditors(network.provider, session_id, range(7)))
     assert drawn == []  # the other two auditors cannot seat a committee of three
-    await worker.tick()
+    # Each failed draw fixes a new randomness block. The worker stays out through the redraws (back
+    # in at one of those blocks, it would be drawn for all seven): ticked while the new block is
+    # mined and the draw not yet made, and while the next one is ahead.
+    for _attempt in (2, 3):
+        block = (await audit.segment(session_id, 0)).randomness_block
+        for _ in range(3):
+            await worker.tick()
+            await asyncio.sleep(SETTINGS.health_check_seconds)
+        while await chain.block_number() <= block:
+            await chain.rpc("evm_mine", [])
+        for _ in range(3):
+            await worker.tick()
+            await asyncio.sleep(SETTINGS.health_check_seconds)
+        assert not await on_chain(network, worker)
+        assert audit.committees_in(await audit.assign_auditors(network.provider, session_id, range(7))) == []
+    # The third failure leaves every segment undetermined: nothing is coming, and the worker is back.
+    statuses = {(await audit.segment(session_id, i)).status for i in range(7)}
+    assert statuses == {SegmentStatus.UNDETERMINED}
+
+    async def back() -> bool:
+        return await on_chain(network, worker)
+
+    await tick_until(worker, back, timeout=20)
+    assert draw_log(worker) == ["out of the draw", "back in the draw"]
     assert worker.store.seats() == []  # never drawn: no seat to miss
+
+
+async def test_an_audit_stops_at_its_commit_deadline_and_a_seat_past_it_is_not_audited(
+    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker]
+) -> None:
+    """A check slower than the whole commit window: the first audit is cut when its window closes,
+    and the six seats that waited behind it (their windows closed too) are recorded as missed
+    without being audited."""
+    slow = SlowArithmetic(seconds=60.0)
+    worker = worker_of(network, kubo, tmp_path, ComputationalAuditor([slow]))
+    closing.append(worker)
+    await submit(network, kubo, products())
+
+    async def all_missed() -> bool:
+        return len(worker.store.seats([SeatState.MISSED])) == 7
+
+    await tick_until(worker, all_missed, timeout=40)
+    await worker.wait_idle()
+    assert (slow.started, slow.finished) == (1, 0)
+    assert not [e for e in worker.store.recent(500) if e.event == "voted"]

@@ -410,21 +410,12 @@ def render(bench: LoadBench, console: Console) -> None:
         table.add_row(str(run.index), run.status, run.verdict or "-", nodes, f"{run.latency_s:.1f}")
     console.print(table)
     workers = Table(title=f"honest workers (commit window {bench.commit_window_s} s, tier 2: {bench.model})")
-    for column in (
-        "auditor",
-        "tier",
-        "seats",
-        "in time",
-        "missed",
-        "forfeited: no reveal",
-        "against consensus",
-        "left draw",
-        "back in",
-    ):
+    # Short headers: the table fits 80 columns. Forfeits: silent = no reveal, vote = against consensus.
+    for column in ("auditor", "tier", "seats", "in time", "missed", "lost: silent", "lost: vote", "out", "in"):
         workers.add_column(column, justify="left" if column == "auditor" else "right")
     for w in sorted(bench.workers, key=lambda w: (w.tier, w.address)):
         workers.add_row(
-            w.address,
+            f"{w.address[:10]}…",
             str(w.tier),
             str(w.seats),
             str(w.committed),

@@ -189,6 +189,7 @@ class Worker:
         self._weights_at: dict[int, tuple[int, int]] = {}  # randomness block -> (own weight, tier's)
         self._committee_sizes: dict[int, int] = {}  # session -> this tier's committee size
         self._outlook: Forecast | None = None
+        self._chain_seen = (0.0, self._clock())  # (chain timestamp, local clock) of the last tick
         self._shown: tuple[object, ...] | None = None
         self._settled_sessions: set[int] = set()
         self._wake = asyncio.Event()  # set when an audit finishes: its vote is committed at once
@@ -264,6 +265,9 @@ class Worker:
     async def tick(self) -> None:
         """One pass over the chain and every open seat."""
         now = await self._chain_time()
+        # Never backwards: the latest block may be older than a time already reckoned from an
+        # earlier one (blocks come every few seconds), and a deadline once passed stays passed.
+        self._chain_seen = (max(float(now.timestamp), self._chain_now()), self._clock())
         await self._scan(now.block)
         await self._steer(now)
         self._start_audits(now)
@@ -541,7 +545,15 @@ class Worker:
         eligible_now = await registry.eligible_stake(tier)
         members_now = await registry.eligible_count(tier)  # the count at a past block is not kept
         mine_now = self._stake if self._in_draw else 0
+        # Seats of draws this auditor would be in if it were in the draw at their block.
+        eligible_in = eligible_now - mine_now + self._stake
+        members_in = members_now + (0 if mine_now else 1)
+
+        def if_in(committee_size: int) -> float:
+            return draw_probability(committee_size, self._stake, eligible_in, members_in)
+
         expected = 0.0
+        upcoming = sum(if_in(p.committee_size or 0) for p in ahead)
         for pending in fixed:
             block = pending.randomness_block
             assert block is not None and pending.committee_size is not None
@@ -554,11 +566,14 @@ class Worker:
                 weight, eligible = self._weights_at[block]
             else:  # mined in the latest block: the weights now are the weights then
                 weight, eligible = mine_now, eligible_now
-            expected += draw_probability(pending.committee_size, weight, eligible, members_now)
-        # In the draw at that block, whatever the auditor is now.
-        eligible_in = eligible_now - mine_now + self._stake
-        members_in = members_now + (0 if mine_now else 1)
-        upcoming = sum(draw_probability(p.committee_size or 0, self._stake, eligible_in, members_in) for p in ahead)
+            if weight > 0:
+                expected += draw_probability(pending.committee_size, weight, eligible, members_now)
+            else:
+                # Out of the draw at that block: drawn without it, the segment leaves; but when the
+                # tier is short (everyone left), the draw fails and comes back with a new block,
+                # which it would join if it were back in. Counted as coming, so that a worker does
+                # not slip back in between the attempts of the draw it left.
+                upcoming += if_in(pending.committee_size)
         return expected, upcoming
 
     def _show(self, outlook: Forecast) -> None:
@@ -597,10 +612,11 @@ class Worker:
         wall = self._clock()
         # Earliest commit deadline first: the slots (`EdfSlots`) serve waiters by the same order.
         drawn = sorted(self.store.seats([SeatState.DRAWN]), key=lambda s: (s.commit_deadline, s.key))
+        chain_now = self._chain_now()
         for seat in drawn:
             if seat.key in self._audits or seat.next_try > wall:
                 continue
-            if now.timestamp >= seat.commit_deadline:
+            if chain_now >= seat.commit_deadline:
                 self._audits[seat.key] = asyncio.create_task(self._recover(seat))
                 continue
             if self._unavailable is not None:
@@ -617,9 +633,19 @@ class Worker:
                 continue
             self._audits[seat.key] = asyncio.create_task(self._audit(seat))
 
+    def _chain_now(self) -> float:
+        """The chain's time now (seconds): the latest block's timestamp as the last tick read it,
+        plus the local time since. The next block's timestamp is at least this."""
+        timestamp, seen_at = self._chain_seen
+        return timestamp + (self._clock() - seen_at)
+
     async def _audit(self, seat: SeatRecord) -> None:
         try:
             async with self._slots.slot((seat.commit_deadline, seat.key)):
+                if self._chain_now() >= seat.commit_deadline:
+                    # Its window closed while it waited for a slot: the slot goes to a seat that can
+                    # still make it, and the next tick records this one (`_recover`: missed).
+                    return
                 slot_at = self._clock()
                 self._running[seat.key] = slot_at
                 try:
@@ -664,7 +690,12 @@ class Worker:
             deadline = seat.commit_deadline - self.settings.commit_margin_seconds
             request = replace(request, deadline=float(deadline), seat=str(seat.key))
             started_at = self._clock()  # the evaluation itself, as the seat's report states it
-            verdict = await self.auditor.audit(request)
+            # A verdict after the commit window is worth nothing: the audit gives up then (a
+            # `TimeoutError`, retried until the next tick finds the window closed and records the
+            # seat as missed), and its slot goes to the next seat.
+            verdict = await asyncio.wait_for(
+                self.auditor.audit(request), timeout=max(0.0, seat.commit_deadline - self._chain_now())
+            )
         finished_at = self._clock()
         if self.adversary is not None:
             verdict = adversarial_verdict(self.adversary, verdict)
