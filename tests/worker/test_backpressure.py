@@ -370,7 +370,7 @@ async def test_a_worker_leaves_before_the_draw_of_a_session_it_could_not_audit_i
 
 
 async def test_an_audit_stops_at_its_commit_deadline_and_a_seat_past_it_is_not_audited(
-    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker]
+    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker], caplog: pytest.LogCaptureFixture
 ) -> None:
     """A check slower than the whole commit window: the first audit is cut when its window closes,
     and the six seats that waited behind it (their windows closed too) are recorded as missed
@@ -383,7 +383,10 @@ async def test_an_audit_stops_at_its_commit_deadline_and_a_seat_past_it_is_not_a
     async def all_missed() -> bool:
         return len(worker.store.seats([SeatState.MISSED])) == 7
 
-    await tick_until(worker, all_missed, timeout=40)
-    await worker.wait_idle()
+    with caplog.at_level(logging.WARNING, logger=worker.log.name):
+        await tick_until(worker, all_missed, timeout=40)
+        await worker.wait_idle()
     assert (slow.started, slow.finished) == (1, 0)
     assert not [e for e in worker.store.recent(500) if e.event == "voted"]
+    stopped = [r.getMessage() for r in caplog.records if "audit failed" in r.getMessage()]
+    assert stopped and "no verdict before the commit window closed" in stopped[0], stopped

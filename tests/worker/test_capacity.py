@@ -185,6 +185,7 @@ def test_the_pipeline_follows_registrations_redraws_escalations_and_draws_of_its
     assert (waiting.segment_id, waiting.randomness_block) == (1, 15)
     assert pipeline.fixed(15, 64) == [waiting.__class__(1, 1, 0, 3, 15)]
     assert pipeline.fixed(100, 64) == []  # nobody drew it for 85 blocks: left out
+    assert pipeline.sessions() == {1}
     # Its last attempt fails: no new block, it is gone (undetermined).
     pipeline.apply([_event(DrawEventKind.UNAVAILABLE, 16, 0, 1, 1, attempt=3)])
     assert len(pipeline) == 0
@@ -201,6 +202,23 @@ def test_the_pipeline_follows_registrations_redraws_escalations_and_draws_of_its
     assert len(pipeline) == 1
     pipeline.apply([], drawn=[(1, 2, 1)])
     assert len(pipeline) == 0
+
+
+def test_the_pipeline_forgets_draws_older_than_a_block() -> None:
+    pipeline = DrawPipeline(tier=1)
+    pipeline.apply(
+        [
+            _event(DrawEventKind.OPENED, 5, 0, 1, randomness_block=7),
+            _event(DrawEventKind.REGISTERED, 5, 1, 1, 0, tier=1),
+            _event(DrawEventKind.OPENED, 50, 0, 2, randomness_block=52),
+            _event(DrawEventKind.REGISTERED, 50, 1, 2, 0, tier=1),
+        ]
+    )
+    pipeline.prune(30)
+    assert pipeline.sessions() == {2}
+    # A late registration of the forgotten session finds no block: not kept.
+    pipeline.apply([_event(DrawEventKind.REGISTERED, 60, 0, 1, 1, tier=1)])
+    assert pipeline.sessions() == {2}
 
 
 def test_a_segment_registered_before_its_session_event_gets_the_block_when_it_comes() -> None:

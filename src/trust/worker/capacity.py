@@ -188,6 +188,27 @@ class DrawPipeline:
             waiting = self._pending.get((session_id, segment_id))
             if waiting is not None and waiting.round <= round_id:
                 del self._pending[(session_id, segment_id)]
+        # A registration whose session opened before what this pipeline remembers: its randomness
+        # block is long past.
+        self._pending = {
+            key: p
+            for key, p in self._pending.items()
+            if p.randomness_block is not None or p.session_id in self._session_blocks
+        }
+
+    def prune(self, oldest_block: int) -> None:
+        """Forgets segments and sessions whose randomness block is older than `oldest_block`: they
+        no longer count, and the worker runs for days."""
+        self._pending = {
+            key: p
+            for key, p in self._pending.items()
+            if p.randomness_block is None or p.randomness_block >= oldest_block
+        }
+        self._session_blocks = {s: b for s, b in self._session_blocks.items() if b >= oldest_block}
+
+    def sessions(self) -> set[int]:
+        """The sessions with a segment in the pipeline."""
+        return {p.session_id for p in self._pending.values()}
 
     def sessions_without_size(self) -> set[int]:
         """Sessions with a round-0 segment whose committee size is not known yet."""

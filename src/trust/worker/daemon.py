@@ -95,6 +95,9 @@ from trust.worker.store import (
 
 __all__ = ["TRANSIENT_ERRORS", "Worker", "claim_seat_rewards", "taken_out_by_worker"]
 
+_RANDOMNESS_WINDOW_BLOCKS = 256
+"""How long a randomness block can be read (`blockhash`): a draw later than that fixes a new block
+(`RandomnessRefreshed`), so older pending segments are forgotten until then."""
 _MAX_RANDOMNESS_DELAY_BLOCKS = 128
 """The largest `randomnessDelayBlocks` the protocol allows: how far before a draw its segments are
 registered, so how far back a restarted worker reads to know the draws in progress."""
@@ -532,6 +535,12 @@ class Worker:
         """Seats expected from draws whose randomness block is mined (by this auditor's weight at
         that block), and from the next draw still ahead if the auditor is in the draw at its block."""
         tier = int(self.auditor.tier)
+        # Keep what a worker running for days holds to the draws that can still count.
+        oldest = head - max(self.settings.pipeline_blocks, _RANDOMNESS_WINDOW_BLOCKS)
+        self._pipeline.prune(oldest)
+        self._weights_at = {block: w for block, w in self._weights_at.items() if block >= oldest}
+        live = self._pipeline.sessions()
+        self._committee_sizes = {sid: k for sid, k in self._committee_sizes.items() if sid in live}
         missing = self._pipeline.sessions_without_size() - set(self._committee_sizes)
         for session_id in sorted(missing):
             params = await self.protocol.audit.session_params(session_id)
@@ -693,9 +702,17 @@ class Worker:
             # A verdict after the commit window is worth nothing: the audit gives up then (a
             # `TimeoutError`, retried until the next tick finds the window closed and records the
             # seat as missed), and its slot goes to the next seat.
-            verdict = await asyncio.wait_for(
-                self.auditor.audit(request), timeout=max(0.0, seat.commit_deadline - self._chain_now())
-            )
+            window = asyncio.timeout(max(0.0, seat.commit_deadline - self._chain_now()))
+            try:
+                async with window:
+                    verdict = await self.auditor.audit(request)
+            except TimeoutError:
+                if not window.expired():
+                    raise  # the auditor's own timeout, with its own message
+                raise TimeoutError(
+                    f"no verdict before the commit window closed at {_clock(seat.commit_deadline)}; the audit was "
+                    "stopped"
+                ) from None
         finished_at = self._clock()
         if self.adversary is not None:
             verdict = adversarial_verdict(self.adversary, verdict)
