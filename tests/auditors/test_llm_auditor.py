@@ -15,9 +15,13 @@ from tests.openai_stub import OpenAiStub, openai_stub
 from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict
 from trust.auditors.llm import (
     MAX_ANSWER_TOKENS,
+    MIN_CRITIQUE_WORDS,
+    RETRY_TEMPERATURE,
     VERDICT_SCHEMA_EDGE,
     VERDICT_SCHEMA_NODE,
+    CritiqueContext,
     LlmAuditor,
+    check_critique,
     parse_answer,
 )
 from trust.auditors.local_model import LocalModelServer
@@ -42,10 +46,13 @@ CONTEXT_MARK = "Context ("
 NODE_MARK = "THE NODE UNDER AUDIT"
 
 
+GOOD_CRITIQUE = "The product 17 * 23 = 391 is right."
+
+
 def answer(
     verdict: str = "pass",
     score: Any = 1.0,
-    critique: str = "The product is right.",
+    critique: str = GOOD_CRITIQUE,
     error_type: Any = None,
     **extra: Any,
 ) -> str:
@@ -72,6 +79,21 @@ def _context_first(body: dict[str, Any]) -> bool:
     return text.index(CONTEXT_MARK) < text.index(NODE_MARK)
 
 
+def _retried_afresh(asked: list[dict[str, Any]], problem: str, claim: str = "17 * 23 = 409") -> None:
+    """The first ask at temperature 0; each retry, warmer (at 0 a model repeats itself), asks the question
+    again as first sent with a note saying why the last answer was refused and quoting the node, and
+    does not show the refused answer (shown it, a small model writes it again)."""
+    assert asked[0]["temperature"] == 0.0 and [m["role"] for m in asked[0]["messages"]] == ["system", "user"]
+    system, user = (m["content"] for m in asked[0]["messages"])
+    for retry in asked[1:]:
+        assert retry["temperature"] == RETRY_TEMPERATURE
+        assert [m["role"] for m in retry["messages"]] == ["system", "user"]
+        assert retry["messages"][0]["content"] == system
+        note = retry["messages"][1]["content"].removeprefix(user)
+        assert note.startswith("\n\nAn earlier answer to this was refused: ")
+        assert problem in note and f"({claim})" in note
+
+
 def _well_formed(verdict: Verdict, tau: float) -> None:
     """What any verdict of a decided audit must satisfy, whoever the judge."""
     assert verdict.vote in (Outcome.PASS, Outcome.FAIL)
@@ -89,7 +111,7 @@ async def test_request_carries_the_schema_and_a_reordered_second_request(stub: O
     stub.reply(answer())
     async with _client(stub) as client:
         verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(AuditRequest(RIGHT, (GOAL, PLAN)))
-    assert verdict == Verdict(Outcome.PASS, 1.0, "The product is right.")
+    assert verdict == Verdict(Outcome.PASS, 1.0, GOOD_CRITIQUE)
     forward, reordered = (r.body for r in stub.requests)
     for body in (forward, reordered):
         assert body["model"] == "judge-model"
@@ -172,17 +194,150 @@ async def test_nonsense_is_retried_then_reported(stub: OpenAiStub, reply: str, p
     assert "'judge-model'" in message and stub.base_url + "/chat/completions" in message
     assert "node o1" in message and "in 3 attempt(s)" in message and problem in message
     assert " ".join(reply.split())[:40] in message  # an excerpt of the answer, whitespace folded
-    # The order that gave up was asked exactly three times; each retry showed the model its answer and
-    # what was wrong with it.
+    # The order that gave up was asked exactly three times; each retry told the model what was wrong.
     forward = "(context first)" in message
     asked = [r.body for r in stub.requests if _context_first(r.body) == forward]
     assert len(asked) == 3
-    assert len(asked[0]["messages"]) == 2
-    for retry in asked[1:]:
-        assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "user"]
-        assert retry["messages"][2]["content"] == reply
-        assert problem in retry["messages"][3]["content"]
+    _retried_afresh(asked, problem)
     assert len(stub.requests) <= 6
+
+
+# -------------------------------------------------------------- critiques that are no judgment
+
+SEGMENT = AuditRequest(WRONG, (GOAL, PLAN))
+PLACEHOLDER = (
+    "your reasons in one or two sentences of your own (at most 300 characters): the specific error you found, "
+    "or why it is right"
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        pytest.param(answer(critique="1.0, 2.5} { 3.0 }"), "has 0 word(s), at least 3 are needed", id="braces"),
+        pytest.param(answer(critique="2019-08-31T14:57:56.12Z"), "has 0 word(s)", id="iso-timestamp"),
+        pytest.param(answer(critique="Mon, 01 Jan 2024 12:00:00 GMT"), "has 0 word(s)", id="rfc-timestamp"),
+        pytest.param(answer(critique="1.5, 2023-04-28T:17:56+09:42AM"), "has 1 word(s)", id="mangled-timestamp"),
+        pytest.param(answer(critique="17 * 23 = 409"), "has 0 word(s)", id="bare-arithmetic"),
+        pytest.param(answer(critique=""), "the critique is empty", id="empty"),
+        pytest.param(
+            answer(critique="The weather in Paris is lovely today."), "does not refer to the segment", id="unrelated"
+        ),
+        # Its words are all the judge's instructions' ("correct"): nothing shows it read this node.
+        pytest.param(
+            answer(critique="This looks entirely correct to me."), "does not refer to the segment", id="generic"
+        ),
+        pytest.param(
+            answer(critique="verdict, score, error_type, critique"), "does not refer to the segment", id="field-names"
+        ),
+        pytest.param(
+            answer(critique='{"critique": "17 * 23 is 391", "score": 0}'),
+            "holds the answer's own JSON fields",
+            id="nested-json",
+        ),
+        pytest.param(answer(critique=PLACEHOLDER), "copies the instructions", id="placeholder"),
+        pytest.param(answer(critique="Multiply 17 by 23 directly."), "only repeats the segment", id="copy-of-parent"),
+        pytest.param(answer(score=1.5), "score: Input should be less than or equal to 1", id="score-above-1"),
+        pytest.param(answer(score=-0.1), "score: Input should be greater than or equal to 0", id="score-below-0"),
+    ],
+)
+async def test_a_critique_that_is_no_judgment_is_retried_and_never_published(
+    stub: OpenAiStub, reply: str, problem: str
+) -> None:
+    for _ in range(6):
+        stub.reply(reply)
+    async with _client(stub) as client:
+        auditor = LlmAuditor(client, AUDIT, max_attempts=3, concurrency=1)
+        with pytest.raises(LlmError) as raised:
+            await auditor.audit(SEGMENT)
+    message = str(raised.value)
+    assert "node o1" in message and "in 3 attempt(s)" in message and problem in message
+    forward = "(context first)" in message
+    asked = [r.body for r in stub.requests if _context_first(r.body) == forward]
+    assert len(asked) == 3
+    _retried_afresh(asked, problem)
+
+
+async def test_a_good_answer_after_a_garbage_critique_is_the_verdict(stub: OpenAiStub) -> None:
+    garbage = answer("fail", 0.0, "2019-08-31T14:57:56.12Z", "factual")
+    good = answer("fail", 0.0, "Wrong: 17 * 23 is 391, not 409.", "factual")
+    stub.reply(garbage)
+    stub.reply(good)
+    stub.reply(good)
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(SEGMENT)
+    assert verdict == Verdict(Outcome.FAIL, 0.0, "Wrong: 17 * 23 is 391, not 409.", ErrorType.FACTUAL)
+    bodies = [r.body for r in stub.requests]
+    assert len(bodies) == 3
+    retried = [b for b in bodies if "An earlier answer" in _user(b)]
+    assert len(retried) == 1
+    (first,) = [b for b in bodies if _user(retried[0]).startswith(_user(b)) and b is not retried[0]]
+    _retried_afresh([first, retried[0]], "critique: it has 0 word(s)")
+
+
+async def test_an_echo_of_the_retry_note_is_no_judgment(stub: OpenAiStub) -> None:
+    """The note of a retry quotes the node; a critique that parrots the note shares the node's numbers
+    but copies its instructions."""
+    echo = (
+        "An earlier answer to this was refused: critique: it has 0 word(s), at least 3 are needed. In the "
+        "critique, say in your own words whether what the node under audit says (17 * 23 = 409) is right, and why."
+    )
+    stub.reply(answer(critique="2019-08-31T14:57:56.12Z"))
+    stub.reply(answer(critique="2019-08-31T14:57:56.12Z"))
+    for _ in range(4):
+        stub.reply(answer(critique=echo))
+    async with _client(stub) as client:
+        with pytest.raises(LlmError, match=r"critique: it copies the instructions \(\d+% of its words\)"):
+            await LlmAuditor(client, AUDIT, concurrency=1).audit(SEGMENT)
+
+
+async def test_an_edge_critique_must_refer_to_the_message_or_the_output(stub: OpenAiStub) -> None:
+    request = AuditRequest(REVIEWER, (CODER,), layer=AuditLayer.EDGE)
+    unrelated = answer("pass", 1.0, "The weather in Paris is lovely today.")
+    for _ in range(6):
+        stub.reply(unrelated)
+    async with _client(stub) as client:
+        with pytest.raises(LlmError, match=r"edge t1 -> t2 .*does not refer to the segment"):
+            await LlmAuditor(client, AUDIT, concurrency=1).audit(request)
+    stub.answers.clear()
+    stub.reply(answer("pass", 1.0, "The value 409 reached the reviewer unchanged."))
+    stub.reply(answer("pass", 0.9, "The reviewer quotes the coder's total exactly."))
+    async with _client(stub) as client:
+        verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(request)
+    assert verdict.vote is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    "critique",
+    [
+        "Wrong: 17 * 23 is 391, not 409.",
+        "The product is 391; the node says 409.",  # a number of the node
+        "Multiplying directly was the plan, but the result is off.",  # a word of a parent ("Multiply")
+        "Node o1 has an arithmetic slip.",  # names the node
+        "The deadline 2024-01-01 aside, 409 is simply wrong.",  # a date does not spoil a sentence
+        "Faux : 17 × 23 font 391, pas 409.",  # any language, any script of letters
+    ],
+)
+def test_critiques_in_words_about_the_segment_pass(critique: str) -> None:
+    context = CritiqueContext.of(SEGMENT, "Judge the node. Say why it is correct.")
+    check_critique(critique, context)
+
+
+@pytest.mark.parametrize(
+    ("critique", "problem"),
+    [
+        ("Looks right.", f"has 2 word(s), at least {MIN_CRITIQUE_WORDS} are needed"),
+        ("17 * 23 is 391, not 409.", "has 2 word(s)"),
+        ("12:00 PM UTC, 05/01/2024, January 5th, 2024", "has 0 word(s)"),
+        ("Say why it is correct, please.", "copies the instructions"),
+        ("It is correct, I judge.", "does not refer to the segment"),  # its words are the instructions'
+        ("Compute 17 * 23 and multiply directly.", "only repeats the segment"),
+    ],
+)
+def test_what_the_critique_rule_refuses(critique: str, problem: str) -> None:
+    context = CritiqueContext.of(SEGMENT, "Judge the node. Say why it is correct.")
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        check_critique(critique, context)
 
 
 async def test_a_retry_that_succeeds_gives_a_verdict(stub: OpenAiStub) -> None:
@@ -230,8 +385,8 @@ def test_the_schema_keeps_to_the_portable_subset(schema: dict[str, Any]) -> None
     assert keywords <= {"type", "enum", "pattern"}
     assert schema["properties"]["score"]["enum"] == [i / 10 for i in range(11)]
     critique = re.compile(schema["properties"]["critique"]["pattern"])
-    assert critique.search("17 * 23 is 391, not 409.") and critique.search("x" * 300)
-    for bad in ("", " leading space", 'a "quoted" word', "a back\\slash", "two\nlines", "x" * 301):
+    assert critique.search("Wrong: 17 * 23 is 391, not 409.") and critique.search("x" * 300)
+    for bad in ("", " leading space", "17 * 23 first", 'a "quoted" word', "a back\\slash", "two\nlines", "x" * 301):
         assert not critique.search(bad)
 
 
@@ -243,42 +398,42 @@ def test_the_schema_keeps_to_the_portable_subset(schema: dict[str, Any]) -> None
     [
         # The orders disagree: the mean decides, the stricter answer speaks.
         (
-            answer("pass", 0.9, "Looks right."),
-            answer("fail", 0.5, "17 * 23 is 391, not 409.", "factual"),
+            answer("pass", 0.9, "The product 409 looks right."),
+            answer("fail", 0.5, "Wrong: 17 * 23 is 391, not 409.", "factual"),
             Outcome.FAIL,
             0.7,
             ErrorType.FACTUAL,
-            "17 * 23 is 391, not 409.",
+            "Wrong: 17 * 23 is 391, not 409.",
             "the two orders disagreed on node o1 (scores 0.9 and 0.5, verdicts pass and fail)",
         ),
         # The judge says pass but scores below tau: the score decides; the error type is the level's default.
         (
-            answer("pass", 0.7, "Plausible."),
-            answer("pass", 0.7, "Probably fine."),
+            answer("pass", 0.7, "A plausible product of 17 and 23."),
+            answer("pass", 0.7, "The value 409 is probably fine."),
             Outcome.FAIL,
             0.7,
             ErrorType.FACTUAL,
-            "Plausible.",
+            "A plausible product of 17 and 23.",
             "the judge said pass but its score 0.7 is below tau 0.8",
         ),
         # The judge says fail but scores at tau: a pass, with no error type.
         (
-            answer("fail", 0.8, "Minor doubt.", "logical"),
-            answer("fail", 0.8, "Some doubt.", "logical"),
+            answer("fail", 0.8, "A minor doubt about 409.", "logical"),
+            answer("fail", 0.8, "Some doubt about 17 * 23.", "logical"),
             Outcome.PASS,
             0.8,
             None,
-            "Minor doubt.",
+            "A minor doubt about 409.",
             "the judge said fail but its score 0.8 is at least tau 0.8",
         ),
         # Agreement: no note.
         (
-            answer("fail", 0.0, "Wrong product.", None),
-            answer("fail", 0.1, "Wrong.", "logical"),
+            answer("fail", 0.0, "The product 409 is wrong.", None),
+            answer("fail", 0.1, "Wrong: 409 is not 17 * 23.", "logical"),
             Outcome.FAIL,
             0.05,
             ErrorType.LOGICAL,
-            "Wrong product.",
+            "The product 409 is wrong.",
             None,
         ),
     ],
@@ -308,8 +463,8 @@ async def test_two_orders_combine_by_the_documented_rule(
 
 
 async def test_a_failed_reviewer_turn_defaults_to_negligence(stub: OpenAiStub) -> None:
-    stub.reply(answer("fail", 0.0, "It approved 17 * 23 = 409."))
-    stub.reply(answer("fail", 0.0, "Approved a wrong product."))
+    stub.reply(answer("fail", 0.0, "It approved 17 * 23 = 409, which is wrong."))
+    stub.reply(answer("fail", 0.0, "Approved the wrong product 409."))
     async with _client(stub) as client:
         verdict = await LlmAuditor(client, AUDIT).audit(AuditRequest(REVIEWER, (CODER,)))
     assert verdict.vote is Outcome.FAIL and verdict.error_type is ErrorType.NEGLIGENCE
@@ -335,9 +490,9 @@ async def test_edge_layer_asks_per_message_and_the_worst_edge_decides(stub: Open
     receiver = AgentTurn("t3", 3, "aggregator", Role.AGGREGATOR, '{"total": 409}')
     # One concurrent request at a time: the edge t1 -> t3 in both orders, then t2 -> t3.
     stub.reply(answer("pass", 1.0, "The JSON reply has the field total."))
-    stub.reply(answer("pass", 0.9, "Format respected."))
+    stub.reply(answer("pass", 0.9, "The format with the total is respected."))
     stub.reply(answer("fail", 0.2, "391 arrived as 409: value corruption.", "protocol"))
-    stub.reply(answer("fail", 0.4, "The value changed.", None))
+    stub.reply(answer("fail", 0.4, "The value 391 changed to 409.", None))
     request = AuditRequest(receiver, (sender, helper), layer=AuditLayer.EDGE)
     async with _client(stub) as client:
         verdict = await LlmAuditor(client, AUDIT, concurrency=1).audit(request)
@@ -385,8 +540,8 @@ async def test_what_a_judge_cannot_decide_is_not_applicable(
 async def test_long_texts_keep_head_and_tail_around_a_marker(stub: OpenAiStub) -> None:
     long_node = HdagNode("o9", Level.STEP, "HEAD" + "a" * 3000 + "MIDDLE" + "b" * 3000 + "TAIL", domain="math")
     parents = tuple(HdagNode(f"p{i}", Level.STEP, f"P{i}START" + "c" * 5000 + f"P{i}END") for i in range(3))
-    stub.reply(answer())
-    stub.reply(answer())
+    stub.reply(answer(critique="Step o9 is sound from its head to its tail."))
+    stub.reply(answer(critique="Step o9 is sound from its head to its tail."))
     async with _client(stub) as client:
         auditor = LlmAuditor(client, AUDIT, max_text_chars=1000, max_context_chars=1500)
         await auditor.audit(AuditRequest(long_node, parents))
@@ -429,13 +584,28 @@ REAL_SEGMENTS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("request_", REAL_SEGMENTS)
-async def test_tier_2_parses_a_real_models_answers(local_judge: LocalModelServer, request_: AuditRequest) -> None:
-    """SmolLM2-135M is a weak judge: only the form of its verdicts is checked, never their truth."""
+async def test_a_real_model_gives_verdicts_or_says_what_was_wrong(local_judge: LocalModelServer) -> None:
+    """SmolLM2-135M is a weak judge: only the form of what comes back is checked, never its truth. Held
+    to the critique rule it judges some segments in words (a well-formed verdict); on others it keeps
+    writing critiques that are no judgment (its instructions copied, a sentence about nothing in the
+    segment), and the audit says what was wrong instead of publishing them."""
+    verdicts = []
     async with local_judge.client(timeout_seconds=120) as client:
         auditor = LlmAuditor(client, AUDIT)
-        verdict = await auditor.audit(request_)
-    _well_formed(verdict, auditor.tau(request_.layer))
+        for param in REAL_SEGMENTS:
+            (request_,) = param.values
+            assert isinstance(request_, AuditRequest)
+            try:
+                verdict = await auditor.audit(request_)
+            except LlmError as exc:
+                assert re.search(
+                    r"gave no valid answer on .+ in 3 attempt\(s\): (critique|score|verdict|error_type|the answer)",
+                    str(exc),
+                )
+                continue
+            _well_formed(verdict, auditor.tau(request_.layer))
+            verdicts.append(param.id)
+    assert verdicts, "the real model gave no verdict on any segment"
 
 
 @pytest.mark.slow

@@ -26,19 +26,42 @@ constraint where it can):
 The critique comes first so that a model writes its reasons before it commits to a number. Two
 parts of the schema only steer decoding, and the parse does not require them of an endpoint that
 does not enforce schemas: the score is one of eleven steps, because a weak model constrained to "a
-number" writes 5.68, and the critique matches a pattern (a letter or digit first, no quote,
-backslash or control character, at most `ASKED_CRITIQUE_CHARS`) that a grammar can only complete
-as a valid, non-empty, closed JSON string. The schema keeps to what OpenAI's strict mode, vLLM,
+number" writes 5.68, and the critique matches a pattern (a letter first, no quote, backslash or
+control character, at most `ASKED_CRITIQUE_CHARS`) that a grammar can only complete as a valid,
+non-empty, closed JSON string that opens with a word. The schema keeps to what OpenAI's strict mode, vLLM,
 Ollama and llama.cpp all accept (every field required, no extra fields, no numeric or length
 keywords, some of which strict modes refuse).
 
 The reply is then read strictly with pydantic (`JudgeAnswer`): exactly these fields, exact types (a
 score of `true` or `"0.5"` is not a number), a score in [0, 1], a non-blank critique of at most
 `MAX_CRITIQUE_CHARS`. The only leniencies are surrounding whitespace, one enclosing Markdown code
-fence, and raw control characters inside strings (see `parse_answer`). A malformed answer is asked
-again, with what was wrong fed back, up to `max_attempts` times in all; then the audit raises
-`LlmError` naming the model, the endpoint, the node and an excerpt of the last answer.
-A model that cannot answer must not pass a node silently.
+fence, and raw control characters inside strings (see `parse_answer`).
+
+The critique is then held to being a judgment of this segment in words (`check_critique`; a weak
+model fills the schema's string with a timestamp, stray braces or a copy of what it was shown).
+Dates and clock times are taken out first (they are neither words nor evidence); what is left must:
+
+1. hold at least `MIN_CRITIQUE_WORDS` words (a word: two or more letters);
+2. not be the answer's own JSON (a quoted field name of the answer followed by a colon);
+3. not copy the instructions: at most `MAX_COPIED_SHARE` of its words may lie in runs of
+   `COPY_RUN_WORDS` or more words that also occur in the instructions (the system prompt: the answer
+   format's description, the rules; and what the node's level or role is judged on);
+4. refer to the segment: share a number, or a content word, with the node's text (and a turn's
+   task input) or a parent's text, or name the node or a parent by its id. A content word has three
+   or more letters, is not a function word ("the", "which") and is not a word of the instructions
+   (a model can take those from its instructions without reading the segment); two words match
+   when they agree on their first `MATCH_PREFIX_LETTERS` letters, case aside ("approved" and
+   "Approved.", "diabetic" and "diabetes");
+5. say something of its own: hold a content word (here, words of the instructions count) that is
+   not in the segment, so a copy of the node is not a judgment of it.
+
+A malformed answer (schema or critique) is asked again, up to `max_attempts` times in all: the
+question as first sent, with a note saying what was wrong and quoting the node, at
+`RETRY_TEMPERATURE`. The refused answer itself is not shown (shown its answer, a small model writes
+it again), and the note's words count as instructions for the new critique. Then the audit raises
+`LlmError` naming the model, the endpoint, the node, what was wrong with the last answer and an
+excerpt of it, and no verdict is made: the worker reports the seat's failure with that reason. A
+model that cannot answer must not pass a node silently, nor publish a critique that says nothing.
 
 Bias. Position bias is reduced by asking each question twice: first with the context (parents in
 graph order) before the node, then with the node first and the parents reversed. Verbosity bias by
@@ -70,6 +93,7 @@ stronger endpoint (vLLM, Ollama, a hosted API) for verdicts worth a stake.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -88,16 +112,23 @@ from trust.settings import AuditSettings
 
 __all__ = [
     "ASKED_CRITIQUE_CHARS",
+    "COPY_RUN_WORDS",
     "DEFAULT_MAX_ATTEMPTS",
     "DISAGREEMENT_GAP",
+    "MATCH_PREFIX_LETTERS",
     "MAX_ANSWER_TOKENS",
+    "MAX_COPIED_SHARE",
     "MAX_CRITIQUE_CHARS",
+    "MIN_CRITIQUE_WORDS",
+    "RETRY_TEMPERATURE",
     "SCORE_STEPS",
     "VERDICT_SCHEMA_EDGE",
     "VERDICT_SCHEMA_NODE",
+    "CritiqueContext",
     "JudgeAnswer",
     "JudgeModel",
     "LlmAuditor",
+    "check_critique",
     "parse_answer",
 ]
 
@@ -116,6 +147,21 @@ DISAGREEMENT_GAP: Final = 0.3
 """Two orders whose scores are this far apart (or whose verdicts differ) are reported as disagreeing."""
 DEFAULT_MAX_ATTEMPTS: Final = 3
 """Asks per question and order before a malformed answer is reported: the first and two retries."""
+RETRY_TEMPERATURE: Final = 0.7
+"""The temperature of a retry after a malformed answer: a model asked nearly the same question at 0
+answers nearly the same. Asked again with the retry's note, SmolLM2-135M wrote a judgment for 3 of 6
+refused critiques at 0 and 4 of 6 at 0.7 (clinical demo segments). The first ask stays at 0, so a
+well-formed judgment is as repeatable as the endpoint allows."""
+MIN_CRITIQUE_WORDS: Final = 3
+"""The fewest words (runs of two or more letters, dates and times aside) a critique may have: "17 * 23
+is 391, not 409" has two and says it in numbers; "Wrong: 17 * 23 is 391, not 409" is a judgment."""
+COPY_RUN_WORDS: Final = 4
+"""A run of this many consecutive words that also occurs in the instructions counts as copied."""
+MAX_COPIED_SHARE: Final = 0.5
+"""The largest share of a critique's words that may be copied from the instructions."""
+MATCH_PREFIX_LETTERS: Final = 5
+"""Two content words match when they agree on this many first letters (or are equal, when shorter):
+a crude stem that needs no dictionary and no language model."""
 DEFAULT_MAX_TEXT_CHARS: Final = 4_000
 """The longest node or parent text sent as is, in characters; longer texts keep head and tail."""
 DEFAULT_MAX_CONTEXT_CHARS: Final = 12_000
@@ -130,13 +176,14 @@ _FENCE = re.compile(r"\A```[A-Za-z]*\s*\n(?P<body>.*)\n\s*```\Z", re.DOTALL)
 _NODE_ERROR_TYPES: Final = (ErrorType.FACTUAL, ErrorType.LOGICAL, ErrorType.STRATEGY, ErrorType.NEGLIGENCE)
 _EDGE_ERROR_TYPES: Final = (ErrorType.PROTOCOL,)
 _SCORE_VALUES: Final = [round(i / SCORE_STEPS, 2) for i in range(SCORE_STEPS + 1)]
-# The critique, as a decoding constraint: it starts with a letter or digit (a weak model otherwise
-# answers ""), holds no quote, backslash or control character and ends within ASKED_CRITIQUE_CHARS,
-# so that a grammar built from the schema can only produce a valid, closed JSON string
-# (llama-cpp-python's own string rule lets raw newlines through, and a small model that rambles
-# never closes its string). OpenAI's strict mode, vLLM and llama.cpp accept regular expressions in
+# The critique, as a decoding constraint: it starts with a letter (a weak model otherwise answers "",
+# and, allowed a digit first, SmolLM2-135M wrote a bare timestamp for 14 of 52 answers on the clinical
+# demo's segments, none once held to a letter), holds no quote, backslash or control character and
+# ends within ASKED_CRITIQUE_CHARS, so that a grammar built from the schema can only produce a valid,
+# closed JSON string (llama-cpp-python's own string rule lets raw newlines through, and a small model
+# that rambles never closes its string). OpenAI's strict mode, vLLM and llama.cpp accept regular expressions in
 # `pattern`; the bound lives there because strict modes refuse `maxLength`.
-_CRITIQUE_PATTERN: Final = rf'^[A-Za-z0-9][^"\\\x00-\x1f]{{0,{ASKED_CRITIQUE_CHARS - 1}}}$'
+_CRITIQUE_PATTERN: Final = rf'^[A-Za-z][^"\\\x00-\x1f]{{0,{ASKED_CRITIQUE_CHARS - 1}}}$'
 
 
 def _schema(name: str, error_types: Sequence[ErrorType]) -> dict[str, Any]:
@@ -220,8 +267,177 @@ def _problem(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_answer(reply: str, layer: AuditLayer) -> JudgeAnswer:
+# ------------------------------------------------------------------------------------ the critique
+
+_MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_WEEKDAYS = (
+    r"mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?"
+)
+_ZONE = r"(?:\s*(?:z\b|utc\b|gmt\b|[+-]\d{2}:?\d{2}))?"
+_CLOCK = rf"\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:[.,]\d+)?(?:\s*[ap]\.?m\b\.?)?{_ZONE}"
+# Dates and clock times, in the forms models write them: ISO 8601 (also a model's "2023-04-28T:17:56"),
+# RFC 2822 ("Mon, 01 Jan 2024"), "January 5th, 2024", "05/01/2024", "14:57:56.12Z".
+_DATETIME = re.compile(
+    "|".join(
+        (
+            rf"\d{{4}}-\d{{1,2}}-\d{{1,2}}(?:[t ]?:?{_CLOCK})?{_ZONE}",
+            rf"(?:(?:{_WEEKDAYS})\.?,?\s+)?\d{{1,2}}\s+(?:{_MONTHS})\.?,?\s+\d{{2,4}}(?:,?\s+{_CLOCK})?",
+            rf"(?:(?:{_WEEKDAYS})\.?,?\s+)?(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}(?:,?\s+{_CLOCK})?",
+            r"\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+            _CLOCK,
+        )
+    ),
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_]{2,}")  # two or more letters, in any script
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_ANSWER_KEY = re.compile(r'"(?:critique|error_type|score|verdict)"\s*:')
+_CONTENT_LETTERS: Final = 3
+_FUNCTION_WORDS: Final = frozenset(
+    """about above after again against all also and any are because been before being below between both but
+    can could did does doing done down during each either else even ever every few for from further had has
+    have having her here hers herself him himself his how however into its itself just let more most much must
+    myself neither nor not now off once only other ought our ours ourselves out over own per rather same shall
+    she should some such than that the their theirs them themselves then there these they this those through
+    thus too under until upon very was were what when where whether which while who whom whose why will with
+    within without would yes yet you your yours yourself yourselves""".split()
+)
+
+
+def _without_datetimes(text: str) -> str:
+    return _DATETIME.sub(" ", text)
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def _key(word: str) -> str:
+    """What two content words are compared by: their first `MATCH_PREFIX_LETTERS` letters."""
+    return word[:MATCH_PREFIX_LETTERS]
+
+
+def _content_keys(words: Sequence[str]) -> set[str]:
+    return {_key(w) for w in words if len(w) >= _CONTENT_LETTERS and w not in _FUNCTION_WORDS}
+
+
+def _number_keys(text: str) -> set[str]:
+    """The numbers of `text`, written one way: 3.0 is 3, 007 is 7, 0.50 is 0.5."""
+    keys = set()
+    for number in _NUMBER.findall(text):
+        whole, _, fraction = number.partition(".")
+        whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+        keys.add(f"{whole}.{fraction}" if fraction else whole)
+    return keys
+
+
+def _runs(words: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + COPY_RUN_WORDS]) for i in range(len(words) - COPY_RUN_WORDS + 1)}
+
+
+@dataclass(frozen=True, slots=True)
+class CritiqueContext:
+    """What a critique is checked against (`check_critique`): the segment's content-word keys, numbers
+    and node ids, and the instructions' (the auditor's own text) content-word keys and word runs."""
+
+    segment_words: frozenset[str]
+    segment_numbers: frozenset[str]
+    ids: frozenset[str]
+    instruction_words: frozenset[str]
+    instruction_runs: frozenset[tuple[str, ...]]
+
+    @classmethod
+    def build(cls, segment_texts: Sequence[str], ids: Sequence[str], instructions: str) -> CritiqueContext:
+        """From the texts the judge is shown of the segment, the ids of its nodes and the instructions."""
+        text = "\n".join(segment_texts)
+        instruction_words = _words(instructions)
+        instruction_keys = frozenset(_content_keys(instruction_words))
+        # An id that is a word of the instructions ("strategy", "goal") names nothing in particular.
+        named = frozenset(i for i in ids if len(i) >= 2 and _key(i.casefold()) not in instruction_keys)
+        return cls(
+            frozenset(_content_keys(_words(_without_datetimes(text)))),
+            frozenset(_number_keys(_without_datetimes(text))),
+            named,
+            instruction_keys,
+            frozenset(_runs(instruction_words)),
+        )
+
+    def with_instructions(self, text: str) -> CritiqueContext:
+        """This context with `text` (a note sent to the judge) counted as instructions too."""
+        words = _words(text)
+        return dataclasses.replace(
+            self,
+            instruction_words=self.instruction_words | _content_keys(words),
+            instruction_runs=self.instruction_runs | _runs(words),
+        )
+
+    @classmethod
+    def of(cls, request: AuditRequest, instructions: str) -> CritiqueContext:
+        """The context of `request`: the node's text (and a turn's task input) and the parents' texts."""
+        node = request.node
+        texts = [node_text(node), *(node_text(p) for p in request.parents)]
+        if isinstance(node, AgentTurn) and node.input:
+            texts.append(node.input)
+        return cls.build(texts, [node.id, *(p.id for p in request.parents)], instructions)
+
+
+def _copied_share(words: Sequence[str], runs: frozenset[tuple[str, ...]]) -> float:
+    """The share of `words` inside a run of `COPY_RUN_WORDS` words found in `runs`."""
+    copied = [False] * len(words)
+    for i in range(len(words) - COPY_RUN_WORDS + 1):
+        if tuple(words[i : i + COPY_RUN_WORDS]) in runs:
+            copied[i : i + COPY_RUN_WORDS] = [True] * COPY_RUN_WORDS
+    return sum(copied) / len(words) if words else 0.0
+
+
+def _names(critique: str, node_id: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(node_id)}(?![\w-])", critique) is not None
+
+
+def check_critique(critique: str, context: CritiqueContext) -> None:
+    """Nothing when `critique` is a judgment of the segment in words (the rules of the module docstring),
+    else `ValueError` saying which rule it breaks and what to write instead (for the retry prompt)."""
+    if _ANSWER_KEY.search(critique):
+        raise ValueError("critique: it holds the answer's own JSON fields; the critique is plain sentences of your own")
+    text = _without_datetimes(critique)
+    words = _words(text)
+    if len(words) < MIN_CRITIQUE_WORDS:
+        raise ValueError(
+            f"critique: it has {len(words)} word(s), at least {MIN_CRITIQUE_WORDS} are needed: write one "
+            "or two sentences on what is right or wrong in this node (dates, times, numbers and symbols alone "
+            "are no judgment)"
+        )
+    share = _copied_share(words, context.instruction_runs)
+    if share > MAX_COPIED_SHARE:
+        raise ValueError(
+            f"critique: it copies the instructions ({share:.0%} of its words); say in your own words "
+            "what is right or wrong in this node"
+        )
+    keys = _content_keys(words)
+    refers = (
+        bool((keys - context.instruction_words) & context.segment_words)
+        or bool(_number_keys(text) & context.segment_numbers)
+        or any(_names(critique, i) for i in context.ids)
+    )
+    if not refers:
+        raise ValueError(
+            "critique: it does not refer to the segment: it shares no word or number with the node or its "
+            "context and names neither; say what in this node is right or wrong, quoting its values or claims"
+        )
+    if not keys - context.segment_words:
+        raise ValueError(
+            "critique: it only repeats the segment; say whether the node is right and why, in your own words"
+        )
+
+
+def parse_answer(reply: str, layer: AuditLayer, context: CritiqueContext | None = None) -> JudgeAnswer:
     """The judge's answer, or `ValueError` saying exactly what is wrong with it (for the retry prompt).
+
+    With `context`, the critique must also be a judgment of that segment in words (`check_critique`);
+    without, only the schema is checked.
 
     JSON syntax is read with one leniency besides the fence: a raw control character (a newline)
     inside a string is taken as that character. llama-cpp-python 0.3.36 turns a schema's strings into
@@ -241,6 +457,8 @@ def parse_answer(reply: str, layer: AuditLayer) -> JudgeAnswer:
     if answer.error_type is not None and ErrorType(answer.error_type) not in allowed:
         names = ", ".join(e.value for e in allowed)
         raise ValueError(f"error_type: {answer.error_type!r} is not one of {names} or null for the {layer} layer")
+    if context is not None:
+        check_critique(answer.critique, context)
     return answer
 
 
@@ -335,6 +553,14 @@ content dropped).
 error_type: "protocol" when it fails, null when it passes."""
 
 
+_CLAIM_CHARS: Final = 200  # what a retry quotes of the node, so the judge has its words at hand
+_RETRY_NOTE = (
+    "An earlier answer to this was refused: {problem}. In the critique, say in your own words whether what "
+    "the node under audit says ({claim}) is right, and why. Answer with exactly one JSON object with the "
+    'fields "critique", "error_type", "score" and "verdict" as described, and nothing else.'
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Question:
     """One thing to ask the judge, in its two orders: `label` names it in critiques ("edge t1 -> t3")."""
@@ -343,6 +569,7 @@ class _Question:
     layer: AuditLayer
     forward: tuple[ChatMessage, ...]
     reordered: tuple[ChatMessage, ...]
+    critique_context: CritiqueContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,8 +615,9 @@ class LlmAuditor:
 
     `settings` gives the thresholds (tau_node, tau_edge). `max_attempts` asks per question and order
     (the first and the retries of a malformed answer). `max_text_chars` and `max_context_chars` cap
-    what is sent (characters). `concurrency` bounds the requests in flight. Temperature is 0: the
-    judgement is as repeatable as the endpoint allows. `availability` answers `unavailable`.
+    what is sent (characters). `concurrency` bounds the requests in flight. Temperature is 0 (a retry
+    of a malformed answer: `RETRY_TEMPERATURE`): the judgement is as repeatable as the endpoint allows.
+    `availability` answers `unavailable`.
     """
 
     def __init__(
@@ -502,6 +730,8 @@ class LlmAuditor:
             AuditLayer.NODE,
             (system, ChatMessage("user", forward)),
             (system, ChatMessage("user", reordered)),
+            # What the node is judged on is the auditor's text too ("the exact result: recompute it yourself").
+            CritiqueContext.of(request, f"{system.content}\n{_criteria(node)}"),
         )
 
     def _edge_question(self, request: AuditRequest, node: AgentTurn, index: int) -> _Question:
@@ -537,6 +767,7 @@ class LlmAuditor:
             AuditLayer.EDGE,
             (system, ChatMessage("user", forward)),
             (system, ChatMessage("user", reordered)),
+            CritiqueContext.of(request, system.content),
         )
 
     # ----------------------------------------------------------------------------------- the asking
@@ -560,26 +791,27 @@ class LlmAuditor:
     ) -> JudgeAnswer:
         schema = VERDICT_SCHEMA_EDGE if question.layer is AuditLayer.EDGE else VERDICT_SCHEMA_NODE
         conversation = list(messages)
+        context = question.critique_context
+        claim = excerpt(node_text(request.node), _CLAIM_CHARS)
         reply = ""
         problem = ""
-        for _ in range(self._max_attempts):
+        for attempt in range(self._max_attempts):
+            temperature = 0.0 if attempt == 0 else RETRY_TEMPERATURE
             async with gate:
                 reply = await self._model.complete(
-                    conversation, temperature=0.0, schema=schema, max_tokens=MAX_ANSWER_TOKENS
+                    conversation, temperature=temperature, schema=schema, max_tokens=MAX_ANSWER_TOKENS
                 )
             try:
-                return parse_answer(reply, question.layer)
+                return parse_answer(reply, question.layer, context)
             except ValueError as exc:
                 problem = str(exc)
-            conversation = [
-                *messages,
-                ChatMessage("assistant", reply),
-                ChatMessage(
-                    "user",
-                    f"That answer is not valid: {problem}. Answer again with exactly one JSON object with the "
-                    'fields "critique", "error_type", "score" and "verdict" as described, and nothing else.',
-                ),
-            ]
+            # The question again, with why the last answer was refused; not the answer itself: shown
+            # its own answer, a small model writes it again (SmolLM2-135M did for 6 of 6 refused
+            # critiques, at temperature 0 and 0.7; asked afresh with the note, 4 of 6 were judgments).
+            note = _RETRY_NOTE.format(problem=problem, claim=claim)
+            conversation = [messages[0], ChatMessage("user", f"{messages[1].content}\n\n{note}")]
+            # Words of the note (less the node's own) are instructions too: an echo of them judges nothing.
+            context = question.critique_context.with_instructions(_RETRY_NOTE.format(problem=problem, claim=""))
         raise LlmError(
             f"tier-2 judge {self._model.model!r} at {self._model.endpoint} gave no valid answer on "
             f"{question.label} ({order}) of segment {request.node_id!r} in {self._max_attempts} attempt(s): "
