@@ -239,7 +239,11 @@ async def _submit_all(url: str, traces: list[dict[str, Any]], say: Callable[[str
             for index, (audit_id, sent) in enumerate(accepted):
                 if index in ended:
                     continue
-                view = (await http.get(f"/v1/audits/{audit_id}")).json()
+                try:
+                    view = (await http.get(f"/v1/audits/{audit_id}")).json()
+                except httpx.TransportError:
+                    # A kept-alive connection the server closed as it was reused: ask again next round.
+                    continue
                 if view.get("status") in ("done", "failed"):
                     verdict, outcomes = _outcomes(view)
                     error = view.get("error")
