@@ -232,7 +232,7 @@ PLACEHOLDER = (
         ),
         pytest.param(
             answer(critique='{"critique": "17 * 23 is 391", "score": 0}'),
-            "holds the answer's own JSON fields",
+            "holds the answer's own fields",
             id="nested-json",
         ),
         pytest.param(answer(critique=PLACEHOLDER), "copies the instructions", id="placeholder"),
@@ -316,6 +316,7 @@ async def test_an_edge_critique_must_refer_to_the_message_or_the_output(stub: Op
         "Node o1 has an arithmetic slip.",  # names the node
         "The deadline 2024-01-01 aside, 409 is simply wrong.",  # a date does not spoil a sentence
         "Faux : 17 × 23 font 391, pas 409.",  # any language, any script of letters
+        "Score: 17 * 23 is 391, so this node is wrong.",  # one label is prose
     ],
 )
 def test_critiques_in_words_about_the_segment_pass(critique: str) -> None:
@@ -332,6 +333,7 @@ def test_critiques_in_words_about_the_segment_pass(critique: str) -> None:
         ("Say why it is correct, please.", "copies the instructions"),
         ("It is correct, I judge.", "does not refer to the segment"),  # its words are the instructions'
         ("Compute 17 * 23 and multiply directly.", "only repeats the segment"),
+        ("The total is 17 * 23 = 409. The error_type: factual; the score: 0.5", "holds the answer's own fields"),
     ],
 )
 def test_what_the_critique_rule_refuses(critique: str, problem: str) -> None:

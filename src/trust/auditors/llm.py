@@ -42,7 +42,8 @@ model fills the schema's string with a timestamp, stray braces or a copy of what
 Dates and clock times are taken out first (they are neither words nor evidence); what is left must:
 
 1. hold at least `MIN_CRITIQUE_WORDS` words (a word: two or more letters);
-2. not be the answer's own JSON (a quoted field name of the answer followed by a colon);
+2. not hold the answer's own fields: a quoted field name of the answer followed by a colon, or two
+   of its field names each followed by a colon;
 3. not copy the instructions: at most `MAX_COPIED_SHARE` of its words may lie in runs of
    `COPY_RUN_WORDS` or more words that also occur in the instructions (the system prompt: the answer
    format's description, the rules; and what the node's level or role is judged on);
@@ -295,6 +296,7 @@ _DATETIME = re.compile(
 _WORD = re.compile(r"[^\W\d_]{2,}")  # two or more letters, in any script
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _ANSWER_KEY = re.compile(r'"(?:critique|error_type|score|verdict)"\s*:')
+_ANSWER_LABEL = re.compile(r"\b(critique|error_type|score|verdict)\s*:", re.IGNORECASE)
 _CONTENT_LETTERS: Final = 3
 _FUNCTION_WORDS: Final = frozenset(
     """about above after again against all also and any are because been before being below between both but
@@ -400,8 +402,9 @@ def _names(critique: str, node_id: str) -> bool:
 def check_critique(critique: str, context: CritiqueContext) -> None:
     """Nothing when `critique` is a judgment of the segment in words (the rules of the module docstring),
     else `ValueError` saying which rule it breaks and what to write instead (for the retry prompt)."""
-    if _ANSWER_KEY.search(critique):
-        raise ValueError("critique: it holds the answer's own JSON fields; the critique is plain sentences of your own")
+    # One label is prose ("Score: 2 is wrong" of a clinical score); two are the answer's form.
+    if _ANSWER_KEY.search(critique) or len({m.casefold() for m in _ANSWER_LABEL.findall(critique)}) >= 2:
+        raise ValueError("critique: it holds the answer's own fields; the critique is plain sentences of your own")
     text = _without_datetimes(critique)
     words = _words(text)
     if len(words) < MIN_CRITIQUE_WORDS:
