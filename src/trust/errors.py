@@ -12,6 +12,7 @@
      +-- GraphError             a reasoning graph (HDAG or CIG) or its input is malformed
      |    +-- GraphValidationError  an HDAG breaks one or more structural rules; lists them all
      +-- LlmError               an OpenAI-compatible endpoint failed or answered unusably
+     |    +-- JudgmentError     the model answered, but never with a well-formed judgment
      +-- IpfsError              the IPFS node could not be reached or refused a request
      |    +-- ContentNotFound   no node could provide the CID
      +-- ParameterError         a model or protocol parameter is out of its domain (also a ValueError)
@@ -41,6 +42,7 @@ __all__ = [
     "GraphValidationError",
     "InsufficientAuditors",
     "IpfsError",
+    "JudgmentError",
     "LlmError",
     "ParameterError",
     "RankingError",
@@ -114,6 +116,13 @@ class GraphValidationError(GraphError):
 
 class LlmError(TrustError):
     """An OpenAI-compatible chat endpoint could not be reached or answered unusably."""
+
+
+class JudgmentError(LlmError):
+    """The model answered every attempt, but none was a well-formed judgment of the segment.
+
+    Unlike a transport failure this does not heal by asking again later: the worker abstains from
+    the seat at once (with this message as its reason) instead of spending its retries on it."""
 
 
 class IpfsError(TrustError):

@@ -283,3 +283,39 @@ async def test_the_start_up_line_says_where_the_scan_starts(
     assert f"from block {(last or 0) + 1} (the state file read through block {last})" in line
     for worker in (fresh, from_start):
         worker.store.close()
+
+
+async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_once(
+    network: Network, kubo: KuboClient, tmp_path: Path
+) -> None:
+    """A tier-2 model answering garbage (`JudgmentError` after the auditor's own attempts) is not an
+    outage: the seat abstains with the reason at once instead of spending the worker's retries (and
+    the shared model's time) on the same answers, and nothing is committed for it."""
+    from tests.openai_stub import openai_stub
+
+    from trust.auditors.llm import LlmAuditor
+    from trust.llm import LlmClient
+    from trust.settings import AuditSettings, LlmSettings
+
+    with openai_stub() as stub:
+        for _ in range(200):
+            stub.reply('{"score": 1.0, "critique": "1.0, 2.5} { 3.0 }"}')
+        client = LlmClient(LlmSettings(base_url=stub.base_url, model="judge-model", max_retries=0))
+        worker = make_worker(network, kubo, 0, tmp_path)
+        worker.auditor = LlmAuditor(client, AuditSettings(), concurrency=1)
+        session_id, _, _ = await submit(network, kubo, products())
+        try:
+            async with asyncio.timeout(90):
+                while len(worker.store.seats()) < SEGMENTS or any(s.state.open for s in worker.store.seats()):
+                    await worker.tick()
+                    await worker.wait_idle()
+                    await asyncio.sleep(0.3)
+        finally:
+            await client.aclose()
+    seats = worker.store.seats()
+    reasons = [e.detail for e in worker.store.recent(200) if e.event == "abstained"]
+    worker.store.close()
+    assert len(seats) == SEGMENTS
+    assert {s.state for s in seats} == {SeatState.ABSTAINED}
+    assert all(s.attempts == 0 and s.commitment is None for s in seats)
+    assert len(reasons) == SEGMENTS and all(r.startswith("no judgment: tier-2 judge") for r in reasons), reasons

@@ -104,7 +104,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
-from trust.errors import ConfigError, LlmError, excerpt
+from trust.errors import ConfigError, JudgmentError, excerpt
 from trust.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.graphs.hdag import HdagNode, Level, Tier
 from trust.graphs.llm_decompose import ChatMessage
@@ -815,7 +815,7 @@ class LlmAuditor:
             conversation = [messages[0], ChatMessage("user", f"{messages[1].content}\n\n{note}")]
             # Words of the note (less the node's own) are instructions too: an echo of them judges nothing.
             context = question.critique_context.with_instructions(_RETRY_NOTE.format(problem=problem, claim=""))
-        raise LlmError(
+        raise JudgmentError(
             f"tier-2 judge {self._model.model!r} at {self._model.endpoint} gave no valid answer on "
             f"{question.label} ({order}) of segment {request.node_id!r} in {self._max_attempts} attempt(s): "
             f"{problem}; it last answered {excerpt(reply)!r}. Check that the endpoint honours response_format "

@@ -62,6 +62,7 @@ from trust.errors import (
     ContractReverted,
     GraphError,
     IpfsError,
+    JudgmentError,
     LlmError,
     TrustError,
     VerificationError,
@@ -706,6 +707,12 @@ class Worker:
             try:
                 async with window:
                     verdict = await self.auditor.audit(request)
+            except JudgmentError as exc:
+                # The model answered and kept answering no judgment: asking again in a minute would
+                # spend the seat's attempts (and the shared model's time) for the same answers.
+                self._measured(self._clock() - slot_at)
+                self._finish(seat.key, SeatState.ABSTAINED, "abstained", f"no judgment: {exc}", node_id=node_id)
+                return
             except TimeoutError:
                 if not window.expired():
                     raise  # the auditor's own timeout, with its own message
