@@ -292,7 +292,6 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
     outage: the seat abstains with the reason at once instead of spending the worker's retries (and
     the shared model's time) on the same answers, and nothing is committed for it."""
     from tests.openai_stub import openai_stub
-
     from trust.auditors.llm import LlmAuditor
     from trust.llm import LlmClient
     from trust.settings import AuditSettings, LlmSettings
