@@ -128,7 +128,12 @@ async def llm_auditor(
                 found = await stack.enter_async_context(await asyncio.to_thread(LocalModelServer.start, Path(folder)))
             server = found
         home = ModelServerHome(server.directory)
-        client = await stack.enter_async_context(home.client())
+        # The embedded server answers one request at a time, so a request also waits behind other
+        # workers' requests: TRUST_AUDITOR_LLM__TIMEOUT_SECONDS is how long that may take.
+        limits = settings.auditor_llm
+        client = await stack.enter_async_context(
+            home.client(timeout_seconds=limits.timeout_seconds, max_retries=limits.max_retries)
+        )
 
         async def probe() -> str | None:
             return await home.problem(AVAILABILITY_PROBE_TIMEOUT_SECONDS)
