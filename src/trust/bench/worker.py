@@ -862,7 +862,7 @@ async def run_worker_benchmark(
         tier2: Auditor | None = None
         if wants_tier2:
             say(f"tier-2 auditor: starting {model}")
-            tier2 = await llm_auditor(settings, stack, logging.getLogger("trust.bench"))
+            tier2 = await llm_auditor(settings, stack, logging.getLogger("trust.bench"), share_server=False)
         if tier2 is not None and tier2_segments > 0:
             say(f"tier-2 auditor: {tier2_segments} segments on {model}")
             chosen = [mix[i % len(mix)] for i in range(tier2_segments)]
