@@ -1,9 +1,9 @@
 """How the explorer writes amounts, ratios, times and hashes for people.
 
 Amounts on chain are integers: wei for ETH, base units of 10^-18 for the staking token. They are
-written from those integers with `Decimal` arithmetic only, never through a binary float: a float
-cannot hold 0.0102 and prints sums of such amounts as `0.010199999999999997`. The policy, in pages
-and chart labels alike:
+written from those integers by `trust.amounts` (integer arithmetic only), never through a binary
+float: a float cannot hold 0.0102 and prints sums of such amounts as `0.010199999999999997`. The
+policy, in pages and chart labels alike:
 
 - exact: every significant decimal is shown (up to 18), so the text read back is the amount;
 - no trailing zeros and no exponent: 1.5 ETH, 2000 ETH, 0.000000000000000001 ETH (one wei), 0 ETH;
@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from trust.amounts import TOKEN_DECIMALS, amount_text, decimal_text, require_integer
+
 __all__ = [
     "BRIEF_DECIMALS",
     "TOKEN_DECIMALS",
@@ -35,39 +37,12 @@ __all__ = [
     "wad_text",
 ]
 
-TOKEN_DECIMALS = 18
-"""Decimals of ETH (wei) and of the staking token (its base units)."""
 WAD = 10**18
 """The contracts' fixed-point one (reputations, gamma)."""
 BRIEF_DECIMALS = 6
 """Decimals shown in the lists' amount columns (micro-ETH; the pages of one entity show all 18)."""
 _SHORT_HEX_CHARS = 6
 """Hex digits kept at each end of a shortened hash or address."""
-
-
-def _integer(value: int, what: str) -> int:
-    # A float here is the bug this module exists to prevent: refuse it instead of rounding it.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an integer count of base units, not {type(value).__name__} {value!r}")
-    return value
-
-
-def decimal_text(units: int, decimals: int = TOKEN_DECIMALS) -> str:
-    """`units` x 10^-decimals as an exact decimal without trailing zeros or exponent: "0.0102",
-    "2000", "-1.5", "0". Raises `TypeError` for anything but an int (a float would be inexact).
-
-    Integer arithmetic only: `Decimal` rounds to its context's 28 digits, which a uint96 stake
-    (29 digits) or a sum of fees already exceeds."""
-    value = _integer(units, "an amount")
-    whole, fraction = divmod(abs(value), 10**decimals)
-    digits = str(fraction).rjust(decimals, "0").rstrip("0") if decimals else ""
-    sign = "-" if value < 0 else ""
-    return f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}"
-
-
-def amount_text(base_units: int, symbol: str) -> str:
-    """An amount of 18 decimals, exact, without trailing zeros: "0.00042 ETH", "2000 TRUST"."""
-    return f"{decimal_text(base_units)} {symbol}"
 
 
 def brief_amount_text(base_units: int, symbol: str) -> str:
@@ -82,7 +57,7 @@ def brief_amount_text(base_units: int, symbol: str) -> str:
 
 def wad_text(wad: int) -> str:
     """A WAD ratio (1e18 = 1) with four decimals, rounded half-even: reputation 0.5500."""
-    return f"{Decimal(_integer(wad, 'a WAD value')) / WAD:.4f}"
+    return f"{Decimal(require_integer(wad, 'a WAD value')) / WAD:.4f}"
 
 
 def bps_text(bps: int) -> str:

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from trust.amounts import decimal_text
 from trust.cli.common import (
     HomeOption,
     console,
@@ -127,7 +128,7 @@ def devnet_up_cmd(
     table.add_column("tier", justify="center")
     table.add_column("stake (TRUST)", justify="right")
     for index, auditor in enumerate(result.auditors):
-        table.add_row(str(index), auditor.address, str(auditor.tier), f"{auditor.stake / 10**18:,.0f}")
+        table.add_row(str(index), auditor.address, str(auditor.tier), decimal_text(auditor.stake))
     console.print(table)
     console.print(f"keystores:       {settings.devnet_dir / 'keystores'}")
     console.print(f"password file:   {settings.devnet_dir / 'keystore-password'}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from trust.amounts import eth_text
 from trust.cli.common import (
     HomeOption,
     PasswordFileOption,
@@ -155,7 +156,7 @@ def worker_withdraw_cmd(
     account = load_keystore(keystore, keystore_password(password_file))
     with console.status("claiming rewards"):
         seats, staker = asyncio.run(withdraw(settings, account, rpc_url=rpc))
-    console.print(f"seat rewards: {seats / 10**18:.6f} ETH; staker reward: {staker / 10**18:.6f} ETH")
+    console.print(f"seat rewards: {eth_text(seats)}; staker reward: {eth_text(staker)}")
 
 
 # -- joining and leaving: registration and stake, without running the worker ---------------------
@@ -208,10 +209,7 @@ def _render_position(position: StakePosition) -> None:
 
 
 def _eth(wei: int) -> str:
-    from decimal import Decimal
-
-    text = f"{Decimal(wei) / 10**18:f}"
-    return (text.rstrip("0").rstrip(".") if "." in text else text) + " ETH"
+    return eth_text(wei)
 
 
 def _utc(unix_seconds: int) -> str:

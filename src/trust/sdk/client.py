@@ -36,6 +36,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
+from trust.amounts import eth_text
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import Deployment
@@ -88,7 +89,6 @@ TraceInput = str | Trace | Hdag
 steps document, which must parse; `trust.sdk.inputs`), a `Trace` (text or steps, with its problem),
 or an HDAG the provider decomposed itself."""
 
-_WEI_PER_ETH = 10**18
 _PLACEHOLDER_DIGEST = b"\x01" * 32
 """Stands in for content digests when the minimum fee is asked before anything is uploaded (the fee
 depends on the tiers and seats only)."""
@@ -429,8 +429,8 @@ class TrustClient:
         balance = await protocol.chain.balance(self.address)
         if balance <= fee:
             raise AuditError(
-                f"provider {self.address} holds {balance / _WEI_PER_ETH:.6f} ETH; the session needs a fee of "
-                f"{fee / _WEI_PER_ETH:.6f} ETH plus gas. Nothing was submitted"
+                f"provider {self.address} holds {eth_text(balance)}; the session needs a fee of "
+                f"{eth_text(fee)} plus gas. Nothing was submitted"
             )
         return fee
 

@@ -53,6 +53,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
+from trust.amounts import eth_text
 from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
 from trust.chain.protocol import Protocol
 from trust.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
@@ -1335,6 +1336,6 @@ async def claim_seat_rewards(
         for seat in unclaimed:
             store.update(seat.key, state=SeatState.CLAIMED, reward_wei=paid // len(unclaimed))
         seats = f"{len(unclaimed)} seat{'' if len(unclaimed) == 1 else 's'}"
-        store.log(None, "reward", f"s{sid}: {paid / 10**18:.6f} ETH for {seats} in {sent.tx_hash}")
-        log.info("s%d reward: %.6f ETH for %s in %s", sid, paid / 10**18, seats, sent.tx_hash)
+        store.log(None, "reward", f"s{sid}: {eth_text(paid)} for {seats} in {sent.tx_hash}")
+        log.info("s%d reward: %s for %s in %s", sid, eth_text(paid), seats, sent.tx_hash)
     return total

@@ -12,6 +12,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
+from trust.amounts import decimal_text
 from trust.chain.protocol import Protocol
 from trust.chain.types import AuditorInfo
 from trust.errors import ConfigError, ContractReverted, WalletError
@@ -49,8 +50,7 @@ def parse_tokens(text: str, what: str = "the stake") -> int:
 
 def format_tokens(units: int) -> str:
     """Token base units as whole tokens, exactly ("250", "0.5"): no binary float in between."""
-    text = f"{Decimal(units) / TOKEN_UNIT:f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return decimal_text(units)
 
 
 @dataclass(frozen=True, slots=True)

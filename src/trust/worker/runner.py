@@ -19,6 +19,7 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 from pydantic import SecretStr
 
+from trust.amounts import tokens_text
 from trust.auditors.base import Auditor
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
@@ -134,10 +135,10 @@ async def run_worker(
                 unavailable_ok=_taken_out_before(path),
             )
             log.info(
-                "auditor %s: tier %d, stake %s tokens, reputation %.3f, encryption key %s",
+                "auditor %s: tier %d, stake %s, reputation %.3f, encryption key %s",
                 identity.address,
                 info.tier,
-                f"{info.stake / 10**18:,.2f}",
+                tokens_text(info.stake),
                 info.reputation,
                 source,
             )

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trust.amounts import eth_text
 from trust.errors import ConfigError
 from trust.settings import Settings
 from trust.worker.store import AUDIT_SECONDS_KEY, AVAILABILITY_KEY, CAPACITY_KEY, SeatState, WorkerStore
@@ -155,7 +156,7 @@ def render_status(report: dict[str, Any], console: Console) -> None:
         f"(audit contract {report['audit_contract']}), events read through block {report['last_block']}"
     )
     counts = ", ".join(f"{n} {state}" for state, n in report["seats"].items() if n) or "no seats yet"
-    console.print(f"seats: {counts}; rewards claimed: {report['rewards_wei'] / 10**18:.6f} ETH")
+    console.print(f"seats: {counts}; rewards claimed: {eth_text(report['rewards_wei'])}")
     _render_capacity(report.get("capacity"), report.get("draw"), console)
     reports = report["reports"]
     if any(reports.values()):
