@@ -288,3 +288,68 @@ async def test_a_refusal_the_checks_could_not_see_is_decoded_in_the_same_words(n
     assert isinstance(refused[0], ConfigError), repr(refused[0])
     assert "already unbonds 50 tokens" in str(refused[0]) and "one unstake at a time" in str(refused[0])
     assert (await network.protocol.registry.auditor(account.address)).unbonding == 50 * TOKEN
+
+
+async def test_pause_takes_the_auditor_out_and_a_running_worker_leaves_it_out(
+    network: Network, cli: Cli, kubo: KuboClient
+) -> None:
+    """The way out for an operator: `pause` (no new seats), let the seats settle, then unstake. A
+    running worker's backpressure puts back only what it took out itself: once the operator paused,
+    it no longer puts the auditor back, not even one that it had taken out before."""
+    from trust.worker.daemon import Worker
+    from trust.worker.identity import AuditorIdentity
+    from trust.worker.keys import load_encryption_key
+    from trust.worker.store import WorkerStore
+
+    from .conftest import WORKER_SETTINGS, make_worker
+
+    auditor = network.auditors[0]
+    account = load_keystore(Path(auditor.keystore), PASSWORD)
+    registry, chain = network.protocol.registry, network.protocol.chain
+    path = cli.home / "worker" / account.address.lower() / f"chain-{chain.chain_id}.sqlite3"
+    template = make_worker(network, kubo, 0, cli.home / "unused")
+    template.store.close()
+    settings = WORKER_SETTINGS.model_copy(update={"health_check_seconds": 0.01})
+
+    def running_worker() -> Worker:
+        store = WorkerStore(
+            path, chain_id=chain.chain_id, audit_contract=network.protocol.audit.address, auditor=account.address
+        )
+        identity = AuditorIdentity(account, load_encryption_key(Path(auditor.encryption_key_file), PASSWORD), "test")
+        return Worker(network.protocol, kubo, identity, template.auditor, store, settings)
+
+    # The worker took its auditor out (a backlog), as its record says, and then has nothing to do:
+    # left alone, it puts the auditor back.
+    worker = running_worker()
+    await worker.tick()
+    await worker._set_in_draw(False, "a backlog")  # what its backpressure does
+    assert not (await registry.auditor(account.address)).available
+    await asyncio.sleep(0.05)
+    await worker.tick()
+    assert (await registry.auditor(account.address)).available
+    worker.store.close()
+
+    # Now the same, but the operator pauses it meanwhile: it stays out.
+    worker = running_worker()
+    await worker.tick()
+    await worker._set_in_draw(False, "a backlog")
+    paused = cli("worker", "pause", "--keystore", auditor.keystore)
+    assert paused.returncode == 0, said(paused)
+    assert "is out of the draw (it already was)" in said(paused)
+    assert "recorded in the worker's state" in said(paused) and "trust worker unstake --all" in said(paused)
+    for _ in range(3):
+        await worker.tick()
+    assert not (await registry.auditor(account.address)).available
+    worker.store.close()
+
+    # A new run refuses to start an auditor its operator took out, and says how to put it back.
+    refused = cli("worker", "run", "--keystore", auditor.keystore, "--tier", "1")
+    assert refused.returncode == 1 and "trust worker resume" in said(refused)
+
+    resumed = cli("worker", "resume", "--keystore", auditor.keystore)
+    assert resumed.returncode == 0 and "is back in the draw" in said(resumed)
+    assert (await registry.auditor(account.address)).available
+    # Paused while available: one transaction, and the worker (not running) will find the record.
+    paused = cli("worker", "pause", "--keystore", auditor.keystore)
+    assert paused.returncode == 0 and "out of the draw" in said(paused) and "(it already was)" not in said(paused)
+    assert not (await registry.auditor(account.address)).available

@@ -376,6 +376,65 @@ def worker_unstake_cmd(
     _render_position(after)
 
 
+def _availability(
+    keystore: Path, available: bool, password_file: Path | None, rpc: str | None, home: Path | None
+) -> None:
+    from trust.chain.wallets import load_keystore
+    from trust.worker.runner import state_path
+    from trust.worker.stake import AvailabilityChange, connected, set_availability
+
+    settings = settings_for(home)
+    account = load_keystore(keystore, keystore_password(password_file))
+
+    async def switch() -> AvailabilityChange:
+        async with connected(settings, rpc) as protocol:
+            path = state_path(settings, account.address, protocol.chain.chain_id)
+            return await set_availability(protocol, account, available, state_file=path)
+
+    with console.status("setting the auditor " + ("available" if available else "unavailable")):
+        change = asyncio.run(switch())
+    word = "back in the draw" if available else "out of the draw"
+    console.print(f"{account.address} is {word}" + ("" if change.sent else " (it already was)"), soft_wrap=True)
+    if change.worker_told:
+        console.print("  recorded in the worker's state: a running worker follows it at its next health check")
+    if not available:
+        locked = change.position.info.locked
+        console.print(
+            "  no new seats from draws after this block; seats already drawn still need the worker until they settle"
+            + (f" ({_tokens_line(locked)} locked by open seats now)" if locked else " (none is open now)"),
+            soft_wrap=True,
+        )
+        console.print(
+            "  once nothing is locked, `trust worker unstake --all` lets the stake leave; "
+            "`trust worker resume` puts the auditor back",
+            soft_wrap=True,
+        )
+
+
+@worker_app.command("pause")
+def worker_pause_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    password_file: PasswordFileOption = None,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Take the auditor out of the draw (setAvailable(false)) as its operator: no new seats; a running
+    worker finishes the seats it holds and does not put the auditor back by itself."""
+    _availability(keystore, False, password_file, rpc, home)
+
+
+@worker_app.command("resume")
+def worker_resume_cmd(
+    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    password_file: PasswordFileOption = None,
+    rpc: WorkerRpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Put the auditor back in the draw (setAvailable(true)); a running worker's backpressure may take
+    it out again while it has more seats than it can audit in time."""
+    _availability(keystore, True, password_file, rpc, home)
+
+
 @worker_app.command("info")
 def worker_info_cmd(
     keystore: Annotated[

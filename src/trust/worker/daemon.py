@@ -454,6 +454,9 @@ class Worker:
         self._stake = info.stake
         params = await self.protocol.params.params()
         self._commit_window_seconds = int(params["commitWindowSeconds"])
+        # `trust worker pause` / `resume` record the operator's choice in the state file while the
+        # worker runs: read it again, so that backpressure never puts back what the operator took out.
+        self._availability = dict(self.store.meta_json(AVAILABILITY_KEY) or {})
         self._note_chain_availability(info.available)
 
     def _note_chain_availability(self, available: bool) -> None:

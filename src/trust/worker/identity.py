@@ -173,5 +173,8 @@ async def ensure_registered(
             f"(or `trust worker stake --add {format_tokens(minimum - info.stake)}`)"
         )
     if not info.available and not unavailable_ok:
-        raise ConfigError(f"{address} is marked unavailable and will not be drawn; set it available first")
+        raise ConfigError(
+            f"{address} is marked unavailable and will not be drawn (its operator took it out); "
+            "put it back with `trust worker resume --keystore K` first"
+        )
     return info

@@ -21,10 +21,12 @@ block's timestamp, which is when a transaction sent now runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
@@ -42,8 +44,10 @@ from trust.worker.identity import (
     format_tokens,
 )
 from trust.worker.runner import _connect
+from trust.worker.store import AVAILABILITY_KEY, WorkerStore
 
 __all__ = [
+    "AvailabilityChange",
     "Registration",
     "StakePosition",
     "UnstakeRequest",
@@ -54,6 +58,7 @@ __all__ = [
     "execute_unstake",
     "register_auditor",
     "request_unstake",
+    "set_availability",
     "stake_position",
 ]
 
@@ -373,3 +378,46 @@ async def execute_unstake(protocol: Protocol, account: LocalAccount) -> tuple[in
     except ContractReverted as exc:
         raise _explain(exc, position) from exc
     return info.unbonding, await stake_position(protocol, address)
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityChange:
+    """What `set_availability` did: whether a transaction was sent (False: the chain already said
+    so), whether a worker's state file was told, and where the auditor stands after."""
+
+    sent: bool
+    worker_told: bool
+    position: StakePosition
+
+
+async def set_availability(
+    protocol: Protocol, account: LocalAccount, available: bool, *, state_file: Path | None = None
+) -> AvailabilityChange:
+    """The operator takes its auditor out of the draw (`available` False) or puts it back.
+
+    Out of the draw, no new seat is drawn for it from draws whose randomness block comes after the
+    transaction; seats already drawn still lock stake and must be audited, so the worker keeps
+    running until they settle (`trust worker info` shows the locked stake) and only then may the
+    stake leave (`unstake`). `state_file` is the worker's state on this chain: the choice is recorded
+    there as the operator's, so that a running worker, whose backpressure puts back only what it took
+    out itself, leaves it as it is (the worker re-reads the record at its next health check)."""
+    address = str(account.address)
+    before = await stake_position(protocol, address)
+    if not before.info.registered:
+        raise _not_registered(address)
+    sent = before.info.available != available
+    if sent:
+        try:
+            await protocol.registry.set_available(account, available)
+        except ContractReverted as exc:
+            raise _explain(exc, before) from exc
+    told = False
+    if state_file is not None and state_file.is_file():
+        with WorkerStore(
+            state_file, chain_id=protocol.chain.chain_id, audit_contract=protocol.audit.address, auditor=address
+        ) as store:
+            record = dict(store.meta_json(AVAILABILITY_KEY) or {})
+            record.update(by_worker=False, reason=None if available else "taken out by its operator", since=time.time())
+            store.set_meta_json(AVAILABILITY_KEY, record)
+        told = True
+    return AvailabilityChange(sent, told, await stake_position(protocol, address))
