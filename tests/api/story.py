@@ -17,14 +17,10 @@ journal, as the SDK does: the explorer's source of the graph's shape.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from eth_account.signers.local import LocalAccount
@@ -43,6 +39,7 @@ from trust.privacy.reports import AuditReport, seal_report
 from trust.sdk.journal import Journal, SessionRecord
 from trust.settings import GovernanceSettings, ProtocolSettings
 from trust.storage.kubo import KuboClient
+from trust.web import serve_in_loop
 
 PASSWORD = "explorer-test-only"
 COMMIT_WINDOW_SECONDS = 300
@@ -330,30 +327,6 @@ def aligned_seats(story: Story) -> dict[str, list[tuple[int, int]]]:
 # ---------------------------------------------------------------------------------------- a server
 
 
-class _LoopServer(uvicorn.Server):
-    """uvicorn without its signal handlers: the test owns the process's signals."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-@contextlib.asynccontextmanager
-async def serve(app: FastAPI) -> AsyncIterator[str]:
-    """Serves `app` with uvicorn (lifespan on) in this event loop on a free port; yields its URL."""
-    sock = socket.create_server(("127.0.0.1", 0))
-    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, http="h11", ws="none")
-    server = _LoopServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            sock.close()
-            task.result()
-            raise RuntimeError("the explorer server stopped while starting")
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serve(app: FastAPI) -> contextlib.AbstractAsyncContextManager[str]:
+    """Serves `app` in this event loop on a free port; yields its URL."""
+    return serve_in_loop(app, "the explorer server")

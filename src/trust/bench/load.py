@@ -32,17 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 from rich.console import Console
 from rich.table import Table
@@ -56,6 +54,7 @@ from trust.devnet import dev_account
 from trust.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
 from trust.settings import DevnetSettings, Settings
 from trust.toolchain import Toolchain
+from trust.web import serve_in_loop
 
 __all__ = [
     "DEFAULT_RANDOMNESS_DELAY_BLOCKS",
@@ -186,31 +185,9 @@ class LoadBench:
         }
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers: the benchmark's command owns the process's signals."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-@contextlib.asynccontextmanager
-async def _serve(app: FastAPI) -> AsyncIterator[str]:
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = _Server(uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, http="h11", ws="none"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            sock.close()
-            task.result()
-            raise RuntimeError("the gateway stopped while starting")
-        await asyncio.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def _serve(app: FastAPI) -> contextlib.AbstractAsyncContextManager[str]:
+    """Serves `app` in this event loop on a free port; yields its URL."""
+    return serve_in_loop(app, "the gateway")
 
 
 def _outcomes(view: dict[str, Any]) -> tuple[str | None, dict[str, int]]:
