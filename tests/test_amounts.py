@@ -53,3 +53,20 @@ def test_the_text_reads_back_as_the_amount(units: int) -> None:
     text = decimal_text(units)
     whole, _, fraction = text.lstrip("-").partition(".")
     assert int(whole + fraction.ljust(18, "0")) == abs(units) and text.startswith("-") == (units < 0)
+
+
+def test_amounts_typed_in_whole_units() -> None:
+    from trust.amounts import parse_amount
+    from trust.errors import ConfigError
+
+    assert parse_amount("250", "the stake") == 250 * WEI and parse_amount(" 0.5 ", "x") == WEI // 2
+    assert parse_amount("0.000000000000000001", "x") == 1 and parse_amount("0", "--eth", allow_zero=True) == 0
+    for text, words in (
+        ("ten", "the stake: 'ten' is not an amount; write it in whole tokens"),
+        ("0", "the stake must be a positive amount of tokens"),
+        ("-1", "the stake must be a positive amount"),
+        ("inf", "the stake must be a positive amount"),
+        ("0.0000000000000000001", "has more than 18 decimals"),
+    ):
+        with pytest.raises(ConfigError, match=words):
+            parse_amount(text, "the stake")

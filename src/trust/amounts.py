@@ -10,12 +10,24 @@ explorer):
 - no trailing zeros and no exponent: 1.5 ETH, 2000 TRUST, 0.000000000000000001 ETH (one wei), 0 ETH;
 - no thousands separators (a copied figure parses as it is), a leading "-" for a negative amount.
 
-Shared by every layer (it imports nothing of the package), like `trust.errors`.
+Shared by every layer (it imports only `trust.errors`), like `trust.errors` itself.
 """
 
 from __future__ import annotations
 
-__all__ = ["TOKEN_DECIMALS", "amount_text", "decimal_text", "eth_text", "require_integer", "tokens_text"]
+from decimal import Decimal, InvalidOperation
+
+from trust.errors import ConfigError
+
+__all__ = [
+    "TOKEN_DECIMALS",
+    "amount_text",
+    "decimal_text",
+    "eth_text",
+    "parse_amount",
+    "require_integer",
+    "tokens_text",
+]
 
 TOKEN_DECIMALS = 18
 """Decimals of ETH (wei) and of the staking token (its base units)."""
@@ -51,3 +63,20 @@ def eth_text(wei: int) -> str:
 def tokens_text(base_units: int) -> str:
     """Staking-token base units as whole tokens, exact: "250 TRUST"."""
     return amount_text(base_units, "TRUST")
+
+
+def parse_amount(text: str, what: str, *, unit: str = "tokens", allow_zero: bool = False) -> int:
+    """An amount typed in whole units ("250", "0.5"; ETH and the token both have 18 decimals) in base
+    units. `ConfigError` naming `what` for anything else: not a number, negative (or zero unless
+    `allow_zero`), infinite, or more than 18 decimals."""
+    try:
+        amount = Decimal(text.strip())
+    except InvalidOperation:
+        raise ConfigError(f"{what}: {text!r} is not an amount; write it in whole {unit}, e.g. 250 or 0.5") from None
+    if not amount.is_finite() or amount < 0 or (amount == 0 and not allow_zero):
+        least = "zero or a positive" if allow_zero else "a positive"
+        raise ConfigError(f"{what} must be {least} amount of {unit}, not {text!r}")
+    units = amount.scaleb(TOKEN_DECIMALS)
+    if units != units.to_integral_value():
+        raise ConfigError(f"{what}: {text!r} has more than {TOKEN_DECIMALS} decimals")
+    return int(units)

@@ -30,7 +30,6 @@ import os
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -40,6 +39,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 
+from trust.amounts import decimal_text, parse_amount
 from trust.chain.anvil import AnvilNode, rpc_ready
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
@@ -508,24 +508,13 @@ class Funded:
 
 def parse_units(text: str, what: str) -> int:
     """An amount typed in whole units ("10", "0.5"; ETH or tokens, both 18 decimals) in base units;
-    zero is allowed (nothing of that kind is sent). `DevnetError` naming `what` otherwise."""
-    try:
-        amount = Decimal(text)
-    except InvalidOperation:
-        raise DevnetError(f"{what}: {text!r} is not an amount; write it in whole units, e.g. 10 or 0.5") from None
-    if not amount.is_finite() or amount < 0:
-        raise DevnetError(f"{what} must be zero or a positive amount, not {text!r}")
-    units = amount * ETH
-    if units != units.to_integral_value():
-        raise DevnetError(f"{what}: {text!r} has more than 18 decimals")
-    return int(units)
+    zero is allowed (nothing of that kind is sent)."""
+    return parse_amount(text, what, unit="units", allow_zero=True)
 
 
 def whole_units(amount: int) -> str:
     """Wei (or token base units, 18 decimals as well) as an exact decimal: 10200000000000000 -> '0.0102'."""
-    units = Decimal(amount) / Decimal(ETH)
-    text = f"{units:,f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return decimal_text(amount)
 
 
 def _loopback(url: str) -> bool:

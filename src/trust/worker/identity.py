@@ -6,13 +6,12 @@ why at once instead of sitting on seats it cannot open.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
-from trust.amounts import decimal_text
+from trust.amounts import decimal_text, parse_amount
 from trust.chain.protocol import Protocol
 from trust.chain.types import AuditorInfo
 from trust.errors import ConfigError, ContractReverted, WalletError
@@ -36,16 +35,7 @@ TOKEN_UNIT = 10**18
 
 def parse_tokens(text: str, what: str = "the stake") -> int:
     """A token amount as typed ("250", "0.5") in base units; `what` names it in the error."""
-    try:
-        amount = Decimal(text)
-    except InvalidOperation:
-        raise ConfigError(f"{text!r} is not a token amount; write it in whole tokens, e.g. 250 or 0.5") from None
-    if not amount.is_finite() or amount <= 0:
-        raise ConfigError(f"{what} must be a positive number of tokens, not {text!r}")
-    units = amount * TOKEN_UNIT
-    if units != units.to_integral_value():
-        raise ConfigError(f"{text!r} has more than 18 decimals")
-    return int(units)
+    return parse_amount(text, what)
 
 
 def format_tokens(units: int) -> str:
