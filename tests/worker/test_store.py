@@ -101,3 +101,15 @@ def test_report_bookkeeping_and_status(tmp_path: Path) -> None:
         assert retrying.wants_report and not retrying.report_given_up
         assert not store.seat(SeatKey(1, 0, 0)).wants_report
     assert status_report(path)["reports"] == {"published": 1, "pending": 1, "given_up": 1}
+
+
+def test_a_state_file_still_being_created_is_a_clear_error(tmp_path: Path) -> None:
+    """`trust worker status` right as a worker starts: the schema is there, its identity not yet."""
+    from trust.worker.store import _SCHEMA
+
+    path = tmp_path / "chain-31337.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    db.close()
+    with pytest.raises(ConfigError, match="still being created"):
+        WorkerStore.open_existing(path)

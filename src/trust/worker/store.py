@@ -332,6 +332,9 @@ class WorkerStore:
             raise ConfigError(f"{path} is not a worker state file ({exc})") from exc
         finally:
             db.close()
+        if not {"chain_id", "audit_contract", "auditor"} <= meta.keys():
+            # The schema is written first and the identity after it: a worker is starting right now.
+            raise ConfigError(f"the worker state at {path} is still being created (its worker is starting); try again")
         return cls(
             path,
             chain_id=int(meta["chain_id"]),
