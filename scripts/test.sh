@@ -21,4 +21,4 @@ echo "==> ruff, mypy and import-linter"
 .venv/bin/lint-imports
 
 echo "==> pytest"
-.venv/bin/python -m pytest
+.venv/bin/python -m pytest --durations=30
