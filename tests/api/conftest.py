@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from tests.api.story import Story, build_world, run_story, serve
 from trust.api.explorer import create_explorer_app
+from trust.api.provider_view import ProviderView
 from trust.api.shapes import JournalShapes
 from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
@@ -39,6 +40,23 @@ async def site(story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact]) -
     the provider's journal as the source of graph shapes."""
     app = create_explorer_app(
         anvil.rpc_url, story.world.deployment, artifacts=artifacts, shapes=JournalShapes(story.journal.directory)
+    )
+    async with serve(app) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def provider_site(
+    story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact], ipfs_api_url: str
+) -> AsyncIterator[str]:
+    """The explorer the story's provider runs for itself: its journal's shapes and the provider view
+    (its wallet, the module's IPFS node), so that segment pages show the critiques."""
+    app = create_explorer_app(
+        anvil.rpc_url,
+        story.world.deployment,
+        artifacts=artifacts,
+        shapes=JournalShapes(story.journal.directory),
+        provider_view=ProviderView(story.world.provider, ipfs_api_url),
     )
     async with serve(app) as url:
         yield url

@@ -11,8 +11,10 @@ The session (four segments of a trace stored on the local IPFS node with `store_
 Then the trace is finalized, the fee distributed, every auditor but one claims its aligned seats,
 one claims its stakers' share, and governance slashes a tier-2 auditor with a hostile reason. A
 tier-3 auditor's metadata URI is hostile HTML. One auditor of segment 1 publishes its audit report
-(a critique sealed to the provider's reply key), and the provider keeps its session record in a
-journal, as the SDK does: the explorer's source of the graph's shape.
+(a critique sealed to the provider's reply key, as a worker seals it), two auditors of segment 0
+publish reports that the provider cannot read (one blob that no IPFS node holds, one sealed to
+another key), and the provider keeps its session record in a journal, as the SDK does: the
+explorer's source of the graph's shape.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy.reports import AuditReport, seal_report
 from trust.sdk.journal import Journal, SessionRecord
+from trust.sdk.keys import reply_key
 from trust.settings import GovernanceSettings, ProtocolSettings
+from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
 from trust.web import serve_in_loop
 
@@ -105,6 +109,9 @@ class Story:
     governance_slashed: str = ""
     report: tuple[int, int, int, str, str] | None = None
     """(segment, round, seat, auditor, report CID) of the published report."""
+    unreadable: dict[tuple[int, int, int], tuple[str, str]] = field(default_factory=dict)
+    """(segment, round, seat) -> (report CID, "unavailable" or "unreadable") of the reports the
+    provider cannot read: a CID no node holds, a report sealed to another key."""
 
 
 async def build_world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> World:
@@ -243,6 +250,7 @@ async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
     }
     await vote_round(story, 0, plans, silent={(2, m2[2])})
     await publish_report(story, kubo, 1, 0, 0)
+    await publish_unreadable_reports(story, kubo)
     # One batch: the index must give each AuditorSlashed to the right segment.
     story.finalizations.append(await audit.finalize_segments(world.deployer, session_id, [0, 1, 2, 3]))
 
@@ -278,13 +286,28 @@ async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
     return story
 
 
-async def publish_report(story: Story, kubo: KuboClient, segment_id: int, round_id: int, seat: int) -> None:
-    """The seat's auditor seals a critique to a reply key of the provider's, stores it on IPFS and
-    announces it on chain (what a worker does once its vote is revealed)."""
-    world = story.world
-    auditor = story.committees[(segment_id, round_id)].members[seat]
+CRITIQUE = "5 mg per kg is not the dose the question states (<b>2 mg</b> per kg); the step's premise is wrong."
+"""The published critique: markup in it must show as text."""
+EXPECTED = "2 mg per kg"
+EVALUATION_SECONDS = 8.25
+
+
+def provider_reply_key(story: Story) -> bytes:
+    """The public reply key of the story's session: what the provider puts into every key grant."""
+    audit = story.world.protocol.audit
+    key = reply_key(
+        story.world.provider, chain_id=story.world.chain.chain_id, audit_contract=audit.address,
+        trace_root=story.stored.root,
+    )  # fmt: skip
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def seat_report(story: Story, segment_id: int, round_id: int, seat: int, started_at: float) -> AuditReport:
+    """The report a worker writes for a revealed seat."""
+    committee = story.committees[(segment_id, round_id)]
+    auditor = committee.members[seat]
     vote, _ = story.reveals[(segment_id, round_id, auditor)]
-    report = AuditReport(
+    return AuditReport(
         session_id=story.session_id,
         segment_index=segment_id,
         round=round_id,
@@ -292,18 +315,44 @@ async def publish_report(story: Story, kubo: KuboClient, segment_id: int, round_
         auditor=auditor,
         vote="pass" if vote else "fail",
         score=0.9,
-        critique="5 mg per kg is not the dose the question states; the step's premise is wrong.",
-        error_type=None,
-        expected=None,
-        tier=story.committees[(segment_id, round_id)].tier,
-        started_at=0.0,
-        finished_at=1.0,
+        critique=CRITIQUE,
+        error_type=None if vote else "factual",
+        expected=None if vote else EXPECTED,
+        tier=committee.tier,
+        started_at=started_at,
+        finished_at=started_at + EVALUATION_SECONDS,
     )
-    reply_key = X25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    cid = await kubo.add(seal_report(report, trace_root=story.stored.root, recipient_key=reply_key))
+
+
+async def publish_report(story: Story, kubo: KuboClient, segment_id: int, round_id: int, seat: int) -> None:
+    """The seat's auditor seals a critique to the provider's reply key, stores it on IPFS and
+    announces it on chain (what a worker does once its vote is revealed)."""
+    world = story.world
+    auditor = story.committees[(segment_id, round_id)].members[seat]
+    report = seat_report(story, segment_id, round_id, seat, float(await now_seconds(world.chain) - 60))
+    sealed = seal_report(report, trace_root=story.stored.root, recipient_key=provider_reply_key(story))
+    cid = await kubo.add(sealed)
     ref = ReportRef(segment_id=segment_id, round=round_id, seat_index=seat, report_cid=cid)
     await world.protocol.segment_keys.publish_reports(world.wallets[auditor], story.session_id, [ref])
     story.report = (segment_id, round_id, seat, auditor, cid)
+
+
+async def publish_unreadable_reports(story: Story, kubo: KuboClient) -> None:
+    """Seats 0 and 1 of segment 0 announce reports the provider cannot read: seat 0 a CID whose
+    bytes were never stored (no node can provide them), seat 1 a report sealed to another key."""
+    world = story.world
+    members = story.committees[(0, 0)].members
+    started_at = float(await now_seconds(world.chain) - 60)
+    other_key = X25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    lost = seal_report(seat_report(story, 0, 0, 0, started_at), trace_root=story.stored.root, recipient_key=other_key)
+    missing = unixfs_cid(lost + b"never stored")
+    wrong_key = await kubo.add(
+        seal_report(seat_report(story, 0, 0, 1, started_at), trace_root=story.stored.root, recipient_key=other_key)
+    )
+    for seat, cid, why in ((0, missing, "unavailable"), (1, wrong_key, "unreadable")):
+        ref = ReportRef(segment_id=0, round=0, seat_index=seat, report_cid=cid)
+        await world.protocol.segment_keys.publish_reports(world.wallets[members[seat]], story.session_id, [ref])
+        story.unreadable[(0, 0, seat)] = (cid, why)
 
 
 FINAL_RESULTS = {0: True, 1: False, 2: True}

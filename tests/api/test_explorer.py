@@ -4,6 +4,7 @@ say what the index says, and the pages must show it, escape what users wrote and
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -17,6 +18,8 @@ import pytest_asyncio
 from web3.logs import DISCARD
 
 from tests.api.story import (
+    CRITIQUE,
+    EXPECTED,
     FINAL_RESULTS,
     FINAL_ROUND,
     GOVERNANCE_REASON,
@@ -38,9 +41,11 @@ from trust.api.index import (
     SessionState,
     UnknownEntity,
 )
+from trust.api.provider_view import ProviderView, ReadingState, ReportReader
 from trust.chain.anvil import AnvilNode
 from trust.chain.client import SentTransaction
 from trust.chain.compiler import Artifact
+from trust.storage.kubo import KuboClient
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -594,6 +599,150 @@ async def test_a_segment_page_places_the_node_and_shows_the_seats_reports(site: 
     assert "s1" in place.group(1) and "root cause" in place.group(1)
     assert f'href="/explorer/sessions/{story.session_id}/segments/0">g0 (segment 0)</a>' in place.group(1)
     assert f'href="/explorer/sessions/{story.session_id}/segments/2">s2 (segment 2)</a>' in place.group(1)
+
+
+# ---------------------------------------------------------------------------------------- critiques
+
+
+def critique_block(page: str, round_id: int, seat: int) -> tuple[str, str] | None:
+    """(state, inner HTML) of a seat's critique on a segment page, None when there is none."""
+    found = re.search(rf'<div class="critique (\w+)" id="critique-{round_id}-{seat}">(.*?)\n    </div>', page, re.S)
+    return None if found is None else (found.group(1), found.group(2))
+
+
+async def test_the_provider_view_shows_each_seats_critique(provider_site: str, story: Story) -> None:
+    assert story.report is not None
+    segment_id, round_id, seat, auditor, cid = story.report
+    async with httpx.AsyncClient(base_url=provider_site) as client:
+        response = await client.get(f"/explorer/sessions/{story.session_id}/segments/{segment_id}")
+    assert response.status_code == 200
+    page = response.text
+    assert "Provider view" in page
+    block = critique_block(page, round_id, seat)
+    assert block is not None and block[0] == "opened"
+    text = block[1]
+    assert f'<blockquote class="critique-text">{str(markupsafe.escape(CRITIQUE))}</blockquote>' in text
+    assert "<b>2 mg</b>" not in page  # the auditor's words are text, never markup
+    assert auditor in text and cid in text
+    assert re.search(r"<dt>Vote</dt><dd><span class=\"badge fail\">fail</span></dd>", text)
+    assert "<dt>Score</dt><dd>0.90</dd>" in text
+    assert "<dt>Error type</dt><dd>factual</dd>" in text
+    assert f"<dt>Expected</dt><dd>{EXPECTED}</dd>" in text
+    assert re.search(r"<dt>Evaluation</dt><dd>8\.25 s at tier 1, started \d{4}-\d\d-\d\d [\d:]{8} UTC", text)
+    # The other seats of the round published nothing: no critique, and the table says so.
+    assert [critique_block(page, round_id, other) for other in range(3) if other != seat] == [None, None]
+    assert f'href="#critique-{round_id}-{seat}">critique</a>' in page
+
+
+async def test_the_provider_view_says_which_reports_it_could_not_read(provider_site: str, story: Story) -> None:
+    (missing, why_missing), (wrong_key, why_wrong) = story.unreadable[(0, 0, 0)], story.unreadable[(0, 0, 1)]
+    assert (why_missing, why_wrong) == ("unavailable", "unreadable")
+    async with httpx.AsyncClient(base_url=provider_site) as client:
+        response = await client.get(f"/explorer/sessions/{story.session_id}/segments/0")
+    assert response.status_code == 200
+    page = response.text
+    lost = critique_block(page, 0, 0)
+    assert lost is not None and lost[0] == "unavailable"
+    assert "The report could not be fetched: the IPFS node at " in lost[1]
+    assert f"could not provide {missing}" in lost[1]
+    sealed_elsewhere = critique_block(page, 0, 1)
+    assert sealed_elsewhere is not None and sealed_elsewhere[0] == "unreadable"
+    assert "The report could not be opened: " in sealed_elsewhere[1] and wrong_key in sealed_elsewhere[1]
+    assert "authentication failed: sealed to another reply key" in sealed_elsewhere[1]
+    assert critique_block(page, 0, 2) is None  # seat 2 published no report
+    assert "Traceback" not in page and str(markupsafe.escape(CRITIQUE)) not in page
+
+
+async def test_without_the_provider_view_no_critique_is_shown(site: str, story: Story) -> None:
+    """A public explorer says where each report lies and that only the provider reads it."""
+    assert story.report is not None
+    segment_id, round_id, seat, _auditor, cid = story.report
+    async with httpx.AsyncClient(base_url=site) as client:
+        pages = [(await client.get(f"/explorer/sessions/{story.session_id}/segments/{g}")).text for g in (0, 1)]
+    for page in pages:
+        assert str(markupsafe.escape(CRITIQUE)) not in page and EXPECTED not in page
+        assert 'id="critique-' not in page and "Provider view" not in page
+        assert "only the provider can read it" in page
+    assert f'title="{cid} (sealed to the provider)"' in pages[1]
+    assert all(f'title="{c} (sealed to the provider)"' in pages[0] for c, _ in story.unreadable.values())
+
+
+async def test_a_provider_view_of_another_wallet_shows_no_critique(
+    story: Story, anvil: AnvilNode, artifacts: dict[str, Artifact], ipfs_api_url: str
+) -> None:
+    assert story.report is not None
+    segment_id, _round_id, _seat, _auditor, cid = story.report
+    other = story.world.deployer
+    app = create_explorer_app(
+        anvil.rpc_url, story.world.deployment, artifacts=artifacts, provider_view=ProviderView(other, ipfs_api_url)
+    )
+    async with serve(app) as url, httpx.AsyncClient(base_url=url) as client:
+        page = (await client.get(f"/explorer/sessions/{story.session_id}/segments/{segment_id}")).text
+    assert str(markupsafe.escape(CRITIQUE)) not in page and 'id="critique-' not in page
+    assert f'title="{cid} (sealed to the provider)"' in page
+    assert f'title="{story.world.provider.address}"' in page and f'title="{other.address}"' in page
+    assert "only that provider can read it" in page
+
+
+async def test_the_reader_keeps_opened_reports_and_retries_failed_fetches(
+    story: Story, index: ChainIndex, ipfs_api_url: str
+) -> None:
+    """Opened and unopenable reports are kept per seat; a report that could not be fetched is fetched
+    again on the next read (here with a closed client, whose error says so)."""
+    session = (await index.session(story.session_id)).session
+    segments = {g: await index.segment(story.session_id, g) for g in (0, 1)}
+    kubo = KuboClient(ipfs_api_url)
+    reader = ReportReader(
+        story.world.provider,
+        kubo,
+        chain_id=story.world.chain.chain_id,
+        audit_contract=story.world.protocol.audit.address,
+    )
+    try:
+        first = {g: await reader.read(session, segments[g]) for g in (0, 1)}
+        assert [(key, r.state) for key, r in sorted(first[0].items())] == [
+            ((0, 0), ReadingState.UNAVAILABLE),
+            ((0, 1), ReadingState.UNREADABLE),
+        ]
+        assert [r.state for r in first[1].values()] == [ReadingState.OPENED]
+        await kubo.aclose()
+        again = {g: await reader.read(session, segments[g]) for g in (0, 1)}
+        assert again[1] == first[1] and again[0][(0, 1)] == first[0][(0, 1)]
+        assert "is closed" in again[0][(0, 0)].note and "is closed" not in first[0][(0, 0)].note
+    finally:
+        await reader.aclose()
+        await kubo.aclose()
+
+
+async def test_a_slow_ipfs_node_does_not_hold_the_page(story: Story, index: ChainIndex) -> None:
+    """A node that accepts the connection and never answers: the read returns after its wait with the
+    seat still being fetched, and closing the reader stops the fetch."""
+
+    async def hold(incoming: asyncio.StreamReader, outgoing: asyncio.StreamWriter) -> None:
+        await incoming.read()  # the request, then nothing: wait until the client hangs up
+        outgoing.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    session = (await index.session(story.session_id)).session
+    kubo = KuboClient(f"http://127.0.0.1:{port}", max_retries=0)
+    reader = ReportReader(
+        story.world.provider,
+        kubo,
+        chain_id=story.world.chain.chain_id,
+        audit_contract=story.world.protocol.audit.address,
+        wait_seconds=0.2,
+    )
+    try:
+        readings = await reader.read(session, await index.segment(story.session_id, 1))
+        (reading,) = readings.values()
+        assert reading.state is ReadingState.PENDING
+        assert "still being fetched" in reading.note and "reload the page" in reading.note
+    finally:
+        await reader.aclose()
+        await kubo.aclose()
+        server.close()
+        await server.wait_closed()
 
 
 # ---------------------------------------------------------------------------------------- history and amounts

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 from playwright.async_api import Page, ViewportSize, expect
 
-from tests.api.story import HOSTILE_URI, Story
+from tests.api.story import CRITIQUE, EXPECTED, HOSTILE_URI, Story
 from tests.auditors.browser import chromium, requires_chromium
 from trust.api.formatting import amount_text
 
@@ -132,7 +132,12 @@ def assert_local(requests: list[str], site: str) -> None:
     assert outside == [], f"requests left the explorer: {outside}"
 
 
-async def test_the_session_graph_links_each_node_to_its_segment(site: str, story: Story, tmp_path: Path) -> None:
+async def test_the_session_graph_links_each_node_to_its_segment(
+    provider_site: str, story: Story, tmp_path: Path
+) -> None:
+    """On the provider's own explorer (provider view): a click on a node of the graph opens its
+    segment, with its place in the graph, its committee and the seats' critiques."""
+    site = provider_site
     async with chromium() as browser:
         page = await browser.new_page(viewport=VIEWPORT)
         requests = local_only(page)
@@ -172,13 +177,39 @@ async def test_the_session_graph_links_each_node_to_its_segment(site: str, story
         await expect(page.locator("#parents")).to_contain_text("g0")
         await expect(page.locator("#children")).to_contain_text("s2")
         assert story.report is not None
-        segment_id, round_id, seat, _auditor, cid = story.report
+        segment_id, round_id, seat, auditor, cid = story.report
+        committee = story.committees[(segment_id, round_id)].members
+        await expect(page.locator(f"#seats-{round_id} tbody tr")).to_have_count(len(committee))
         await expect(page.locator(f"#seat-{round_id}-{seat}")).to_contain_text(cid[:8])
+        await expect(page.locator(f"#seat-{round_id}-{seat}")).to_contain_text("fail")
         keep(await check_screenshot(page, tmp_path / "segment-with-place.png"))
+
+        # The seat's critique, from the table's link: the auditor's words as text, and its findings.
+        await page.locator(f"#seat-{round_id}-{seat}").get_by_role("link", name="critique").click()
+        await page.wait_for_url(f"**/segments/{segment_id}#critique-{round_id}-{seat}")
+        critique = page.locator(f"#critique-{round_id}-{seat}")
+        await expect(critique).to_be_in_viewport()
+        await expect(critique.locator(".critique-text")).to_have_text(CRITIQUE)
+        await expect(critique).to_contain_text(f"Seat {seat}")
+        await expect(critique).to_contain_text("factual")
+        await expect(critique).to_contain_text(EXPECTED)
+        await expect(critique).to_contain_text("8.25 s at tier 1")
+        await expect(critique.get_by_role("link", name=re.compile(auditor[2:8]))).to_have_attribute(
+            "href", f"/explorer/auditors/{auditor}"
+        )
+        await expect(page.locator(f"#reports-notice-{round_id}")).to_contain_text("Provider view")
+        keep(await check_screenshot(page, tmp_path / "segment-critique.png"))
+        await page.locator(f"#round-{round_id}").screenshot(path=str(tmp_path / "segment-committee-critiques.png"))
+        keep(tmp_path / "segment-committee-critiques.png")
 
         # From the segment back to the graph through its parents.
         await page.locator("#parents").get_by_role("link").first.click()
         await page.wait_for_url(f"**/explorer/sessions/{story.session_id}/segments/0")
+        # Reports the provider cannot read are said so, in words.
+        await expect(page.locator("#critique-0-0")).to_contain_text("The report could not be fetched")
+        await expect(page.locator("#critique-0-1")).to_contain_text("The report could not be opened")
+        await page.locator("#critiques-0").screenshot(path=str(tmp_path / "segment-unreadable-reports.png"))
+        keep(tmp_path / "segment-unreadable-reports.png")
         assert_local(requests, site)
 
 

@@ -28,6 +28,12 @@ hashes and digests are 0x-prefixed hex.
 `create_explorer_app(rpc_url, deployment)` runs the explorer on its own: its lifespan connects a
 `ChainClient`, binds the `Protocol`, builds the index and mounts the router, and closes the client
 on shutdown.
+
+Seats' audit reports (their critiques) are sealed to the session's provider: the segment page says
+where each lies and that only the provider can read it. With the opt-in provider view
+(`trust.api.provider_view`: the provider's wallet and an IPFS node), and for that provider's
+sessions only, the segment page opens them and shows each seat's critique; critiques discuss the
+trace's content, so a public explorer never runs with it.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ import enum
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -75,6 +82,7 @@ from trust.api.index import (
     UnknownEntity,
     parse_address,
 )
+from trust.api.provider_view import ProviderView, ReportReader, SeatReading
 from trust.api.session_graph import SessionGraph, node_place, session_graph
 from trust.api.shapes import GraphShape, ShapeSource, mismatch
 from trust.chain.client import ChainClient
@@ -634,11 +642,27 @@ _FROM_SHAPE = (
 )
 
 
-def explorer_router(index: ChainIndex, *, shapes: ShapeSource | None = None) -> APIRouter:
+@dataclass(frozen=True, slots=True)
+class _Reports:
+    """What a segment page says about its seats' reports: `mode` is "sealed" (no provider view),
+    "other provider" (a provider view of `viewer`, a session of `provider`) or "provider" (opened:
+    `readings` by (round, seat index))."""
+
+    mode: str
+    provider: str
+    viewer: str | None
+    readings: dict[tuple[int, int], SeatReading]
+
+
+def explorer_router(
+    index: ChainIndex, *, shapes: ShapeSource | None = None, reports: ReportReader | None = None
+) -> APIRouter:
     """The explorer's pages and JSON API over `index` (see the module docstring for the routes).
 
     `shapes` gives a session's graph skeleton when it is known (`trust.api.shapes`); without it, or
     when it knows none, a session's graph is drawn from the chain alone: its segments, no edges.
+    `reports` is the provider view (`trust.api.provider_view`): with it, the segment pages of its
+    provider's sessions show the seats' critiques; without it, no page shows any.
     """
     router = APIRouter()
     templates = _templates()
@@ -661,6 +685,14 @@ def explorer_router(index: ChainIndex, *, shapes: ShapeSource | None = None) -> 
                 f"The provider's graph of this trace does not match the chain: {problem}. The segments are drawn alone."
             )
         return shape, _FROM_SHAPE
+
+    async def reports_for(session: SessionDetail, detail: SegmentDetail) -> _Reports:
+        provider = session.session.provider
+        if reports is None:
+            return _Reports("sealed", provider, None, {})
+        if not reports.reads(session.session):
+            return _Reports("other provider", provider, reports.address, {})
+        return _Reports("provider", provider, reports.address, await reports.read(session.session, detail))
 
     async def graph_for(request: Request, detail: SessionDetail) -> SessionGraph:
         shape, note = await shape_for(detail)
@@ -781,7 +813,16 @@ def explorer_router(index: ChainIndex, *, shapes: ShapeSource | None = None) -> 
                     gid,
                     lambda g: url(request, "explorer_segment_page", session_id=sid, segment_id=g),
                 )
-            return render(request, "segment.html", detail=detail, g=detail.segment, timelines=timelines, place=place)
+            sealed = await reports_for(session, detail)
+            return render(
+                request,
+                "segment.html",
+                detail=detail,
+                g=detail.segment,
+                timelines=timelines,
+                place=place,
+                reports=sealed,
+            )
 
         return await page(request, build)
 
@@ -926,6 +967,7 @@ def create_explorer_app(
     block_range: int | None = None,
     confirmations: int = 0,
     shapes: ShapeSource | None = None,
+    provider_view: ProviderView | None = None,
 ) -> FastAPI:
     """The explorer as an app of its own, over the deployment at `rpc_url`.
 
@@ -933,19 +975,34 @@ def create_explorer_app(
     the index and mounts the router, and closes the client on shutdown. `artifacts` are the compiled
     contracts' ABIs (compiled from `contracts/` through the toolchain when None). `shapes` is where
     session graphs' shapes come from (`trust.api.shapes.JournalShapes` for a provider's own
-    explorer); without it sessions are drawn from the chain alone.
+    explorer); without it sessions are drawn from the chain alone. `provider_view` turns the provider
+    view on (`trust.api.provider_view`): the lifespan opens a client of its IPFS node and the segment
+    pages of its provider's sessions show the critiques. Only for an explorer the provider alone
+    reaches.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         abis = artifacts if artifacts is not None else compile_protocol(Toolchain.discover())
-        async with ChainClient(rpc_url, abis) as chain:
+        async with AsyncExitStack() as stack:
+            chain = await stack.enter_async_context(ChainClient(rpc_url, abis))
             protocol = Protocol.bind(chain, deployment)
             options: dict[str, Any] = {"confirmations": confirmations}
             if block_range is not None:
                 options["block_range"] = block_range
             index = ChainIndex(protocol, **options)
-            app.include_router(explorer_router(index, shapes=shapes))
+            reader = None
+            if provider_view is not None:
+                kubo = await stack.enter_async_context(provider_view.kubo())
+                reader = ReportReader(
+                    provider_view.account,
+                    kubo,
+                    chain_id=chain.chain_id,
+                    audit_contract=protocol.audit.address,
+                    wait_seconds=provider_view.wait_seconds,
+                )
+                stack.push_async_callback(reader.aclose)  # before the client closes
+            app.include_router(explorer_router(index, shapes=shapes, reports=reader))
             app.state.explorer_index = index
             yield
 
