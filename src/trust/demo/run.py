@@ -11,7 +11,8 @@ output-only check, the Table-3 latency breakdown, the transaction hashes, and on
 
 `overhead_s` and `phases` are those of the flawed trace (the two run side by side). The network and
 the explorer then stay up (`trust submit` reaches them on the devnet's default ports) until
-interrupted.
+interrupted. The explorer is the provider's own (local, on 127.0.0.1): it draws the sessions' graphs
+from the demo's journal and, in its provider view, shows each seat's critique on the segment pages.
 """
 
 from __future__ import annotations
@@ -146,17 +147,25 @@ async def _audits(
     import uvicorn
 
     from trust.api.explorer import create_explorer_app
+    from trust.api.provider_view import ProviderView
     from trust.api.shapes import JournalShapes
 
     port = free_port()
-    # The demo is the provider: its own session journal gives the explorer the graphs to draw.
+    # The demo is the provider: its own session journal gives the explorer the graphs to draw, and its
+    # wallet opens the critiques sealed to it (the explorer listens on 127.0.0.1 only).
     app = create_explorer_app(
-        network.rpc_url, network.deployment, shapes=JournalShapes(network.settings.home / "provider")
+        network.rpc_url,
+        network.deployment,
+        shapes=JournalShapes(network.settings.home / "provider"),
+        provider_view=ProviderView(network.provider, network.ipfs_url),
     )
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     url = f"http://127.0.0.1:{port}/explorer/"
-    console.print(f"[bold]explorer[/bold]: {url}  (Ctrl-C stops the demo and its network)")
+    console.print(
+        f"[bold]explorer[/bold]: {url}  (the provider's view: segment pages show the critiques; "
+        "Ctrl-C stops the demo and its network)"
+    )
     outcome = DemoOutcome(sound, flawed, url)
     print(json.dumps(outcome.summary()), flush=True)
     try:
