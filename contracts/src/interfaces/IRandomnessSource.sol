@@ -25,11 +25,6 @@ interface IRandomnessSource {
     /// @param blockNumber The block whose randomness is wanted (not yet mined).
     function request(uint256 blockNumber) external;
 
-    /// @notice The audit contract fixed `blockNumber` for a draw: produce its randomness.
-    /// @dev A signal for sources that answer on request (a beacon, a VRF); it must not let the
-    ///      caller choose or learn the value.
-    function request(uint256 blockNumber) external;
-
     /// @notice The randomness for `blockNumber`, and whether it can be used.
     /// @param blockNumber The block fixed by the caller.
     /// @return status Pending, Ready or Expired.

@@ -22,10 +22,6 @@ contract BlockhashRandomness is IRandomnessSource {
     }
 
     /// @inheritdoc IRandomnessSource
-    /// @dev Nothing to do: the hash of a block exists once it is mined.
-    function request(uint256) external pure {}
-
-    /// @inheritdoc IRandomnessSource
     function randomnessAt(uint256 blockNumber) external view returns (Status status, bytes32 value) {
         if (blockNumber >= block.number) return (Status.Pending, bytes32(0));
         if (block.number - blockNumber > _HASH_WINDOW) return (Status.Expired, bytes32(0));
