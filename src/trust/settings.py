@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = [
     "AuditSettings",
     "DevnetSettings",
+    "GatewaySettings",
     "GovernanceSettings",
     "IpfsSettings",
     "LlmSettings",
@@ -343,6 +344,28 @@ class ProviderSettings(BaseModel):
     max_backoff_seconds: float = Field(10.0, gt=0, description="longest retry delay")
 
 
+class GatewaySettings(BaseModel):
+    """The provider gateway's accounts (`trust gateway`, docs/gateway.md "Accounts"): where its API
+    keys live, the limits a key gets unless it was created with its own, and whether providers pay
+    their share of each epoch's fee from their escrow. Limits use the `limits` package's notation:
+    "N/second", "N/minute", "N/hour" or "N/day" (also "N per 10 minutes")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_dir: Path | None = Field(
+        None, description="the gateway's key database (keys.sqlite3); <home>/gateway when unset"
+    )
+    default_rate: str = Field("10/minute", description="submissions one key may make in a moving window")
+    default_quota: str = Field(
+        "1000/day", description="traces one key may have accepted: N/<window> (moving window) or N (in total)"
+    )
+    billing: bool = Field(
+        True,
+        description="charge each provider's escrow its pro rata share of the epoch's fee (402 when unfunded); "
+        "off: the gateway's wallet pays for every key holder",
+    )
+
+
 class WorkerSettings(BaseModel):
     """The auditor daemon (`trust worker run`)."""
 
@@ -436,6 +459,7 @@ class Settings(BaseSettings):
     ipfs: IpfsSettings = IpfsSettings()
     worker: WorkerSettings = WorkerSettings()
     provider: ProviderSettings = ProviderSettings()
+    gateway: GatewaySettings = GatewaySettings()
 
     @property
     def effective_rpc_url(self) -> str:
@@ -444,6 +468,10 @@ class Settings(BaseSettings):
     @property
     def devnet_dir(self) -> Path:
         return self.home / "devnet"
+
+    @property
+    def gateway_dir(self) -> Path:
+        return self.gateway.data_dir or self.home / "gateway"
 
     def deployments_path(self, root: Path) -> Path:
         return self.deployments_dir or root / "deploy" / "deployments"

@@ -18,6 +18,7 @@ instead of FastAPI's defaults, which load them from a CDN and leave a blank page
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from trust.api.access import AccessControl
 from trust.api.explorer import explorer_router
 from trust.api.gateway import Gateway, GatewayError, GatewayOptions, gateway_router
 from trust.api.index import ChainIndex
@@ -50,6 +52,8 @@ DEFAULT_GATEWAY_PORT = 8600
 LOCAL_GATEWAY_INDEX = 4
 """The development account the gateway pays from on a local chain (0 deploys, 1 and 2 receive fees,
 3 is the CLI's provider: a wallet of its own keeps the two from racing for nonces)."""
+log = logging.getLogger("trust.api.gateway")
+
 _GATEWAY_PREFIX = "/v1/"
 DOCS_ASSETS_PATH = "/docs-assets"
 """Where the app serves the API pages' own assets: swagger-ui-bundle.js, swagger-ui.css,
@@ -135,19 +139,30 @@ def create_app(
     explorer: bool = True,
     artifacts: dict[str, Artifact] | None = None,
     poll_seconds: float = 0.1,
+    access: AccessControl | None = None,
 ) -> FastAPI:
     """The gateway (paying from `account`) and, with `explorer`, the explorer over the same chain.
 
     `settings` gives the chain, IPFS, deployments folder and home (the environment's when None);
     `rpc_url` / `ipfs_url` override them. `options` are the gateway's (`GatewayOptions`: epochs,
     limits, timeouts). `artifacts` are the compiled contracts (compiled through the toolchain when
-    None). `poll_seconds` is how often a batch session looks for a new block.
+    None). `poll_seconds` is how often a batch session looks for a new block. `access` holds the API
+    keys, rates and quotas (`trust.api.access`); without it the gateway serves anyone and logs a
+    warning: `trust gateway` always passes one. `/health`, the API pages and the explorer stay public.
     """
     settings = settings or Settings()
     chain_url = rpc_url or settings.effective_rpc_url
     gateway = Gateway(
-        account, settings, rpc_url=chain_url, ipfs_url=ipfs_url, options=options, poll_seconds=poll_seconds
+        account,
+        settings,
+        rpc_url=chain_url,
+        ipfs_url=ipfs_url,
+        options=options,
+        poll_seconds=poll_seconds,
+        access=access,
     )
+    if access is None:
+        log.warning("the gateway has no API keys: anyone who reaches it submits at its wallet's expense")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -172,6 +187,12 @@ def create_app(
         redoc_url=None,
     )
     _serve_api_pages(app)
+
+    @app.get("/health", include_in_schema=False)
+    async def health() -> dict[str, str]:
+        """Public: a load balancer's probe needs no key."""
+        return {"status": "ok"}
+
     app.state.gateway = gateway
     app.include_router(gateway_router(gateway))
     app.add_exception_handler(HTTPException, _errors_in_gateway_format)

@@ -46,15 +46,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from eth_account.signers.local import LocalAccount
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Request, Response, Security
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope
 
+from trust.api.access import AccessControl, AccessDenied
 from trust.api.batcher import Batcher, EpochPolicy
 from trust.api.gateway_models import (
     AuditAccepted,
@@ -69,6 +71,7 @@ from trust.api.gateway_models import (
     SegmentProofView,
     SubmitRequest,
 )
+from trust.api.keys import ApiKey
 from trust.errors import (
     AuditError,
     AuditTimeout,
@@ -102,6 +105,7 @@ __all__ = [
     "StreamEvent",
     "error_for",
     "gateway_router",
+    "owner_of",
     "parse_trace",
 ]
 
@@ -162,16 +166,26 @@ class GatewayOptions:
 class GatewayError(Exception):
     """An answer other than success: its HTTP status, stable code and message."""
 
-    def __init__(self, status: int, code: str, message: str, details: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details
+        self.headers = dict(headers or {})
 
     def response(self) -> JSONResponse:
         body = ErrorResponse(error=ErrorDetail(code=self.code, message=self.message, details=self.details))
-        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=self.status)
+        return JSONResponse(
+            body.model_dump(mode="json", exclude_none=True), status_code=self.status, headers=self.headers
+        )
 
 
 def error_for(exc: TrustError) -> tuple[int, str]:
@@ -238,10 +252,12 @@ class AuditState:
     """One submission, from the open epoch to its result: what the endpoints read and the events its
     streams follow. Mutated only by the gateway, on the event loop."""
 
-    def __init__(self, audit_id: str, entry: BatchEntry, submitted_at: float) -> None:
+    def __init__(self, audit_id: str, entry: BatchEntry, submitted_at: float, owner: str | None = None) -> None:
         self.id = audit_id
         self.entry = entry
         self.submitted_at = submitted_at
+        self.owner = owner
+        """Who may read it: `owner_of` the submitting key (None: an open gateway, anyone)."""
         self.status = AuditStatus.QUEUED
         self.epoch: int | None = None
         self.batch_traces: int | None = None
@@ -306,11 +322,21 @@ class AuditState:
 # ---------------------------------------------------------------------------------------- the service
 
 
+def owner_of(key: ApiKey | None) -> str | None:
+    """Whose audits a key reads: its provider's (every key bound to one address reads that address's
+    audits, so a provider can rotate keys), else its own; None on an open gateway."""
+    if key is None:
+        return None
+    return key.provider if key.provider is not None else f"key:{key.key_id}"
+
+
 class Gateway:
     """The audits of one gateway: admission, epochs, one batch session per epoch, results.
 
     `account` is the gateway's wallet: it pays every batch's fee and gas. `settings` gives the chain,
-    IPFS and deployment (as for `TrustClient`); `rpc_url` and `ipfs_url` override them.
+    IPFS and deployment (as for `TrustClient`); `rpc_url` and `ipfs_url` override them. `access`
+    holds the API keys, rates and quotas (`trust.api.access`); None serves anyone (an open gateway,
+    only for one behind its own authentication).
     """
 
     def __init__(
@@ -323,8 +349,10 @@ class Gateway:
         options: GatewayOptions | None = None,
         poll_seconds: float = 0.1,
         journal_dir: Path | None = None,
+        access: AccessControl | None = None,
     ) -> None:
         self.options = options or GatewayOptions()
+        self.access = access
         self._client_options: dict[str, Any] = {
             "account": account,
             "settings": settings,
@@ -354,9 +382,11 @@ class Gateway:
     def batcher(self) -> Batcher[AuditState]:
         return self._batcher
 
-    def get(self, audit_id: str) -> AuditState:
+    def get(self, audit_id: str, key: ApiKey | None = None) -> AuditState:
+        """The audit `audit_id`, if `key` may read it (its owner's; any key on an open gateway):
+        another provider's audit is "not found", as if it did not exist."""
         audit = self._audits.get(audit_id)
-        if audit is None:
+        if audit is None or (audit.owner is not None and audit.owner != owner_of(key)):
             raise GatewayError(
                 404,
                 "not_found",
@@ -368,9 +398,25 @@ class Gateway:
     def open_audits(self) -> int:
         return sum(1 for audit in self._audits.values() if not audit.status.terminal)
 
-    async def submit(self, request: SubmitRequest) -> AuditState:
-        """Parses, checks and queues one submission (see the module docstring); raises `GatewayError`
-        or the SDK's `TrustError` (mapped by `error_for`) when it is refused."""
+    async def submit(self, request: SubmitRequest, key: ApiKey | None = None) -> AuditState:
+        """Parses, checks and queues one submission of `key` (None: an open gateway) (see the module
+        docstring); raises `GatewayError`, `AccessDenied` (the key's quota is used up) or the SDK's
+        `TrustError` (mapped by `error_for`) when it is refused. A refused submission does not count
+        against the key's quota."""
+        claim = None
+        if key is not None and self.access is not None:
+            claim = self.access.claim_quota(key)
+        try:
+            audit = await self._submit(request, key)
+        except BaseException:
+            if claim is not None and self.access is not None:
+                self.access.release(claim)
+            raise
+        if claim is not None and self.access is not None:
+            self.access.confirm(claim, audit.id)
+        return audit
+
+    async def _submit(self, request: SubmitRequest, key: ApiKey | None) -> AuditState:
         if self._closing:
             raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
         open_now = self.open_audits()
@@ -395,7 +441,7 @@ class Gateway:
             )
         if self._closing:
             raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
-        audit = AuditState(secrets.token_urlsafe(AUDIT_ID_BYTES), entry, time.time())
+        audit = AuditState(secrets.token_urlsafe(AUDIT_ID_BYTES), entry, time.time(), owner_of(key))
         # No await from here on: the epoch's dispatch (a task) sees the audit registered and queued.
         audit.epoch = self._batcher.add(audit, len(graph), max_segments=cap)
         self._audits[audit.id] = audit
@@ -553,9 +599,11 @@ def _validation_error(exc: RequestValidationError) -> GatewayError:
     return GatewayError(422, "invalid_request", f"{'.'.join(details[0]['loc'])}: {details[0]['msg']}{more}", details)
 
 
-def _gateway_route(max_body_bytes: int) -> type[APIRoute]:
-    """A route class that reads bodies under the limit and renders every error as `ErrorResponse`,
-    so the router answers in its own format whatever app mounts it."""
+def _gateway_route(max_body_bytes: int, access: AccessControl | None) -> type[APIRoute]:
+    """A route class that authenticates the request and counts a submission against its key's rate
+    (with `access`) before anything else, reads bodies under the limit, and renders every error as
+    `ErrorResponse`, so the router answers in its own format whatever app mounts it. The key is left
+    in `request.state.api_key` (None on an open gateway)."""
 
     class GatewayRoute(APIRoute):
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -563,7 +611,19 @@ def _gateway_route(max_body_bytes: int) -> type[APIRoute]:
 
             async def handler(request: Request) -> Response:
                 try:
+                    # Before the body is read: an anonymous client must not make the gateway read
+                    # (and parse) megabytes, nor learn anything from a 413 or a 422.
+                    request.state.api_key = None
+                    if access is not None:
+                        key = access.authenticate(request.headers.get("authorization"))
+                        if request.method == "POST":
+                            access.hit_rate(key)
+                        request.state.api_key = key
                     return await original(_LimitedRequest(request.scope, request.receive, max_body_bytes))
+                except AccessDenied as exc:
+                    if exc.status == 429:
+                        log.info("%s %s refused (%s): %s", request.method, request.url.path, exc.code, exc.message)
+                    return GatewayError(exc.status, exc.code, exc.message, headers=exc.headers()).response()
                 except BodyTooLarge as exc:
                     return GatewayError(413, "body_too_large", exc.detail).response()
                 except RequestValidationError as exc:
@@ -590,6 +650,18 @@ def _gateway_route(max_body_bytes: int) -> type[APIRoute]:
 _INVALID: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "the request does not match the schema"}
 }
+_UNAUTHENTICATED: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "no API key, not one of this gateway's keys, or a revoked one"}
+}
+_LIMITED: dict[int | str, dict[str, Any]] = {
+    429: {
+        "model": ErrorResponse,
+        "description": "the key's submission rate or its quota of traces is used up (Retry-After says when to retry)",
+    }
+}
+_BEARER_SCHEME = HTTPBearer(
+    auto_error=False, scheme_name="apiKey", description="a gateway API key: `trust gateway keys create`"
+)
 _UNKNOWN: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "no such audit (or it ended more than retention_seconds ago)"}
 }
@@ -630,12 +702,20 @@ def _view(request: Request, audit: AuditState) -> AuditView:
 
 def gateway_router(gateway: Gateway) -> APIRouter:
     """The `/v1` routes over `gateway` (see the module docstring)."""
+    access = gateway.access
     router = APIRouter(
-        prefix="/v1", tags=["audits"], route_class=_gateway_route(gateway.options.max_body_bytes), responses=_INVALID
+        prefix="/v1",
+        tags=["audits"],
+        route_class=_gateway_route(gateway.options.max_body_bytes, access),
+        responses=_INVALID if access is None else {**_INVALID, **_UNAUTHENTICATED},
+        # Documents the scheme (Swagger's "Authorize"); the route class checks the key first.
+        dependencies=[] if access is None else [Security(_BEARER_SCHEME)],
     )
 
-    def find(audit_id: Annotated[str, PathParam(description="the id POST /v1/audits returned")]) -> AuditState:
-        return gateway.get(audit_id)
+    def find(
+        audit_id: Annotated[str, PathParam(description="the id POST /v1/audits returned")], request: Request
+    ) -> AuditState:
+        return gateway.get(audit_id, request.state.api_key)
 
     @router.post(
         "/audits",
@@ -647,11 +727,12 @@ def gateway_router(gateway: Gateway) -> APIRouter:
         responses={
             400: {"model": ErrorResponse, "description": "the trace cannot be parsed or is too large for a session"},
             413: {"model": ErrorResponse, "description": "the body is over max_body_bytes"},
+            **({} if access is None else _LIMITED),
             503: {"model": ErrorResponse, "description": "the chain, IPFS, a tier's auditors or the gateway's funds "},
         },
     )
     async def submit(body: SubmitRequest, request: Request, response: Response) -> AuditAccepted:
-        audit = await gateway.submit(body)
+        audit = await gateway.submit(body, request.state.api_key)
         links = _links(request, audit.id)
         response.headers["Location"] = links.audit
         assert audit.epoch is not None
