@@ -18,6 +18,16 @@ from trust.storage.node import IpfsNode
 from trust.toolchain import Toolchain
 
 
+@pytest.fixture(scope="session", autouse=True)
+def blockhash_randomness_by_default() -> Iterator[None]:
+    """Devnets and demos started by tests (in this process or as `trust` subprocesses, which inherit
+    the environment) deploy the block-hash source unless a test asks for the beacon: its signer
+    processes would cost every such test time. `tests/beacon/` runs the beacon for real."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRUST_BEACON__RANDOMNESS", os.environ.get("TRUST_BEACON__RANDOMNESS", "blockhash"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def toolchain() -> Toolchain:
     return Toolchain.discover()

@@ -40,13 +40,14 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 
 from trust.amounts import decimal_text, parse_amount
+from trust.beacon.keys import deal_group, load_group
 from trust.chain.anvil import AnvilNode, rpc_ready
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol, hand_to_timelock
 from trust.chain.protocol import Protocol
 from trust.chain.wallets import create_keystore, load_keystore, write_keystore
-from trust.errors import DeploymentNotFound, DevnetError, WalletError
+from trust.errors import BeaconError, DeploymentNotFound, DevnetError, WalletError
 from trust.processes import alive, command_line, inspectable, option_value, working_directory
 from trust.settings import Settings
 from trust.toolchain import Toolchain
@@ -342,6 +343,20 @@ async def _grant_through_timelock(protocol: Protocol, governor: LocalAccount, ac
         await protocol.timelock.execute(governor, protocol.registry.address, calldata, salt)
 
 
+async def _fund_beacon_operators(chain: ChainClient, funder: LocalAccount, settings: Settings) -> None:
+    """Gas money for each signer's account of this home's beacon group (they post shares and publish):
+    topped up to `BeaconSettings.operator_funding_wei` when below half of it. Nothing without a group."""
+    try:
+        group = load_group(settings.beacon_dir.expanduser().resolve())
+    except BeaconError:
+        return
+    target = settings.beacon.operator_funding_wei
+    for operator in group.operators:
+        held = await chain.balance(operator)
+        if held < target // 2:
+            await chain.send_value(funder, operator, target - held)
+
+
 async def _bootstrap(
     settings: Settings, toolchain: Toolchain, files: _DevnetFiles, rpc_url: str, auditors: int, progress: Progress
 ) -> tuple[Deployment, Path, list[AuditorAccount], bool]:
@@ -358,7 +373,15 @@ async def _bootstrap(
             if not await chain.code_at(deployment.contracts["TRUSTAudit"]):
                 raise DeploymentNotFound("stale deployment file: no code at the audit contract")
         except DeploymentNotFound:
-            progress("deploying the protocol")
+            beacon = settings.beacon
+            # The threshold beacon by default: its group is dealt here (a dealer is enough for a
+            # devnet; see trust.beacon.keys) and its signers run beside the workers.
+            group = (
+                deal_group(settings.beacon_dir.expanduser().resolve(), beacon.threshold, beacon.signers)
+                if beacon.randomness == "beacon"
+                else None
+            )
+            progress(f"deploying the protocol (randomness: {beacon.randomness})")
             deployment = await deploy_protocol(
                 chain,
                 governor,
@@ -366,9 +389,12 @@ async def _bootstrap(
                 settings.governance.model_copy(update={"timelock_min_delay_seconds": d.timelock_min_delay_seconds}),
                 treasury=dev_account(d.mnemonic, 1).address,
                 insurance_fund=dev_account(d.mnemonic, 2).address,
+                randomness=beacon.randomness,
+                beacon_group=group,
             )
             deployment.save(deployments_dir)
             deployed = True
+        await _fund_beacon_operators(chain, governor, settings)
         protocol = Protocol.bind(chain, deployment)
         existing = files.auditors() if not deployed else []
         if deployed and files.record.is_file():

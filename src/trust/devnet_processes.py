@@ -1,6 +1,7 @@
 """What `trust devnet up` runs beside the node, so that an audit submitted to the devnet is audited
-with no other command: this home's IPFS node, the embedded model server of tier 2, one
-`trust worker run` process per provisioned auditor, and, only when asked, the demo's scripted
+with no other command: this home's IPFS node, the embedded model server of tier 2, the signers of
+the randomness beacon when the deployment uses it (`trust.beacon.processes`, under `<home>/beacon`),
+one `trust worker run` process per provisioned auditor, and, only when asked, the demo's scripted
 tier-3 expert. `trust devnet down` stops them.
 
 Added to the devnet folder (`Settings.home / "devnet"`, `trust.devnet`):
@@ -36,11 +37,12 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trust.auditors.local_model import HOME_SUBDIRECTORY, LocalModelServer
+from trust.beacon.processes import SignerState, beacon_down, beacon_status, beacon_up
 from trust.devnet import AuditorAccount, DevnetStatus, check_node_port, devnet_auditors, devnet_down, devnet_up
 from trust.processes import command_line, option_value
 from trust.settings import Settings
@@ -114,6 +116,8 @@ class DevnetProcesses:
     review_pages_file: Path
     ipfs_started_here: bool = False
     model_started_here: bool = False
+    beacon_signers: list[SignerState] = field(default_factory=list)
+    """The randomness beacon's signers (`trust.beacon.processes`), when the deployment uses the beacon."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,7 @@ class StoppedProcesses:
     expert: bool
     model_server: bool
     ipfs: bool
+    beacon_signers: int = 0
 
 
 class _Files:
@@ -297,6 +302,12 @@ def start_devnet_processes(
         # A fresh deployment (the chain was reset): workers still running follow contracts that are gone.
         stop_processes(_recorded_workers(files, record), settings.devnet.worker_stop_timeout_seconds)
         record["workers"] = {}
+    signers: list[SignerState] = []
+    if "ThresholdBeacon" in devnet.deployment.contracts:
+        if devnet.deployed:
+            beacon_down(settings)  # they served the beacon of a chain that is gone
+        say("starting the randomness beacon's signers")
+        signers = beacon_up(settings, devnet.rpc_url, deployments_dir, progress=say)
     pages = files.pages()
     review = settings.worker.review
     states: dict[str, WorkerState] = {}
@@ -359,6 +370,7 @@ def start_devnet_processes(
         review_pages_file=files.review_pages,
         ipfs_started_here=ipfs_pid is not None,
         model_started_here=record["model_pid"] is not None,
+        beacon_signers=signers,
     )
 
 
@@ -424,6 +436,7 @@ def devnet_processes(settings: Settings) -> DevnetProcesses:
         review_pages_file=files.review_pages,
         ipfs_started_here=ipfs_node is not None,
         model_started_here=model is not None and model.pid == record["model_pid"],
+        beacon_signers=beacon_status(settings),
     )
 
 
@@ -439,6 +452,7 @@ def stop_devnet_processes(settings: Settings) -> StoppedProcesses:
     if expert is not None:
         stop_processes([StartedProcess("expert", expert.pid, files.expert_log)], _EXPERT_STOP_SECONDS)
     stop_processes(workers, settings.devnet.worker_stop_timeout_seconds)
+    signers = beacon_down(settings)
     record["workers"], record["expert"] = {}, None
     files.save(record)
     model_stopped = False
@@ -457,7 +471,7 @@ def stop_devnet_processes(settings: Settings) -> StoppedProcesses:
             ipfs_stopped = ipfs_down(settings).stopped
         record["ipfs_pid"] = None
     files.record.unlink(missing_ok=True)
-    return StoppedProcesses(len(workers), expert is not None, model_stopped, ipfs_stopped)
+    return StoppedProcesses(len(workers), expert is not None, model_stopped, ipfs_stopped, signers)
 
 
 def devnet_up_with_workers(

@@ -8,6 +8,7 @@
      |    +-- ContractReverted  a call reverted; carries the decoded custom error when known
      |    +-- DeploymentNotFound  no deployment file for this chain
      +-- DevnetError            the local development chain could not be started or stopped
+     +-- BeaconError            the randomness beacon's keys, shares or signers are missing or invalid
      +-- WalletError            a keystore could not be read, written or unlocked
      +-- GraphError             a reasoning graph (HDAG or CIG) or its input is malformed
      |    +-- GraphValidationError  an HDAG breaks one or more structural rules; lists them all
@@ -30,6 +31,7 @@ from typing import Any
 __all__ = [
     "AuditError",
     "AuditTimeout",
+    "BeaconError",
     "ChainError",
     "CompileError",
     "ConfigError",
@@ -95,6 +97,10 @@ class ContractReverted(ChainError):
 
 class DevnetError(TrustError):
     """The local development chain could not be started or stopped."""
+
+
+class BeaconError(TrustError):
+    """The randomness beacon's keys, shares, signatures or signer processes are missing or invalid."""
 
 
 class WalletError(TrustError):

@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "AuditSettings",
+    "BeaconSettings",
     "DevnetSettings",
     "GatewaySettings",
     "GovernanceSettings",
@@ -439,6 +440,44 @@ class WorkerSettings(BaseModel):
         return {1: self.audit_seconds_tier1, 2: self.audit_seconds_tier2, 3: self.audit_seconds_tier3}[tier]
 
 
+class BeaconSettings(BaseModel):
+    """The threshold BLS randomness beacon (`trust beacon`, `trust.beacon`): how many signers a home
+    runs, how many of them make a signature, and how they follow the chain."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    randomness: Literal["beacon", "blockhash"] = Field(
+        "beacon",
+        description="the source a devnet or demo deploys; blockhash is INSECURE (a block producer picks it)",
+    )
+    signers: int = Field(3, ge=1, le=255, description="n: signer processes, one Shamir share each")
+    threshold: int = Field(2, ge=1, le=255, description="t: partial signatures that make the group signature")
+    poll_seconds: float = Field(0.5, gt=0, le=60, description="how often a signer reads the chain for requests")
+    backup_delay_blocks: int = Field(
+        2,
+        ge=0,
+        le=200,
+        description="blocks a signer waits before publishing a block that another signer was due to publish",
+    )
+    log_blocks: int = Field(2_000, ge=1, description="most blocks read in one eth_getLogs request")
+    extra_requesters: list[str] = Field(
+        default_factory=list,
+        description="accounts besides the audit contract whose requests the signers answer (tests, other consumers)",
+    )
+    operator_funding_wei: int = Field(10 * 10**18, ge=0, description="gas money a devnet gives each signer's account")
+    start_timeout_seconds: float = Field(60.0, gt=0, description="wait for each signer to follow the chain")
+    stop_timeout_seconds: float = Field(10.0, gt=0, description="wait for a clean stop before SIGKILL")
+
+    @model_validator(mode="after")
+    def _threshold_within_signers(self) -> BeaconSettings:
+        if self.threshold > self.signers:
+            raise ValueError(
+                f"beacon threshold t = {self.threshold} is above the number of signers n = {self.signers}; "
+                "set TRUST_BEACON__THRESHOLD to at most TRUST_BEACON__SIGNERS"
+            )
+        return self
+
+
 class Settings(BaseSettings):
     """Everything the `trust` command and the library read from the outside world."""
 
@@ -460,6 +499,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     provider: ProviderSettings = ProviderSettings()
     gateway: GatewaySettings = GatewaySettings()
+    beacon: BeaconSettings = BeaconSettings()
 
     @property
     def effective_rpc_url(self) -> str:
@@ -468,6 +508,11 @@ class Settings(BaseSettings):
     @property
     def devnet_dir(self) -> Path:
         return self.home / "devnet"
+
+    @property
+    def beacon_dir(self) -> Path:
+        """The beacon's keys (the dealer's files) and its signers' records and logs."""
+        return self.home / "beacon"
 
     @property
     def gateway_dir(self) -> Path:

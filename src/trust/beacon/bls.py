@@ -30,6 +30,7 @@ from py_ecc import optimized_bn128 as bn
 from trust.errors import BeaconError
 
 __all__ = [
+    "BeaconGroup",
     "DST",
     "FIELD_MODULUS",
     "G1Point",
@@ -139,6 +140,71 @@ class SecretShare:
     def __repr__(self) -> str:
         # A share is a secret: never in a log line or a traceback.
         return f"SecretShare(index={self.index}, secret=<hidden>)"
+
+
+@dataclass(frozen=True, slots=True)
+class BeaconGroup:
+    """What is public about a beacon's signers, and what its contract is constructed with: t, the
+    group key, and signer i's share key and operator account at position i - 1."""
+
+    threshold: int
+    group_key: G2Point
+    share_keys: tuple[G2Point, ...]
+    operators: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        count = len(self.share_keys)
+        if count != len(self.operators) or not 1 <= self.threshold <= count:
+            raise BeaconError(
+                f"a beacon group needs one share key and one operator per signer and 1 <= t <= n: "
+                f"t = {self.threshold}, {count} share keys, {len(self.operators)} operators"
+            )
+
+    @property
+    def count(self) -> int:
+        """n, the number of signers."""
+        return len(self.share_keys)
+
+    def constructor_args(self) -> tuple[object, ...]:
+        """`ThresholdBeacon`'s constructor arguments."""
+        return (
+            self.group_key.to_chain(),
+            [key.to_chain() for key in self.share_keys],
+            list(self.operators),
+            self.threshold,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "threshold": self.threshold,
+            "group_key": self.group_key.to_json(),
+            "signers": [
+                {"index": i, "share_key": key.to_json(), "operator": operator}
+                for i, (key, operator) in enumerate(zip(self.share_keys, self.operators, strict=True), start=1)
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str) -> BeaconGroup:
+        """The group written by `to_json`; `BeaconError` naming `where` and the field otherwise."""
+        if not isinstance(data, dict):
+            raise BeaconError(f"{where} is not a beacon group (a JSON object)")
+        signers = data.get("signers")
+        threshold = data.get("threshold")
+        if not isinstance(signers, list) or not isinstance(threshold, int):
+            raise BeaconError(f"{where}: 'threshold' (an integer) and 'signers' (a list) are required")
+        keys, operators = [], []
+        for position, entry in enumerate(signers, start=1):
+            if (
+                not isinstance(entry, dict)
+                or entry.get("index") != position
+                or not isinstance(entry.get("operator"), str)
+            ):
+                raise BeaconError(f"{where}: signer {position} needs 'index': {position}, 'share_key' and 'operator'")
+            keys.append(G2Point.from_json(entry.get("share_key"), f"{where}: the share key of signer {position}"))
+            operators.append(entry["operator"])
+        group_key = G2Point.from_json(data.get("group_key"), f"{where}: the group key")
+        return cls(threshold, group_key, tuple(keys), tuple(operators))
 
 
 def _word(value: int) -> bytes:

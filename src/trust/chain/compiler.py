@@ -30,6 +30,7 @@ DEPLOYED_CONTRACTS: dict[str, str] = {
     "ProtocolParams": "contracts/src/ProtocolParams.sol",
     "SegmentKeys": "contracts/src/SegmentKeys.sol",
     "BlockhashRandomness": "contracts/src/randomness/BlockhashRandomness.sol",
+    "ThresholdBeacon": "contracts/src/randomness/ThresholdBeacon.sol",
     "TrustToken": "contracts/src/token/TrustToken.sol",
     "ERC1967Proxy": "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol",
     "TimelockController": "@openzeppelin/contracts/governance/TimelockController.sol",

@@ -23,16 +23,22 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
+from trust.beacon.bls import BeaconGroup
 from trust.chain.client import ChainClient
 from trust.errors import ConfigError, DeploymentNotFound
 from trust.settings import TOKEN, GovernanceSettings, ProtocolSettings
 
-__all__ = ["PROTOCOL_CONTRACTS", "Deployment", "deploy_protocol", "hand_to_timelock"]
+__all__ = ["PROTOCOL_CONTRACTS", "RANDOMNESS_SOURCES", "Deployment", "deploy_protocol", "hand_to_timelock"]
 
 FORMAT_VERSION = 1
 
 #: The upgradeable protocol contracts: each behind a proxy, each handed to the timelock.
 PROTOCOL_CONTRACTS = ("ProtocolParams", "AuditorRegistry", "TRUSTAudit", "SegmentKeys")
+
+#: The randomness sources `deploy_protocol` can deploy, by the name `Deployment.extra["randomness"]`
+#: records: the threshold BLS beacon, or the block hash (INSECURE: a block producer chooses it; for
+#: unit tests and the test fixtures, which run no signer processes).
+RANDOMNESS_SOURCES = {"beacon": "ThresholdBeacon", "blockhash": "BlockhashRandomness"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +111,23 @@ async def deploy_protocol(
     treasury: str | None = None,
     insurance_fund: str | None = None,
     proposers: list[str] | None = None,
+    randomness: str = "blockhash",
+    beacon_group: BeaconGroup | None = None,
 ) -> Deployment:
-    """Deploys every contract; the deployer owns them until `hand_to_timelock`."""
+    """Deploys every contract; the deployer owns them until `hand_to_timelock`.
+
+    `randomness` picks the source (`RANDOMNESS_SOURCES`): "beacon" deploys a `ThresholdBeacon` for
+    `beacon_group` (whose signers must then run: `trust beacon up`); "blockhash" is the insecure
+    block hash, kept as the default of this function for unit tests and fixtures. The deployment
+    names the contract under its own name and records the choice in `extra["randomness"]`.
+    """
+    if randomness not in RANDOMNESS_SOURCES:
+        raise ConfigError(f"randomness source {randomness!r} is unknown: use one of {', '.join(RANDOMNESS_SOURCES)}")
+    if (randomness == "beacon") != (beacon_group is not None):
+        raise ConfigError(
+            "a beacon needs its group (the group key, share keys and operators: `trust.beacon.keys.deal_group`), "
+            "and only a beacon takes one"
+        )
     params = protocol.to_params()
     token = await chain.deploy("TrustToken", deployer, deployer.address, governance.token_supply_tokens * TOKEN)
     members = proposers or [deployer.address]
@@ -118,7 +139,11 @@ async def deploy_protocol(
         members,
         "0x0000000000000000000000000000000000000000",
     )
-    randomness = await chain.deploy("BlockhashRandomness", deployer)
+    randomness_name = RANDOMNESS_SOURCES[randomness]
+    if beacon_group is not None:
+        randomness_address = await chain.deploy(randomness_name, deployer, *beacon_group.constructor_args())
+    else:
+        randomness_address = await chain.deploy(randomness_name, deployer)
     params_proxy, params_impl = await _proxied(
         chain,
         deployer,
@@ -129,7 +154,7 @@ async def deploy_protocol(
         chain, deployer, "AuditorRegistry", [deployer.address, token, params_proxy]
     )
     audit_proxy, audit_impl = await _proxied(
-        chain, deployer, "TRUSTAudit", [deployer.address, registry_proxy, params_proxy, randomness]
+        chain, deployer, "TRUSTAudit", [deployer.address, registry_proxy, params_proxy, randomness_address]
     )
     keys_proxy, keys_impl = await _proxied(chain, deployer, "SegmentKeys", [deployer.address, audit_proxy])
     registry = chain.contract("AuditorRegistry", registry_proxy)
@@ -143,7 +168,7 @@ async def deploy_protocol(
             "ProtocolParams": params_proxy,
             "TrustToken": token,
             "TimelockController": timelock,
-            "BlockhashRandomness": randomness,
+            randomness_name: randomness_address,
         },
         implementations={
             "TRUSTAudit": audit_impl,
@@ -154,6 +179,7 @@ async def deploy_protocol(
         deployer=deployer.address,
         block_number=await chain.block_number(),
         deployed_at=time.time(),
+        extra={"randomness": randomness},
     )
 
 

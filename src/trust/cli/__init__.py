@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from trust.cli import audit, demo, deploy, gateway  # noqa: F401  (register their root commands)
 from trust.cli.app import app
+from trust.cli.beacon import beacon_app
 from trust.cli.bench import bench_app
 from trust.cli.common import err_console
 from trust.cli.devnet import devnet_app
@@ -28,6 +29,7 @@ __all__ = ["app", "main"]
 
 app.add_typer(devnet_app, name="devnet")
 app.add_typer(bench_app, name="bench")
+app.add_typer(beacon_app, name="beacon")
 app.add_typer(wallet_app, name="wallet")
 app.add_typer(graph_app, name="graph")
 app.add_typer(eval_app, name="eval")

@@ -18,6 +18,7 @@ from trust.cli.common import (
 
 if TYPE_CHECKING:
     from trust.devnet_processes import DevnetProcesses, WorkerState
+    from trust.settings import Settings
 
 __all__ = ["devnet_app"]
 
@@ -76,10 +77,23 @@ def _render_processes(processes: DevnetProcesses, folder: Path) -> None:
                 "seat's commit deadline; a seat nobody votes on is silent, and a node nobody decides is "
                 "undetermined"
             )
+    if processes.beacon_signers:
+        running = sum(1 for signer in processes.beacon_signers if signer.running)
+        console.print(
+            f"beacon signers:  {running} of {len(processes.beacon_signers)} running "
+            f"(`trust beacon status`; logs under {folder.parent / 'beacon'})"
+        )
     if processes.ipfs_url:
         console.print(f"IPFS API:        {processes.ipfs_url}")
     if processes.model_url:
         console.print(f"tier-2 model:    {processes.model_url} (embedded SmolLM2: proves the wiring, not the verdicts)")
+
+
+def _randomness_words(kind: str, settings: Settings) -> str:
+    if kind == "beacon":
+        b = settings.beacon
+        return f"ThresholdBeacon, a {b.threshold}-of-{b.signers} threshold BLS beacon (its signers run here)"
+    return "BlockhashRandomness, the block hash: INSECURE (a block producer chooses it), for unit tests only"
 
 
 @devnet_app.command("up")
@@ -120,6 +134,9 @@ def devnet_up_cmd(
     console.print(f"deployment file: {result.deployment_file}")
     for name, address in result.deployment.contracts.items():
         console.print(f"  {name:<20} {address}")
+    console.print(
+        f"randomness:      {_randomness_words(result.deployment.extra.get('randomness', 'blockhash'), settings)}"
+    )
     console.print(f"treasury:        {result.treasury}")
     console.print(f"insurance fund:  {result.insurance_fund}")
     table = Table(title=f"{len(result.auditors)} auditors", show_lines=False)
@@ -154,6 +171,8 @@ def devnet_down_cmd(home: HomeOption = None) -> None:
         console.print("scripted expert stopped")
     if stopped.workers:
         console.print(f"{stopped.workers} workers stopped")
+    if stopped.beacon_signers:
+        console.print(f"{stopped.beacon_signers} beacon signers stopped")
     if stopped.model_server:
         console.print("model server stopped")
     if stopped.ipfs:

@@ -38,6 +38,7 @@ params_app = typer.Typer(
 @params_app.command("show")
 def params_show_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     """Print the protocol parameters in force on chain (they change only through the timelock)."""
+    from trust.beacon.contract import identify_randomness_source
     from trust.chain.client import ChainClient
     from trust.chain.compiler import compile_protocol
     from trust.chain.deployment import Deployment
@@ -48,19 +49,23 @@ def params_show_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     toolchain = Toolchain.discover()
     url = rpc_url or settings.effective_rpc_url
 
-    async def run() -> tuple[int, dict[str, int]]:
+    async def run() -> tuple[int, dict[str, int], str]:
         async with ChainClient(url, compile_protocol(toolchain)) as chain:
             deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
             protocol = Protocol.bind(chain, deployment)
-            return await protocol.params.version(), await protocol.params.params()
+            # The source the audit contract reads now (governance may have replaced the deployed one).
+            _, _, randomness = await chain.call(protocol.audit.contract.functions.dependencies())
+            source = await identify_randomness_source(chain, randomness)
+            return await protocol.params.version(), await protocol.params.params(), source.describe()
 
-    version, values = asyncio.run(run())
+    version, values, randomness = asyncio.run(run())
     table = Table(title=f"protocol parameters, version {version}")
     table.add_column("parameter")
     table.add_column("value", justify="right")
     for name, value in values.items():
         table.add_row(name, f"{value:,}")
     console.print(table)
+    console.print(f"randomness source: {randomness}")
 
 
 ParamFile = Annotated[Path, typer.Argument(help="parameter file, YAML or JSON (format: docs/theory.md)")]
