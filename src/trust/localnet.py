@@ -6,6 +6,9 @@
   the protocol deployed under `protocol` (short windows, small committees) and its deployment file
   written where worker processes find it;
 - the local IPFS node (`ipfs/`);
+- with `randomness="beacon"`, the threshold BLS randomness beacon: a t-of-n group dealt under
+  `<folder>/home/beacon`, its `ThresholdBeacon` deployed and one `trust beacon run` process per
+  signer (`trust.beacon.processes`); the default is the block hash (INSECURE: for tests);
 - one auditor per `WorkerSpec`, each with its own keystore, X25519 key, ETH for gas and staked
   tokens, registered at its tier (tier-3 auditors credentialed first), and one `trust worker run`
   process per auditor, started with that auditor's keystore only;
@@ -32,6 +35,8 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 
 from trust.auditors.local_model import LocalModelServer
+from trust.beacon.keys import deal_group
+from trust.beacon.processes import SignerState, beacon_down, beacon_up
 from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
@@ -126,6 +131,9 @@ class LocalNetwork:
     `stop_anvil` then `start_anvil` bring the same chain back on the same port, as a restarted
     devnet does: for tests of a provider or a worker losing its RPC for a while."""
     worker_env: Mapping[str, str] = field(default_factory=dict)
+    randomness: str = "blockhash"
+    """The randomness source deployed: "beacon" (`trust demo`) runs the beacon's signers beside the
+    workers; "blockhash" (the default of tests and benchmarks) needs none but is insecure."""
     """Further `TRUST_*` settings of every worker (a benchmark's switches, such as
     `TRUST_WORKER__BACKPRESSURE`), applied after the network's own."""
     settings: Settings = field(init=False)
@@ -139,6 +147,7 @@ class LocalNetwork:
     _model: LocalModelServer | None = field(init=False, default=None)
     _workers: list[_Worker] = field(init=False, default_factory=list)
     _password: str = field(init=False, default="")
+    _signers: list[SignerState] = field(init=False, default_factory=list)
 
     @property
     def review_pages(self) -> list[ReviewPage]:
@@ -184,6 +193,12 @@ class LocalNetwork:
         )
         self.provider = dev_account(mnemonic, self.provider_index)
         deployer = dev_account(mnemonic, 0)
+        beacon = self.settings.beacon
+        group = (
+            deal_group(self.settings.beacon_dir, beacon.threshold, beacon.signers)
+            if self.randomness == "beacon"
+            else None
+        )
         async with ChainClient(self.rpc_url, compile_protocol(toolchain)) as chain:
             self.deployment = await deploy_protocol(
                 chain,
@@ -192,8 +207,12 @@ class LocalNetwork:
                 GovernanceSettings(),
                 treasury=dev_account(mnemonic, 1).address,
                 insurance_fund=dev_account(mnemonic, 2).address,
+                randomness=self.randomness,
+                beacon_group=group,
             )
             self.deployment.save(deployments)
+            for operator in group.operators if group is not None else ():
+                await chain.send_value(deployer, operator, beacon.operator_funding_wei)
             protocol = Protocol.bind(chain, self.deployment)
             params = await protocol.params.params()
             floor = {
@@ -220,6 +239,8 @@ class LocalNetwork:
             # only queue there (and time out behind each other), so each tier-2 worker audits one
             # seat at a time and waits as long as the queue of the others may take.
             self.llm = self._model.endpoint_settings(timeout_seconds=_EMBEDDED_MODEL_TIMEOUT_SECONDS)
+        if group is not None:
+            self._signers = await asyncio.to_thread(beacon_up, self.settings, self.rpc_url, deployments)
         for spec, auditor in zip(self.workers, self.auditors[: len(self.workers)], strict=True):
             self._workers.append(self._spawn(spec, auditor))
         await self._wait_ready()
@@ -315,6 +336,13 @@ class LocalNetwork:
     async def stop(self) -> None:
         await asyncio.to_thread(stop_processes, [w.started() for w in self._workers], _WORKER_STOP_SECONDS)
         self._workers.clear()
+        # `settings` exists once `_start` got that far; the signers were recorded under its home.
+        if self.randomness == "beacon" and hasattr(self, "settings"):
+            await asyncio.to_thread(beacon_down, self.settings)
+            for signer in self._signers:
+                if signer.process is not None:
+                    await asyncio.to_thread(signer.process.wait)  # reaped: stopped by beacon_down
+            self._signers.clear()
         if self._model is not None:
             await asyncio.to_thread(self._model.stop)
             self._model = None

@@ -18,12 +18,14 @@ import pytest
 from trust.beacon import bls
 from trust.beacon.contract import BeaconContract, RandomnessStatus
 from trust.beacon.keys import load_group
+from trust.beacon.processes import beacon_status
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact
 from trust.chain.deployment import Deployment
 from trust.chain.protocol import Protocol
 from trust.chain.types import SegmentSpec
 from trust.devnet import dev_account
+from trust.localnet import LocalNetwork
 from trust.processes import free_port
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
@@ -125,3 +127,16 @@ def test_signers_publish_and_a_committee_is_drawn_even_with_one_signer_down(
     down = _trust(beacon_env, "beacon", "down")
     assert down.returncode == 0 and "2 beacon signers stopped" in down.stdout
     assert _trust(beacon_env, "beacon", "status").stdout.count("running (pid") == 0
+
+
+async def test_a_local_network_with_the_beacon_runs_and_stops_its_signers(
+    tmp_path: Path, artifacts: dict[str, Artifact]
+) -> None:
+    async with LocalNetwork(tmp_path / "net", [], idle_auditors=[1], randomness="beacon") as network:
+        assert network.deployment.extra["randomness"] == "beacon"
+        signers = beacon_status(network.settings)
+        assert [s.running for s in signers] == [True, True, True]
+        async with ChainClient(network.rpc_url, artifacts) as chain:
+            for operator in load_group(network.settings.beacon_dir).operators:
+                assert await chain.balance(operator) > 0
+    assert [s.running for s in beacon_status(network.settings)] == [False, False, False]

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True, slots=True)
 class SignerState:
     """One signer process: its index and operator, its pid (None when none was recorded), whether it
-    runs, whether this call started it, and its log."""
+    runs, whether this call started it, and its log. `process` is the handle when this interpreter
+    started it, so that a caller that outlives it (a local network) reaps it after `beacon_down`."""
 
     index: int
     operator: str
@@ -46,6 +48,7 @@ class SignerState:
     running: bool
     started: bool
     log_file: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
 
 
 class _Files:
@@ -124,7 +127,7 @@ def beacon_up(
         record[str(index)] = {"pid": process.pid, "key_file": str(key)}
         files.save(record)
         started.append(StartedProcess(str(index), process.pid, files.log(index), process))
-        states.append(SignerState(index, operator, process.pid, True, True, files.log(index)))
+        states.append(SignerState(index, operator, process.pid, True, True, files.log(index), process))
     if started:
         say(f"waiting for {len(started)} beacon signers to follow the chain")
         asyncio.run(

@@ -96,6 +96,7 @@ async def run_demo(
             rpc_port=settings.devnet.port,
             ipfs_port=settings.ipfs.port,
             deployments_dir=settings.deployments_path(Toolchain.discover().root),
+            randomness=settings.beacon.randomness,
         )
         await network.__aenter__()
     try:
