@@ -32,6 +32,7 @@ DEPLOYED_CONTRACTS: dict[str, str] = {
     "BlockhashRandomness": "contracts/src/randomness/BlockhashRandomness.sol",
     "ThresholdBeacon": "contracts/src/randomness/ThresholdBeacon.sol",
     "TrustToken": "contracts/src/token/TrustToken.sol",
+    "ProviderEscrow": "contracts/src/billing/ProviderEscrow.sol",
     "ERC1967Proxy": "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol",
     "TimelockController": "@openzeppelin/contracts/governance/TimelockController.sol",
 }

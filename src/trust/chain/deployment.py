@@ -7,6 +7,12 @@ initialized in the same transaction (no window in which someone else could initi
 deployer owns the contracts until `hand_to_timelock`, which gives every one of them to the timelock:
 from then on parameters, credentials, slashing and upgrades go through governance only.
 
+`ProviderEscrow` (billing: providers prepay the gateway's sessions, docs/gateway.md) is deployed last,
+as a plain contract: it has no owner and no upgrade path, so it is neither proxied nor handed to
+the timelock. It is optional in a deployment file: a file written before it existed still loads
+for the rest of the protocol (`Deployment.escrow` is then None, and a gateway that bills refuses
+to start, naming `trust deploy`).
+
 The addresses are written to `<deployments dir>/<chain id>.json`, atomically. A file that lacks one
 of `PROTOCOL_CONTRACTS` (written before SegmentKeys existed) does not load: it is reported as
 `DeploymentNotFound`, so `trust devnet up` redeploys and `trust deploy` is the fix elsewhere.
@@ -28,12 +34,21 @@ from trust.chain.client import ChainClient
 from trust.errors import ConfigError, DeploymentNotFound
 from trust.settings import TOKEN, GovernanceSettings, ProtocolSettings
 
-__all__ = ["PROTOCOL_CONTRACTS", "RANDOMNESS_SOURCES", "Deployment", "deploy_protocol", "hand_to_timelock"]
+__all__ = [
+    "ESCROW_CONTRACT",
+    "PROTOCOL_CONTRACTS",
+    "RANDOMNESS_SOURCES",
+    "Deployment",
+    "deploy_protocol",
+    "hand_to_timelock",
+]
 
 FORMAT_VERSION = 1
 
 #: The upgradeable protocol contracts: each behind a proxy, each handed to the timelock.
 PROTOCOL_CONTRACTS = ("ProtocolParams", "AuditorRegistry", "TRUSTAudit", "SegmentKeys")
+#: The providers' escrow: immutable and ownerless, optional in a deployment file.
+ESCROW_CONTRACT = "ProviderEscrow"
 
 #: The randomness sources `deploy_protocol` can deploy, by the name `Deployment.extra["randomness"]`
 #: records: the threshold BLS beacon, or the block hash (INSECURE: a block producer chooses it; for
@@ -87,6 +102,11 @@ class Deployment:
                 "redeploy with `trust deploy`, or run `trust devnet up`, which redeploys a devnet"
             )
         return cls(**data)
+
+    @property
+    def escrow(self) -> str | None:
+        """The `ProviderEscrow` address, if this deployment has one (see the module docstring)."""
+        return self.contracts.get(ESCROW_CONTRACT)
 
     def replace(self, **changes: Any) -> Deployment:
         values = asdict(self)
@@ -159,6 +179,7 @@ async def deploy_protocol(
     keys_proxy, keys_impl = await _proxied(chain, deployer, "SegmentKeys", [deployer.address, audit_proxy])
     registry = chain.contract("AuditorRegistry", registry_proxy)
     await chain.transact(registry.functions.setAuditContract(audit_proxy), deployer)
+    escrow = await chain.deploy(ESCROW_CONTRACT, deployer)
     return Deployment(
         chain_id=chain.chain_id,
         contracts={
@@ -168,6 +189,7 @@ async def deploy_protocol(
             "ProtocolParams": params_proxy,
             "TrustToken": token,
             "TimelockController": timelock,
+            ESCROW_CONTRACT: escrow,
             randomness_name: randomness_address,
         },
         implementations={
