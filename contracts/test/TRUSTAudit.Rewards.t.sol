@@ -27,6 +27,8 @@ contract FixedRandomness is IRandomnessSource {
         (_status, _value) = (status_, value_);
     }
 
+    function request(uint256) external {}
+
     function randomnessAt(uint256) external view returns (Status, bytes32) {
         return (_status, _value);
     }
