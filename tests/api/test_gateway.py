@@ -14,7 +14,12 @@ separate processes), the gateway served by uvicorn together with the explorer:
   progress, then the result), the other polled; every segment's inclusion proof checks on chain;
 - refused input, IPFS down, an audit past its latency budget, a gateway stopped with its epoch open,
   and a batch whose session cannot be opened leave no session, no pins and the wallet's nonce
-  unchanged.
+  unchanged;
+- billing (API keys bound to providers, `ProviderEscrow`): 402 for a key without a provider, a
+  deposit short of the estimate (waiting traces included) and a missing authorization, each sending
+  nothing; a provider who withdraws after admission fails alone at the reservation, before the
+  session opens; the two funded traces share one session and each is charged its pro rata share,
+  shown in its result with the charge's transaction and checked against the escrow's events.
 
 The traces are running sums: every node, the goal included, is a calculation tier 1 decides, so the
 tier-1 workers settle every segment in the first round (a clinical trace's goal and strategy are
@@ -25,6 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,13 +41,18 @@ import httpx
 import pytest
 import pytest_asyncio
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from tests.api.story import serve
 from tests.graphs.cig_strategies import APPLES_LOG
+from trust.amounts import decimal_text
+from trust.api.access import AccessControl
 from trust.api.app import LOCAL_GATEWAY_INDEX, create_app
 from trust.api.gateway import GatewayOptions, parse_trace
+from trust.api.keys import KeyStore
 from trust.chain.client import ChainClient
 from trust.chain.compiler import compile_protocol
+from trust.chain.escrow import EscrowContract
 from trust.chain.protocol import Protocol
 from trust.chain.types import SegmentSpec
 from trust.devnet import dev_account
@@ -451,3 +464,160 @@ async def test_two_providers_share_one_session_and_are_judged_apart(
         }
         assert {c["node"] for c in batched["root_causes"]} == {c.node_id for c in solo.root_causes}
     assert alone[0].verdict is Verdict.VALID and alone[1].statuses()["add6"] is NodeStatus.INVALID_CASCADE
+
+
+# ---------------------------------------------------------------------------------------- billing
+
+
+async def _provider_wallet(chain: Protocol, escrow: EscrowContract, deposit_wei: int, cap_wei: int) -> LocalAccount:
+    """A fresh provider with gas money, `deposit_wei` in the escrow and, when `cap_wei`, the gateway
+    authorized for `cap_wei` per trace and ten times that in all."""
+    wallet: LocalAccount = Account.create()
+    await chain.chain.send_value(dev_account(DevnetSettings().mnemonic, 0), wallet.address, 10**18)
+    if deposit_wei:
+        await escrow.deposit(wallet, deposit_wei)
+    if cap_wei:
+        gateway = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX).address
+        await escrow.authorize(wallet, gateway, cap_wei, 10 * cap_wei)
+    return wallet
+
+
+def _gateway_cli(network: LocalNetwork, *args: str) -> str:
+    """`trust gateway ARGS` against the network, as a provider runs it; its standard output."""
+    env = dict(
+        os.environ,
+        TRUST_RPC_URL=network.rpc_url,
+        TRUST_DEPLOYMENTS_DIR=str(network.settings.deployments_dir),
+        TRUST_HOME=str(network.settings.home),
+        COLUMNS="400",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trust", "gateway", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+async def test_providers_pay_their_share_from_the_escrow(
+    network: LocalNetwork, chain: Protocol, tmp_path: Path
+) -> None:
+    """402 for each way of being unfunded (nothing sent for it); a provider who withdraws after its
+    submission was admitted fails at the reservation, before the session opens, alone; the two
+    funded traces are audited in one session and each is charged its pro rata share, which the
+    audit's result shows with the charge's transaction."""
+    assert network.deployment.escrow is not None
+    escrow = EscrowContract(chain.chain, network.deployment.escrow)
+    gateway_account = dev_account(DevnetSettings().mnemonic, LOCAL_GATEWAY_INDEX)
+    sound, flawed = running_sum(), running_sum(WRONG_STEPS)
+    profiles = segment_profiles(sound, AuditConfig(auditor_tiers=[1]))
+    estimate = await chain.audit.minimum_fee(
+        [SegmentSpec(p.tier, p.weight, b"\x01" * 32, p.critical) for p in profiles.values()]
+    )
+    alice = await _provider_wallet(chain, escrow, 0, 0)
+    alice_deposit = estimate + estimate // 2  # one trace, not two
+    bob = await _provider_wallet(chain, escrow, 3 * estimate, estimate)
+    # Carol is the network's provider (Anvil's account 3, the command line's default on a local
+    # chain) and manages her escrow with `trust gateway deposit / authorize / withdraw / balance`.
+    carol = network.provider
+    ether = decimal_text(estimate)
+    await asyncio.to_thread(_gateway_cli, network, "deposit", "--amount", ether)
+    authorized = await asyncio.to_thread(
+        _gateway_cli,
+        network,
+        "authorize",
+        "--operator",
+        gateway_account.address,
+        "--max-per-charge",
+        ether,
+        "--allowance",
+        ether,
+    )
+    assert f"up to {ether} ETH per trace" in authorized
+    store = KeyStore(tmp_path / "gateway")
+    tokens = {
+        name: store.create(name, provider=wallet.address)[1]
+        for name, wallet in (("alice", alice), ("bob", bob), ("carol", carol))
+    }
+    _, unbound = store.create("unbound")
+    access = AccessControl(store, default_rate="100/minute", default_quota="100/day")
+    app = create_app(
+        gateway_account,
+        network.settings,
+        rpc_url=network.rpc_url,
+        ipfs_url=network.ipfs_url,
+        explorer=False,
+        options=GatewayOptions(epoch_seconds=EPOCH_SECONDS, max_traces_per_epoch=3),
+        access=access,
+        billing=True,
+    )
+
+    def client(url: str, token: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, timeout=HTTP_TIMEOUT, headers={"authorization": f"Bearer {token}"})
+
+    before = await _footprint(network, chain, gateway_account.address)
+    async with serve(app) as url:
+        async with client(url, unbound) as http:
+            assert "--provider" in _error(await http.post("/v1/audits", json=_document(sound)), 402, "no_provider")
+        async with client(url, tokens["alice"]) as http:
+            message = _error(await http.post("/v1/audits", json=_document(sound)), 402, "insufficient_deposit")
+            assert "deposit at least" in message and f"({estimate} wei)" in message and escrow.address in message
+            assert "trust gateway deposit" in message
+            await escrow.deposit(alice, alice_deposit)
+            message = _error(await http.post("/v1/audits", json=_document(sound)), 402, "insufficient_authorization")
+            assert gateway_account.address in message and "trust gateway authorize" in message
+            assert await _footprint(network, chain, gateway_account.address) == before, "a 402 sent nothing"
+            await escrow.authorize(alice, gateway_account.address, estimate, 10 * estimate)
+            first = await http.post("/v1/audits", json=_document(sound))
+            assert first.status_code == 202, first.text
+            # Admitted traces count against the deposit until they are reserved.
+            queued = _error(await http.post("/v1/audits", json=_document(sound)), 402, "insufficient_deposit")
+            assert "waiting for their epoch" in queued
+        async with client(url, tokens["carol"]) as http:
+            racing = await http.post("/v1/audits", json=_document(sound))
+            assert racing.status_code == 202, racing.text
+        withdrawn = await asyncio.to_thread(_gateway_cli, network, "withdraw", "--amount", ether)
+        assert f"withdrew {ether} ETH" in withdrawn  # after admission, before the epoch closes
+        async with client(url, tokens["bob"]) as http:
+            second = await http.post("/v1/audits", json=_document(flawed))
+            assert second.status_code == 202 and second.json()["epoch"] == first.json()["epoch"], second.text
+            _error(await http.get(first.json()["links"]["audit"]), 404, "not_found")  # alice's, not bob's
+            bob_view = await _poll(http, second.json()["links"]["audit"])
+        async with client(url, tokens["alice"]) as http:
+            alice_view = await _poll(http, first.json()["links"]["audit"])
+        async with client(url, tokens["carol"]) as http:
+            carol_view = await _poll(http, racing.json()["links"]["audit"])
+
+    assert carol_view["status"] == "failed" and carol_view["error"]["code"] == "payment_failed", carol_view
+    assert "EscrowInsufficientBalance" in carol_view["error"]["message"]
+    assert carol_view["batch"] is None, "it never joined the batch"
+    assert carol_view["billing"]["status"] == "failed" and carol_view["billing"]["charge_tx"] is None
+    assert alice_view["status"] == bob_view["status"] == "done", (alice_view, bob_view)
+    session_id = alice_view["result"]["session_id"]
+    session = await chain.audit.session(session_id)
+    assert session.segment_count == 2 * len(sound), "carol's trace never reached the session"
+    assert bob_view["result"]["session_id"] == session_id and alice_view["result"]["verdict"] == "VALID"
+    assert alice_view["batch"]["traces"] == bob_view["batch"]["traces"] == 2
+    charged = {}
+    for name, view, wallet, deposit in (
+        ("alice", alice_view, alice, alice_deposit),
+        ("bob", bob_view, bob, 3 * estimate),
+    ):
+        bill = view["billing"]
+        assert bill["status"] == "charged" and bill["session_id"] == session_id, bill
+        assert bill["provider"] == wallet.address and bill["escrow"] == escrow.address
+        amount = int(bill["amount_wei"])
+        assert 0 < amount <= int(bill["estimate_wei"]) == estimate
+        receipt = await chain.chain.w3.eth.get_transaction_receipt(bill["charge_tx"])
+        (event,) = escrow.contract.events.Charged().process_receipt(receipt)
+        assert event["args"]["provider"] == wallet.address and event["args"]["sessionId"] == session_id
+        assert event["args"]["amountWei"] == amount and event["args"]["traceRoot"] == session.trace_root
+        account = await escrow.account(wallet.address)
+        assert account.balance_wei == deposit - amount and account.reserved_wei == 0, name
+        charged[name] = amount
+    # Pro rata by first-round seats: the two traces seat alike, so they share the fee exactly.
+    assert sum(charged.values()) == session.fee_wei and abs(charged["alice"] - charged["bob"]) <= 1
+    balance = json.loads(
+        await asyncio.to_thread(_gateway_cli, network, "balance", "--provider", carol.address, "--json")
+    )
+    assert balance["balance_wei"] == balance["available_wei"] == "0", balance

@@ -140,6 +140,7 @@ def create_app(
     artifacts: dict[str, Artifact] | None = None,
     poll_seconds: float = 0.1,
     access: AccessControl | None = None,
+    billing: bool = False,
 ) -> FastAPI:
     """The gateway (paying from `account`) and, with `explorer`, the explorer over the same chain.
 
@@ -149,6 +150,8 @@ def create_app(
     None). `poll_seconds` is how often a batch session looks for a new block. `access` holds the API
     keys, rates and quotas (`trust.api.access`); without it the gateway serves anyone and logs a
     warning: `trust gateway` always passes one. `/health`, the API pages and the explorer stay public.
+    With `billing` (it needs `access`), each key's provider pays its trace's share of the epoch's fee
+    from its escrow (`trust.api.billing`); unfunded submissions get 402.
     """
     settings = settings or Settings()
     chain_url = rpc_url or settings.effective_rpc_url
@@ -160,6 +163,7 @@ def create_app(
         options=options,
         poll_seconds=poll_seconds,
         access=access,
+        billing=billing,
     )
     if access is None:
         log.warning("the gateway has no API keys: anyone who reaches it submits at its wallet's expense")

@@ -58,12 +58,14 @@ from starlette.types import Receive, Scope
 
 from trust.api.access import AccessControl, AccessDenied
 from trust.api.batcher import Batcher, EpochPolicy
+from trust.api.billing import Billing, BillingRefused, BillingUnavailable, ChargeRecord, pro_rata
 from trust.api.gateway_models import (
     AuditAccepted,
     AuditLinks,
     AuditStatus,
     AuditView,
     BatchView,
+    BillingView,
     ErrorDetail,
     ErrorResponse,
     ProgressView,
@@ -193,6 +195,8 @@ def error_for(exc: TrustError) -> tuple[int, str]:
     or the network lacks right now is 503 (retry later), the rest 500."""
     if isinstance(exc, GraphError):
         return 400, "invalid_trace"
+    if isinstance(exc, BillingUnavailable):
+        return 503, "billing_unavailable"
     if isinstance(exc, SessionInterrupted):
         return 503, "ipfs_error" if exc.service == "ipfs" else "chain_error"
     if isinstance(exc, IpfsError):
@@ -258,6 +262,8 @@ class AuditState:
         self.submitted_at = submitted_at
         self.owner = owner
         """Who may read it: `owner_of` the submitting key (None: an open gateway, anyone)."""
+        self.charge: ChargeRecord | None = None
+        """What it costs its provider (a billing gateway only)."""
         self.status = AuditStatus.QUEUED
         self.epoch: int | None = None
         self.batch_traces: int | None = None
@@ -336,7 +342,9 @@ class Gateway:
     `account` is the gateway's wallet: it pays every batch's fee and gas. `settings` gives the chain,
     IPFS and deployment (as for `TrustClient`); `rpc_url` and `ipfs_url` override them. `access`
     holds the API keys, rates and quotas (`trust.api.access`); None serves anyone (an open gateway,
-    only for one behind its own authentication).
+    only for one behind its own authentication). With `billing`, each key's provider pays its
+    trace's share of the epoch's fee from its escrow (`trust.api.billing`; it needs `access`, whose
+    keys name the providers).
     """
 
     def __init__(
@@ -350,9 +358,14 @@ class Gateway:
         poll_seconds: float = 0.1,
         journal_dir: Path | None = None,
         access: AccessControl | None = None,
+        billing: bool = False,
     ) -> None:
         self.options = options or GatewayOptions()
         self.access = access
+        if billing and access is None:
+            raise ConfigError("a billing gateway needs API keys (access): each key names the provider who pays")
+        self.billing = Billing(account, settings, rpc_url or settings.effective_rpc_url) if billing else None
+        self._billing_locks: dict[str, asyncio.Lock] = {}
         self._client_options: dict[str, Any] = {
             "account": account,
             "settings": settings,
@@ -441,7 +454,40 @@ class Gateway:
             )
         if self._closing:
             raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
-        audit = AuditState(secrets.token_urlsafe(AUDIT_ID_BYTES), entry, time.time(), owner_of(key))
+        audit_id = secrets.token_urlsafe(AUDIT_ID_BYTES)
+        if self.billing is None:
+            return self._accept(audit_id, entry, key, cap, None)
+        provider = None if key is None else key.provider
+        # One admission per provider at a time: the estimates of its waiting traces must include
+        # every trace admitted before this one.
+        async with self._billing_locks.setdefault(provider or "", asyncio.Lock()):
+            try:
+                charge = await self.billing.admit(provider, graph, config, self._waiting_wei(provider), audit_id)
+            except BillingRefused as exc:
+                raise GatewayError(402, exc.code, exc.message) from None
+            if self._closing:
+                raise GatewayError(
+                    503, "shutting_down", "the gateway is shutting down; submit to it again once it is up"
+                )
+            return self._accept(audit_id, entry, key, cap, charge)
+
+    def _waiting_wei(self, provider: str | None) -> int:
+        """The estimates of `provider`'s traces admitted but not reserved yet (their epoch is open)."""
+        return sum(
+            audit.charge.estimate_wei
+            for audit in self._audits.values()
+            if audit.charge is not None
+            and audit.charge.status == "estimated"
+            and not audit.status.terminal
+            and audit.charge.provider == provider
+        )
+
+    def _accept(
+        self, audit_id: str, entry: BatchEntry, key: ApiKey | None, cap: int, charge: ChargeRecord | None
+    ) -> AuditState:
+        graph, config = entry.graph, entry.config
+        audit = AuditState(audit_id, entry, time.time(), owner_of(key))
+        audit.charge = charge
         # No await from here on: the epoch's dispatch (a task) sees the audit registered and queued.
         audit.epoch = self._batcher.add(audit, len(graph), max_segments=cap)
         self._audits[audit.id] = audit
@@ -470,11 +516,62 @@ class Gateway:
             max_nodes=self.options.max_segments_per_epoch,
         )
 
+    async def _reserve(self, number: int, audits: list[AuditState]) -> tuple[list[AuditState], int | None]:
+        """A billing gateway's step before the batch: reserve each audit's estimate in its provider's
+        escrow; an audit whose reservation fails fails alone (`payment_failed`). Returns the audits
+        that go on, with their shares of the batch's fee set, and that fee (None without billing)."""
+        if self.billing is None:
+            return audits, None
+        records = [audit.charge for audit in audits if audit.charge is not None]
+        try:
+            errors = await self.billing.reserve(records)
+        except TrustError as exc:
+            await self.billing.release(records)
+            self._fail_all(audits, error_for(exc)[1], f"the escrow could not be reached: {exc}", number)
+            return [], None
+        live: list[AuditState] = []
+        for audit, error in zip(audits, errors, strict=True):
+            if error is None:
+                live.append(audit)
+            elif not audit.status.terminal:
+                audit.fail("payment_failed", f"{error}; nothing was uploaded or sent for this trace")
+                self._retire(audit)
+        if not live:
+            return [], None
+        try:
+            fee = await self.billing.batch_fee([(audit.entry.graph, audit.entry.config) for audit in live])
+        except TrustError as exc:
+            await self.billing.release(records)
+            self._fail_all(live, error_for(exc)[1], str(exc), number)
+            return [], None
+        shares = pro_rata(fee, [audit.charge.estimate_wei for audit in live if audit.charge is not None])
+        for audit, share in zip(live, shares, strict=True):
+            assert audit.charge is not None
+            audit.charge.amount_wei = share
+        return live, fee
+
     async def _run_epoch(self, number: int, audits: list[AuditState]) -> None:
-        """One closed epoch: every audit still waiting goes into one batch session."""
+        """One closed epoch: every audit still waiting goes into one batch session (a billing gateway
+        reserves each one's share first, charges it once the session is open, and releases it if
+        the session never opens)."""
         live = [audit for audit in audits if not audit.status.terminal]
+        live, fee = await self._reserve(number, live)
         if not live:
             return
+        records = [audit.charge for audit in live if audit.charge is not None]
+        charging: list[asyncio.Task[None]] = []
+        try:
+            await self._run_batch(number, live, fee, charging)
+        except asyncio.CancelledError:
+            # The gateway is stopping: its reservations lapse on their own (RESERVATION_SECONDS).
+            raise
+        if self.billing is not None and not charging:
+            # The session never opened: nothing was paid, so nothing is charged.
+            await self.billing.release(records)
+
+    async def _run_batch(
+        self, number: int, live: list[AuditState], fee: int | None, charging: list[asyncio.Task[None]]
+    ) -> None:
         segments = sum(len(audit.entry.graph) for audit in live)
         for audit in live:
             audit.batch_traces, audit.batch_segments = len(live), segments
@@ -487,15 +584,24 @@ class Gateway:
                     audit.progress(event)
 
         def opened(session_id: int) -> None:
+            if self.billing is not None:
+                # Right away, beside the session's own transactions (one nonce lock per wallet):
+                # the charge is what pays the gateway back for the fee it has just paid.
+                records = [audit.charge for audit in live if audit.charge is not None]
+                task = asyncio.get_running_loop().create_task(
+                    self.billing.charge(records, session_id), name=f"gateway epoch {number} charges"
+                )
+                charging.append(task)
             for audit in live:
                 audit.session_id = session_id
                 if not audit.status.terminal:
                     audit.advance(AuditStatus.AUDITING)
 
+        session = self._session_config()
+        if fee is not None:
+            session = session.model_copy(update={"fee_wei": fee})
         try:
-            outcome = await self._client(fan_out).audit_batch(
-                [audit.entry for audit in live], self._session_config(), on_open=opened
-            )
+            outcome = await self._client(fan_out).audit_batch([audit.entry for audit in live], session, on_open=opened)
         except asyncio.CancelledError:
             self._fail_all(live, "gateway_stopped", "the gateway stopped before the verdict", number)
             raise
@@ -515,6 +621,10 @@ class Gateway:
             log.exception("epoch %d failed unexpectedly", number)
             self._fail_all(live, "internal", f"the batch failed unexpectedly: {type(exc).__name__}: {exc}", number)
             return
+        finally:
+            if charging:
+                # The results show the charge: wait for it (it was sent when the session opened).
+                await asyncio.gather(*charging, return_exceptions=True)
         for audit, result, inclusion in zip(live, outcome.results, outcome.inclusion, strict=True):
             if not audit.status.terminal:
                 audit.succeed(result, inclusion)
@@ -659,6 +769,12 @@ _LIMITED: dict[int | str, dict[str, Any]] = {
         "description": "the key's submission rate or its quota of traces is used up (Retry-After says when to retry)",
     }
 }
+_UNFUNDED: dict[int | str, dict[str, Any]] = {
+    402: {
+        "model": ErrorResponse,
+        "description": "the key's provider has no escrow deposit or authorization covering the trace's fee",
+    }
+}
 _BEARER_SCHEME = HTTPBearer(
     auto_error=False, scheme_name="apiKey", description="a gateway API key: `trust gateway keys create`"
 )
@@ -696,6 +812,7 @@ def _view(request: Request, audit: AuditState) -> AuditView:
         batch=batch,
         result=audit.result.to_json() if audit.result is not None else None,
         error=audit.error,
+        billing=None if audit.charge is None else BillingView.model_validate(audit.charge.to_json()),
         links=_links(request, audit.id),
     )
 
@@ -726,6 +843,7 @@ def gateway_router(gateway: Gateway) -> APIRouter:
         "its epoch as one session from the gateway's wallet. Nothing is uploaded or sent for a refused submission.",
         responses={
             400: {"model": ErrorResponse, "description": "the trace cannot be parsed or is too large for a session"},
+            **({} if gateway.billing is None else _UNFUNDED),
             413: {"model": ErrorResponse, "description": "the body is over max_body_bytes"},
             **({} if access is None else _LIMITED),
             503: {"model": ErrorResponse, "description": "the chain, IPFS, a tier's auditors or the gateway's funds "},

@@ -17,6 +17,7 @@ __all__ = [
     "AuditStatus",
     "AuditView",
     "BatchView",
+    "BillingView",
     "ErrorDetail",
     "ErrorResponse",
     "ProgressView",
@@ -174,6 +175,27 @@ class BatchView(BaseModel):
     session_id: int | None = Field(None, description="the session, once createSession is mined")
 
 
+class BillingView(BaseModel):
+    """What the audit costs its provider (a billing gateway only): the estimate checked at submission,
+    the trace's pro rata share of its batch's fee (by first-round seats), and the escrow's
+    transactions. Amounts are decimal strings of wei (JSON numbers lose precision past 2^53)."""
+
+    provider: str = Field(description="the address whose escrow pays (the key's --provider)")
+    escrow: str = Field(description="the ProviderEscrow contract")
+    status: Literal["estimated", "reserved", "charged", "released", "failed"] = Field(
+        description="estimated (waiting for its epoch), reserved (before the session opened), charged, released "
+        "(the session never opened), failed (see error)"
+    )
+    estimate_wei: str = Field(description="the minimum fee of a session of this trace alone: the most it is charged")
+    amount_wei: str | None = Field(None, description="its share of the batch's fee, once the epoch closed")
+    reservation_id: str = Field(description="the escrow reservation (SHA-256 of the audit id, never the id)")
+    reserve_tx: str | None = None
+    charge_tx: str | None = Field(None, description="the escrow's charge (event Charged names the session)")
+    release_tx: str | None = None
+    session_id: int | None = None
+    error: str | None = None
+
+
 class AuditView(BaseModel):
     """An audit's state; `result` once done (the SDK's `AuditResult` JSON, docs/sdk.md), `error` once
     failed. `result.proof.valid_on_chain` is the verdict of the batch's session, not of this trace."""
@@ -186,6 +208,7 @@ class AuditView(BaseModel):
     batch: BatchView | None = None
     result: dict[str, Any] | None = None
     error: ErrorDetail | None = None
+    billing: BillingView | None = Field(None, description="what it costs its provider (a billing gateway only)")
     links: AuditLinks
 
 

@@ -6,10 +6,12 @@ gateway's home (`TRUST_GATEWAY__DATA_DIR`, default `<home>/gateway`), also while
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -24,11 +26,27 @@ from trust.cli.common import (
     keystore_password,
     settings_for,
 )
+from trust.errors import ConfigError
+from trust.settings import Settings
 
-__all__ = ["gateway_app", "gateway_cmd", "keys_app"]
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+    from trust.chain.escrow import EscrowContract
+
+__all__ = [
+    "gateway_app",
+    "gateway_authorize_cmd",
+    "gateway_balance_cmd",
+    "gateway_cmd",
+    "gateway_deposit_cmd",
+    "gateway_withdraw_cmd",
+    "keys_app",
+]
 
 gateway_app = typer.Typer(
-    help="The provider gateway: `trust gateway` with its options serves it; `trust gateway keys ...` manages its API keys.",
+    help="The provider gateway: `trust gateway` with its options serves it; `keys`, `deposit`, `authorize`, "
+    "`withdraw` and `balance` manage its accounts.",
     invoke_without_command=True,
 )
 keys_app = typer.Typer(help="The gateway's API keys (one per provider), stored hashed in the gateway's home.")
@@ -64,6 +82,13 @@ def gateway_cmd(
         str | None, typer.Option("--ipfs", help="Kubo RPC API URL (default: the local IPFS node)")
     ] = None,
     explorer: Annotated[bool, typer.Option("--explorer/--no-explorer", help="serve the explorer too")] = True,
+    billing: Annotated[
+        bool | None,
+        typer.Option(
+            "--billing/--no-billing",
+            help="providers pay their share of each fee from their escrow (default: TRUST_GATEWAY__BILLING, on)",
+        ),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Serve the provider gateway (/v1/audits: traces batched per epoch into one session each, for source
@@ -89,8 +114,16 @@ def gateway_cmd(
         session_timeout_seconds=session_timeout or default.session_timeout_seconds,
     )
     account = gateway_account(settings, url, keystore, keystore_password(password_file) if keystore else None)
+    bills = settings.gateway.billing if billing is None else billing
     api = create_app(
-        account, settings, rpc_url=url, ipfs_url=ipfs_url, options=options, explorer=explorer, access=access
+        account,
+        settings,
+        rpc_url=url,
+        ipfs_url=ipfs_url,
+        options=options,
+        explorer=explorer,
+        access=access,
+        billing=bills,
     )
     listen = port or DEFAULT_GATEWAY_PORT
     err_console.print(
@@ -101,6 +134,11 @@ def gateway_cmd(
     err_console.print(
         f"{len(keys)} active API keys in {access.store.path}"
         + ("" if keys else ": create one with `trust gateway keys create --name NAME`")
+        + (
+            f"; billing on: providers deposit and authorize {account.address} (`trust gateway deposit`, `authorize`)"
+            if bills
+            else "; billing off: this wallet pays every key holder's fees"
+        )
     )
     uvicorn.run(api, host=host, port=listen, log_level="info")
 
@@ -191,3 +229,177 @@ def keys_revoke_cmd(
 
     key = KeyStore(settings_for(home).gateway_dir).revoke(key_id)
     err_console.print(f"revoked key {key.key_id} ({key.name}) at {_when(key.revoked_at)}")
+
+
+# ---------------------------------------------------------------------------------------- the escrow
+
+KeystoreOption = Annotated[
+    Path | None,
+    typer.Option("--keystore", help="the provider's wallet (local chain without one: Anvil's account 3)"),
+]
+
+
+def _provider(settings: Settings, rpc_url: str, keystore: Path | None, password_file: Path | None) -> LocalAccount:
+    from trust.sdk.provider import provider_account
+
+    password = keystore_password(password_file) if keystore else None
+    return provider_account(settings, rpc_url, keystore, password)
+
+
+def _escrow_run(
+    settings: Settings, rpc_url: str, action: Callable[[EscrowContract], Awaitable[str]], *, raw: bool = False
+) -> None:
+    """Runs `action` on the deployment's escrow and prints what it returns (`raw`: as is, for JSON)."""
+    from trust.api.billing import open_escrow
+
+    async def run() -> str:
+        async with open_escrow(settings, rpc_url) as (_protocol, escrow):
+            return await action(escrow)
+
+    text = asyncio.run(run())
+    if raw:
+        print(text)
+    else:
+        console.print(text, soft_wrap=True)
+
+
+@gateway_app.command("deposit")
+def gateway_deposit_cmd(
+    amount: Annotated[str, typer.Option("--amount", help="ETH to deposit, e.g. 0.5")],
+    keystore: KeystoreOption = None,
+    password_file: PasswordFileOption = None,
+    rpc_url: RpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Deposit ETH into the providers' escrow, from which a gateway you authorize takes your traces' fees."""
+    from trust.amounts import eth_text, parse_amount
+
+    wei = parse_amount(amount, "--amount", unit="ETH")
+    settings = settings_for(home)
+    url = rpc_url or settings.effective_rpc_url
+    provider = _provider(settings, url, keystore, password_file)
+
+    async def act(escrow: EscrowContract) -> str:
+        sent = await escrow.deposit(provider, wei)
+        account = await escrow.account(provider.address)
+        return (
+            f"deposited {eth_text(wei)} for {provider.address} in {escrow.address} ({sent.tx_hash}); "
+            f"deposit {eth_text(account.balance_wei)}, available {eth_text(account.available_wei)}"
+        )
+
+    _escrow_run(settings, url, act)
+
+
+@gateway_app.command("withdraw")
+def gateway_withdraw_cmd(
+    amount: Annotated[str, typer.Option("--amount", help="ETH to withdraw (at most what no reservation holds)")],
+    keystore: KeystoreOption = None,
+    password_file: PasswordFileOption = None,
+    rpc_url: RpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Withdraw unspent ETH from the escrow (what a pending reservation holds stays until it is charged or lapses)."""
+    from trust.amounts import eth_text, parse_amount
+
+    wei = parse_amount(amount, "--amount", unit="ETH")
+    settings = settings_for(home)
+    url = rpc_url or settings.effective_rpc_url
+    provider = _provider(settings, url, keystore, password_file)
+
+    async def act(escrow: EscrowContract) -> str:
+        available = (await escrow.account(provider.address)).available_wei
+        if wei > available:
+            raise ConfigError(
+                f"--amount {amount} ETH is more than the {eth_text(available)} available to {provider.address} "
+                "(the deposit less what pending reservations hold); nothing was sent"
+            )
+        sent = await escrow.withdraw(provider, wei)
+        return f"withdrew {eth_text(wei)} to {provider.address} ({sent.tx_hash})"
+
+    _escrow_run(settings, url, act)
+
+
+@gateway_app.command("authorize")
+def gateway_authorize_cmd(
+    operator: Annotated[str, typer.Option("--operator", help="the gateway's address (it prints it at start)")],
+    max_per_charge: Annotated[str, typer.Option("--max-per-charge", help="ETH one trace may cost at most")],
+    allowance: Annotated[str, typer.Option("--allowance", help="ETH the gateway may take in all from now on")],
+    keystore: KeystoreOption = None,
+    password_file: PasswordFileOption = None,
+    rpc_url: RpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Let a gateway charge your escrow (replaces the previous authorization; 0 and 0 revoke it)."""
+    from eth_utils import is_address
+
+    from trust.amounts import eth_text, parse_amount
+
+    if not is_address(operator):
+        raise ConfigError(f"--operator {operator!r} is not an Ethereum address (0x and 40 hex digits)")
+    cap = parse_amount(max_per_charge, "--max-per-charge", unit="ETH", allow_zero=True)
+    total = parse_amount(allowance, "--allowance", unit="ETH", allow_zero=True)
+    settings = settings_for(home)
+    url = rpc_url or settings.effective_rpc_url
+    provider = _provider(settings, url, keystore, password_file)
+
+    async def act(escrow: EscrowContract) -> str:
+        sent = await escrow.authorize(provider, operator, cap, total)
+        return (
+            f"{provider.address} lets {operator} charge up to {eth_text(cap)} per trace and {eth_text(total)} "
+            f"in all ({sent.tx_hash})"
+        )
+
+    _escrow_run(settings, url, act)
+
+
+@gateway_app.command("balance")
+def gateway_balance_cmd(
+    provider: Annotated[str, typer.Option("--provider", help="the provider's address")],
+    operator: Annotated[
+        str | None, typer.Option("--operator", help="also show what this gateway may still charge")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object, amounts in wei")] = False,
+    rpc_url: RpcOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Show a provider's escrow: its deposit, what reservations hold, and a gateway's authorization."""
+    from eth_utils import is_address
+
+    from trust.amounts import eth_text
+
+    for name, value in (("--provider", provider), ("--operator", operator)):
+        if value is not None and not is_address(value):
+            raise ConfigError(f"{name} {value!r} is not an Ethereum address (0x and 40 hex digits)")
+    settings = settings_for(home)
+    url = rpc_url or settings.effective_rpc_url
+
+    async def act(escrow: EscrowContract) -> str:
+        account = await escrow.account(provider)
+        auth = None if operator is None else await escrow.authorization(provider, operator)
+        if as_json:
+            row: dict[str, object] = {
+                "escrow": escrow.address,
+                "provider": provider,
+                "balance_wei": str(account.balance_wei),
+                "reserved_wei": str(account.reserved_wei),
+                "available_wei": str(account.available_wei),
+            }
+            if auth is not None:
+                row |= {
+                    "operator": operator,
+                    "max_per_charge_wei": str(auth.max_per_charge_wei),
+                    "allowance_wei": str(auth.allowance_wei),
+                }
+            return json.dumps(row)
+        text = (
+            f"{provider} in {escrow.address}: deposit {eth_text(account.balance_wei)}, reserved "
+            f"{eth_text(account.reserved_wei)}, available {eth_text(account.available_wei)}"
+        )
+        if auth is not None:
+            text += (
+                f"; {operator} may charge {eth_text(auth.max_per_charge_wei)} per trace, "
+                f"{eth_text(auth.allowance_wei)} in all"
+            )
+        return text
+
+    _escrow_run(settings, url, act, raw=as_json)
