@@ -7,7 +7,9 @@
 - `params`: a whole parameter set, checked against S1, E1 and E2 with margins and a verdict;
 - `recommend`: the smallest committees and the economics that satisfy them with a safety margin;
 - `montecarlo`: a vectorized simulator of seats, segments, traces and payoffs;
-- `paper`: every figure the paper prints next to what its formulas give.
+- `paper`: every figure the paper prints next to what its formulas give;
+- `veto`: the veto adversary (issue 16, M1), exact over stake-weighted draws, under the escalation
+  rule and the old free veto.
 
 Formulas, choices and the paper's errors: docs/theory.md.
 """
