@@ -71,7 +71,8 @@ def worker_run_cmd(
     adversary: Annotated[
         str | None,
         typer.Option(
-            "--adversary", help="STRESS TESTS ONLY, refused but on a local chain: wrong, random, copy or silent"
+            "--adversary",
+            help="STRESS TESTS ONLY, refused but on a local chain: wrong, veto, random, copy or silent",
         ),
     ] = None,
     data_dir: Annotated[

@@ -4,6 +4,13 @@ They exist to show what the protocol does to auditors who cheat (paper 3.2: slas
 reputation), with real workers on a local chain:
 
 - `wrong`: audits honestly, then votes the opposite (an auditor paid to flip verdicts);
+- `veto`: the same vote as `wrong` (against its own honest verdict, so against what the honest
+  seats vote), run by a member that holds more than 1 - tau of typical committees' weight, so that
+  its seat blocks the quorum rather than deciding: the persistent veto of issue 16 (M1), which the
+  escalation rule makes pay when a later round decides (`trust.theory.veto`). It reveals every
+  vote: a vetoer that held back its reveal would be a silent seat, which forfeits at once, and a
+  vetoer cannot know before revealing whether its vote blocks (the other seats' votes are sealed
+  until the reveal phase), so "reveal only when it blocks" is not a strategy it can play;
 - `random`: votes a coin flip without reading the segment (a lazy auditor);
 - `copy`: waits until the end of the commit window hoping to copy the first revealed vote, which
   commit-reveal never shows in time (no reveal is accepted before the commit window closes), so it
@@ -31,6 +38,7 @@ _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 class Adversary(StrEnum):
     WRONG = "wrong"
+    VETO = "veto"
     RANDOM = "random"
     COPY = "copy"
     SILENT = "silent"
@@ -38,7 +46,7 @@ class Adversary(StrEnum):
     @property
     def audits(self) -> bool:
         """Whether this behaviour reads and audits the segment at all."""
-        return self in (Adversary.WRONG, Adversary.SILENT)
+        return self in (Adversary.WRONG, Adversary.VETO, Adversary.SILENT)
 
 
 def ensure_local_chain(chain_id: int, rpc_url: str) -> None:
@@ -59,13 +67,13 @@ def adversarial_verdict(mode: Adversary, honest: Verdict | None) -> Verdict:
     """The verdict an adversary commits, from the honest one (None when it did not audit)."""
     if mode is Adversary.SILENT and honest is not None:
         return honest
-    if mode is Adversary.WRONG and honest is not None and honest.decided:
+    if mode in (Adversary.WRONG, Adversary.VETO) and honest is not None and honest.decided:
         flipped = Outcome.FAIL if honest.vote is Outcome.PASS else Outcome.PASS
         return replace(
             honest,
             vote=flipped,
             score=1.0 - (honest.score or 0.0),
-            critique=f"[adversary: wrong] flipped from {honest.vote.value}",
+            critique=f"[adversary: {mode.value}] flipped from {honest.vote.value}",
             error_type=None,
             checks=(),
         )
