@@ -86,7 +86,7 @@ _READY_TIMEOUT_SECONDS = 120.0
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
     """One auditor and its worker process: its tier, and an adversarial mode (`trust worker run
-    --adversary`: wrong, random, copy or silent) or None for an honest worker."""
+    --adversary`: wrong, veto, random, copy or silent) or None for an honest worker."""
 
     tier: int
     adversary: str | None = None

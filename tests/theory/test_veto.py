@@ -103,6 +103,16 @@ def test_a_seat_s_outcomes_add_up_with_honest_errors() -> None:
     assert sum(model.segment()) == pytest.approx(1.0)
 
 
+def test_the_example_of_docs_theory_md() -> None:
+    model = _model(2)
+    assert model.rounds[0].blocked == pytest.approx(0.8142857, abs=1e-6)
+    assert expected_loss(TERMS, 0.5, 0.0, 1.0, 20) == pytest.approx(74.7294599, abs=1e-6)
+    # 3 of 11 stake units of tier 2: at most 3/9 of a committee of seven, below 1 - tau; it pays.
+    in_tier_2 = _model(2, TierPool((StakeClass(1, 8), StakeClass(3, 1, vetoer=True))))
+    assert in_tier_2.rounds[1].blocked == 0
+    assert in_tier_2.seat(2).payoff(TERMS, 0.5, "escalation") == pytest.approx(-3.4)
+
+
 def test_a_veto_is_free_only_where_the_vetoers_block_every_round() -> None:
     one_round = _model(1).seat(2)
     assert one_round.released_now == pytest.approx(1.0) and one_round.payoff(TERMS, 0.0, "escalation") == 0
