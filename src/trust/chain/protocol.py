@@ -82,6 +82,33 @@ class AuditContract:
         (created,) = _event_args(self.contract, "SessionCreated", sent)
         return int(created["sessionId"]), sent
 
+    async def create_empty_session(
+        self, provider: LocalAccount, trace_root: bytes, segment_count: int, fee_wei: int = 0
+    ) -> tuple[int, SentTransaction]:
+        """`createSession`: a session still registering; its segments follow in `register_segments`,
+        and it opens (its randomness block is fixed) when the last one is registered."""
+        sent = await self.chain.transact(
+            self.contract.functions.createSession(trace_root, segment_count), provider, value=fee_wei
+        )
+        (created,) = _event_args(self.contract, "SessionCreated", sent)
+        return int(created["sessionId"]), sent
+
+    async def register_segments(
+        self, provider: LocalAccount, session_id: int, segments: Sequence[SegmentSpec], fee_wei: int = 0
+    ) -> SentTransaction:
+        """`registerSegments`: the next segments of a registering session; `fee_wei` adds to its fee."""
+        fn = self.contract.functions.registerSegments(session_id, [s.as_tuple() for s in segments])
+        return await self.chain.transact(fn, provider, value=fee_wei)
+
+    async def cancel_session(self, provider: LocalAccount, session_id: int) -> SentTransaction:
+        """`cancelSession`: refunds the fee of a session that has not opened yet."""
+        return await self.chain.transact(self.contract.functions.cancelSession(session_id), provider)
+
+    def slash_auditor_calldata(self, auditor: str, amount: int, reason: str) -> bytes:
+        """Calldata of `slashAuditor(auditor, amount, reason)`, to be scheduled through the timelock."""
+        args = [to_checksum_address(auditor), amount, reason]
+        return bytes.fromhex(self.contract.encode_abi("slashAuditor", args=args)[2:])
+
     async def session(self, session_id: int) -> SessionInfo:
         return SessionInfo.from_chain(session_id, await self.chain.call(self.contract.functions.session(session_id)))
 
@@ -111,6 +138,10 @@ class AuditContract:
     ) -> SentTransaction:
         fn = self.contract.functions.assignAuditorsBatch(session_id, list(segment_ids))
         return await self.chain.transact(fn, caller)
+
+    async def assign_auditor(self, caller: LocalAccount, session_id: int, segment_id: int) -> SentTransaction:
+        """`assignAuditors` of one segment: reverts unless the segment is awaiting its draw."""
+        return await self.chain.transact(self.contract.functions.assignAuditors(session_id, segment_id), caller)
 
     def committees_in(self, sent: SentTransaction) -> list[CommitteeDrawn]:
         """The committees a draw transaction seated."""
@@ -256,6 +287,10 @@ class AuditContract:
         return await self.chain.transact(
             self.contract.functions.finalizeSegments(session_id, list(segment_ids)), caller
         )
+
+    async def finalize_segment(self, caller: LocalAccount, session_id: int, segment_id: int) -> SentTransaction:
+        """`finalizeSegment` of one segment: reverts unless its round is voting."""
+        return await self.chain.transact(self.contract.functions.finalizeSegment(session_id, segment_id), caller)
 
     def escalations_in(self, sent: SentTransaction) -> list[int]:
         """Segment ids that a finalization transaction escalated to a new round."""
