@@ -206,7 +206,10 @@ async def refused(action: Awaitable[object]) -> str | None:
     try:
         await action
     except ContractReverted as exc:
-        return exc.error_name or str(exc)
+        if exc.error_name is None:
+            return str(exc)
+        shown = ", ".join(f"{k}={v}" for k, v in exc.error_args.items() if not isinstance(v, (bytes, list, tuple)))
+        return f"{exc.error_name}({shown})"
     return None
 
 
@@ -355,7 +358,7 @@ async def h3_block_hash(arena: Arena) -> Checks:
         error = await refused(arena.audit.assign_auditor(arena.keeper, session_id, 0))
         if candidate == 0:
             c.expect(
-                error == "AuditRandomnessPending",
+                (error or "").startswith("AuditRandomnessPending"),
                 f"block {b} mined, its hash public: the draw is refused until the beacon signs ({error})",
                 f"the draw used block {b} before the beacon's signature existed ({error or 'it went through'})",
             )
@@ -475,8 +478,8 @@ async def m2_skip_budget(arena: Arena) -> Checks:
     total = sum(amount for _, amount in charged)
     c.expect(
         bool(charged) and all(who in sybil_set for who, _ in charged),
-        f"{len(charged)} drawn sybils were charged as deserters, {_tokens(total)} tokens in all ({attempts} draw "
-        "transactions)",
+        f"{len(charged)} drawn sybils were charged as deserters, {_tokens(total)} tokens in all "
+        f"(draw transactions: {attempts})",
         "no sybil was charged for deserting the draw" if not charged else "an honest auditor was charged",
     )
     c.expect(
@@ -518,7 +521,7 @@ async def m4_round_too_big(arena: Arena) -> Checks:
     await arena.mine()
     error = await refused(timelock.execute(arena.deployer, arena.protocol.params.address, calldata, salt))
     c.expect(
-        error is not None,
+        (error or "").startswith("ParamsOutOfRange(name=committeeSizeTier1"),
         f"a timelocked setParams with one round of 127 tier-1 seats (settlement above EIP-7825's 16,777,216 gas): "
         f"refused ({error})",
         "ProtocolParams accepted 127-seat committees: their settlement cannot fit in one transaction",

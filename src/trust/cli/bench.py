@@ -36,6 +36,32 @@ def bench_gas_cmd(
     render(report, console)
 
 
+@bench_app.command("attacks")
+def bench_attacks_cmd(
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="replay only this finding (H1 ... L4), repeatable (default: every one)"),
+    ] = None,
+    json_only: Annotated[bool, typer.Option("--json", help="print only the JSON line")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Replays each attack of the security review on a fresh Anvil through the real contracts and ends
+    with one JSON line of verdicts and the gas per seat; exits 1 unless every finding is defended."""
+    from trust.bench.attacks import render, run_attacks
+
+    settings = settings_for(home)
+    try:
+        with err_console.status("replaying the attacks on fresh chains") as status:
+            report = asyncio.run(
+                run_attacks(settings, only=[name.upper() for name in only or []], progress=status.update)
+            )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--only") from None
+    render(report, console, json_only=json_only)
+    if not report.all_defended:
+        raise typer.Exit(1)
+
+
 @bench_app.command("ranking")
 def bench_ranking_cmd(
     items: Annotated[int, typer.Option(min=2, help="items rated")] = 1_000,
