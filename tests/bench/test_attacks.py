@@ -37,6 +37,21 @@ async def test_whale_and_front_run_are_defended_and_open_findings_say_so() -> No
     assert m3.reason == OPEN_FINDINGS["M3"] and not m3.steps
 
 
+async def test_grinding_and_slash_dodging_are_defended() -> None:
+    """H1 drives createSession, registerSegments and cancelSession; L3 a slash through the timelock."""
+    report = await run_attacks(Settings(), only=["H1", "L3"], measure_gas=False)
+    assert report.to_json()["attacks"] == {"H1": DEFENDED, "L3": DEFENDED}
+    h1, l3 = report.outcomes
+    assert "one of two segments registered: no randomness block is fixed yet (randomnessBlock = 0)" in h1.steps
+    assert any(
+        s.startswith("cancelling once the seed is public, to re-roll: refused (AuditSessionNotOpen") for s in h1.steps
+    )
+    assert l3.steps[-2:] == (
+        "the slash of 500 tokens executed: it took 500 of 1,000 within reach",
+        "the slash of 500 tokens executed: it took 300 of 300 within reach",
+    )
+
+
 async def test_unknown_findings_are_refused_before_any_chain_starts() -> None:
     with pytest.raises(ValueError, match=r"unknown finding\(s\) H9: pick from H1, H2, H3, M1"):
         await run_attacks(Settings(), only=["H2", "H9"], measure_gas=False)

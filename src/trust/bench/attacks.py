@@ -1,8 +1,9 @@
 """The attacks of the protocol's security review, replayed against the real contracts (`trust bench attacks`).
 
 Each finding of the review (docs/protocol.md, "Threat model and hardening") is one function below: it
-starts from a fresh Anvil with the protocol deployed as the devnet deploys it (the protocol
-parameters of the settings, the governance timelock owning every contract), plays the attacker with
+starts from a fresh Anvil with the protocol deployed as the devnet deploys it (`deploy_protocol`,
+then the governance timelock owning every contract), but with the protocol parameters of the
+settings rather than the devnet's one-seat committees, so that the numbers are the issue's; it plays the attacker with
 web3 transactions from the attacker's own accounts, and returns what the chain then says: every
 verdict is *measured* (a seat weight read from `seat()`, a revert decoded from the contract, a
 `StakeForfeited` event, a segment's status), never assumed. A defence that does not hold is
