@@ -423,6 +423,12 @@ class WorkerSettings(BaseModel):
     health_check_seconds: float = Field(
         5.0, gt=0, description="how often the auditor's own health and the on-chain availability are read"
     )
+    tier2_checks: bool = Field(
+        False,
+        description="a tier-2 worker audits with the tier-1 deterministic checks instead of a model: for benchmarks "
+        "of the protocol's economics on claims the checks decide exactly (`trust bench byzantine --adversary veto`), "
+        "where tier 2 must never err; not an audit of reasoning",
+    )
     sandbox: SandboxSettings = SandboxSettings()
     review: ReviewSettings = ReviewSettings()
 

@@ -75,9 +75,11 @@ async def _tier_auditor(
     tier: Tier, settings: Settings, stack: AsyncExitStack, address: str, log: logging.Logger
 ) -> tuple[Auditor, EventHook | None]:
     """The auditor of `tier`, with the resources it holds registered on `stack`."""
-    if tier is Tier.COMPUTATIONAL:
+    if tier is Tier.COMPUTATIONAL or (tier is Tier.LLM and settings.worker.tier2_checks):
         from trust.auditors.tiers import computational_auditor
 
+        if tier is Tier.LLM:
+            log.warning("tier 2 audits with the tier-1 checks (TRUST_WORKER__TIER2_CHECKS): a benchmark setting")
         return computational_auditor(settings.worker.sandbox), None
     if tier is Tier.LLM:
         from trust.auditors.tiers import llm_auditor
