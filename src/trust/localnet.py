@@ -13,7 +13,8 @@
   tokens, registered at its tier (tier-3 auditors credentialed first), and one `trust worker run`
   process per auditor, started with that auditor's keystore only;
 - for tier-2 workers, one local model server (SmolLM2, `trust.auditors.local_model`) they share,
-  unless `llm` names an OpenAI-compatible endpoint;
+  unless `llm` names an OpenAI-compatible endpoint or `tier2_checks` has them audit with the tier-1
+  checks (a benchmark of the economics, where tier 2 must decide exactly);
 - for tier-3 workers, each worker's review page on a port of its own with a password of its own
   (`review_pages`), for a person, or for the scripted expert of `trust.demo.expert`.
 
@@ -43,7 +44,7 @@ from trust.chain.compiler import compile_protocol
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.devnet import AuditorAccount, dev_account, provision_auditors
-from trust.errors import DevnetError
+from trust.errors import ConfigError, DevnetError
 from trust.processes import alive
 from trust.settings import DevnetSettings, GovernanceSettings, LlmSettings, ProtocolSettings, Settings
 from trust.storage.node import IpfsNode
@@ -90,6 +91,13 @@ class WorkerSpec:
 
     tier: int
     adversary: str | None = None
+    stake_multiple: int | None = None
+    """Its stake in multiples of the tier's floor (the minimum stake, or P times `seat_capacity`);
+    None: the network's default (1, 2, 3 times in turn, or 2 with `equal_stakes`)."""
+
+    def __post_init__(self) -> None:
+        if self.stake_multiple is not None and self.stake_multiple < 1:
+            raise ConfigError(f"stake_multiple = {self.stake_multiple}: a worker stakes at least its tier's floor (1)")
 
 
 @dataclass
@@ -134,6 +142,9 @@ class LocalNetwork:
     randomness: str = "blockhash"
     """The randomness source deployed: "beacon" (`trust demo`) runs the beacon's signers beside the
     workers; "blockhash" (the default of tests and benchmarks) needs none but is insecure."""
+    tier2_checks: bool = False
+    """Tier-2 workers audit with the tier-1 checks (`WorkerSettings.tier2_checks`) and no model is
+    started: for `trust bench byzantine --adversary veto`, whose escalated rounds must decide exactly."""
     """Further `TRUST_*` settings of every worker (a benchmark's switches, such as
     `TRUST_WORKER__BACKPRESSURE`), applied after the network's own."""
     settings: Settings = field(init=False)
@@ -221,6 +232,9 @@ class LocalNetwork:
             }
 
             def stake_for(index: int, tier: int) -> int:
+                given = self.workers[index].stake_multiple if index < len(self.workers) else None
+                if given is not None:
+                    return floor[tier] * given
                 # Unequal by default (1, 2, 3 times the floor in turn) so that stake weighting matters.
                 return floor[tier] * (2 if self.equal_stakes else 1 + index % 3)
 
@@ -233,7 +247,7 @@ class LocalNetwork:
                 stake_for=stake_for,
                 scrypt_n=2**10,
             )
-        if any(spec.tier == 2 for spec in self.workers) and self.llm is None:
+        if any(spec.tier == 2 for spec in self.workers) and self.llm is None and not self.tier2_checks:
             self._model = await asyncio.to_thread(LocalModelServer.ensure, folder / "llm")
             # The embedded server answers one request at a time: a worker's parallel audits would
             # only queue there (and time out behind each other), so each tier-2 worker audits one
@@ -297,7 +311,9 @@ class LocalNetwork:
             "TRUST_WORKER__START_BLOCK": "0",
             "TRUST_IPFS__API_URL": self.ipfs_url,
         }
-        if spec.tier == 2 and self.llm is not None:
+        if spec.tier == 2 and self.tier2_checks:
+            env["TRUST_WORKER__TIER2_CHECKS"] = "true"
+        elif spec.tier == 2 and self.llm is not None:
             env |= {
                 "TRUST_AUDITOR_LLM__BASE_URL": str(self.llm.base_url),
                 "TRUST_AUDITOR_LLM__MODEL": self.llm.model,
