@@ -5,7 +5,10 @@ on a local network is tests/sdk/test_byzantine.py."""
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -17,11 +20,16 @@ from trust.bench.byzantine import (
     AuditorBalance,
     ByzantineBench,
     RhoPhase,
+    RoundRecord,
     SegmentRecord,
     TraceRecord,
+    VetoAuditor,
+    VetoBench,
     byzantine_protocol,
     byzantine_trace,
     run_byzantine_benchmark,
+    run_veto_benchmark,
+    veto_protocol,
 )
 from trust.errors import ConfigError
 from trust.graphs.analysis import critical_path
@@ -30,6 +38,7 @@ from trust.graphs.validation import validate
 from trust.sdk.result import Outcome as SegmentOutcome
 from trust.settings import SandboxSettings
 from trust.theory.consensus import quorum, verdict_probabilities, verdict_probabilities_drawn
+from trust.theory.veto import SlashTerms, StakeClass, TierPool, VetoModel
 
 
 async def test_every_claim_is_decided_by_the_tier_1_checks_as_its_truth_says() -> None:
@@ -175,3 +184,137 @@ def test_the_expected_payoff_sums_each_role_s_seats_over_the_phases() -> None:
     assert low == pytest.approx(3 * phase.seat_payoff(True, 0.5))
     assert high == pytest.approx(3 * phase.seat_payoff(True, 0.35))
     assert bench.summary()["adversaries"]["expected_seat_payoff_units"] == [round(low, 3), round(high, 3)]
+
+
+# ---------------------------------------------------------------------------------------- the veto
+
+_HONEST_A, _HONEST_B, _VETOER = ("0x" + "0a" * 20, "0x" + "0b" * 20, "0x" + "0c" * 20)
+_TIER2 = tuple(f"0x{i + 0x20:040x}" for i in range(7))
+
+
+def _escalated(outcome: SegmentOutcome, tier2_votes: tuple[bool, ...] = (True,) * 7) -> SegmentRecord:
+    """A true claim whose round 0 (honest 1x and 2x, vetoer 3x voting fail) was blocked, then seven
+    tier-2 seats voted `tier2_votes` and the chain ended the segment `outcome`."""
+    later = RoundRecord(2, _TIER2, 0, (True,) * 7, tier2_votes, (1,) * 7)
+    return SegmentRecord(
+        7,
+        3,
+        "op3",
+        True,
+        outcome,
+        (_HONEST_A, _VETOER, _HONEST_B),
+        1,
+        (True, True, True),
+        (True, False, True),
+        (1, 3, 2),
+        1,
+        (later,),
+    )
+
+
+def test_an_escalated_segment_pays_the_deciding_round_and_judges_round_0_against_it() -> None:
+    segment = _escalated(SegmentOutcome.PASSED)
+    assert segment.escalated and len(segment.rounds) == 2
+    # Paid seats are those of round 1, not of round 0 (which the old reading of round 0 only reported).
+    assert segment.aligned_seats() == [(1, i) for i in range(7)]
+    settled = dict(segment.settlements()[:3])
+    assert settled == {_HONEST_A: "aligned_late", _VETOER: "misaligned_late", _HONEST_B: "aligned_late"}
+    assert [o for _, o in segment.settlements()[3:]] == ["paid"] * 7
+    assert segment.implied_by_weights(6600, frozenset({_VETOER})) == (True, "correct")
+
+
+def test_an_undetermined_segment_releases_every_revealed_seat_and_pays_none() -> None:
+    segment = _escalated(SegmentOutcome.UNDETERMINED, (True, True, True, False, False, False, False))
+    assert segment.aligned_seats() == []
+    assert {o for _, o in segment.settlements()} == {"released"}
+    assert segment.verdict == "undetermined"
+
+
+def test_a_round_splits_by_stake_weight_as_the_contract_compares() -> None:
+    blocked = RoundRecord(1, (_HONEST_A, _VETOER, _HONEST_B), 1, (True,) * 3, (True, False, True), (1, 3, 2))
+    assert blocked.split(True, 6600, frozenset({_VETOER})) == "blocked"  # 3/6 on each side of 0.66
+    decided = RoundRecord(1, (_HONEST_A, _VETOER, _HONEST_B), 1, (True,) * 3, (True, False, True), (2, 1, 2))
+    assert decided.split(True, 6600, frozenset({_VETOER})) == "correct"  # 4/5 >= 0.66
+    assert decided.split(True, 6600, frozenset({_HONEST_A, _HONEST_B})) == "wrong"
+
+
+def _veto_auditor(
+    address: str, tier: int, floors: float, settled: dict[str, int], r_after: float, stake_change: int
+) -> VetoAuditor:
+    seats = sum(settled.values())
+    balance = AuditorBalance(
+        address, address == _VETOER, (), seats, settled.get("paid", 0), 10**20, 10**20, 10**22,
+        10**22 + stake_change * 10**18, 10**14, 10**18,
+    )  # fmt: skip
+    return VetoAuditor(balance, tier, floors, 0.5, r_after, settled, seats if tier == 1 else 0)
+
+
+def _veto_bench(vetoer: VetoAuditor, segments: tuple[SegmentRecord, ...]) -> VetoBench:
+    pools = {
+        1: TierPool((StakeClass(1, 4), StakeClass(2, 4), StakeClass(3, 1, vetoer=True))),
+        2: TierPool((StakeClass(1, 7),)),
+    }
+    classes = {(1, 1.0, False): 0, (1, 2.0, False): 1, (1, 3.0, True): 2, (2, 1.0, False): 0}
+    terms = SlashTerms(6, 8, 0.35, 0.5, 0.1)
+    return VetoBench(
+        VetoModel(pools, 3, 0.66, 2), terms, classes, segments, (TraceRecord(7, True, True, True, 1.0),),
+        (vetoer,), 0.99, 6600, 0.0, 0, 1.0, 1.0,
+    )  # fmt: skip
+
+
+def test_the_vetoer_s_reputation_slashes_and_payoff_follow_the_escalation_rule() -> None:
+    seats = 10
+    r_after = 0.5 * 0.9**seats  # misaligned at every seat: r <- (1 - gamma) r
+    vetoer = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": seats}, r_after, -8 * 5)
+    bench = _veto_bench(vetoer, (_escalated(SegmentOutcome.PASSED),))
+    assert bench.vetoer_share == pytest.approx(3 / 15)
+    assert bench.predicted_reputation(vetoer) == pytest.approx(r_after, abs=1e-15) and bench.reputations_agree
+    by_hand = sum(0.35 + 0.15 * (1 - 0.5 * 0.9**i) for i in range(seats))
+    assert bench.expected_slashes(vetoer) == pytest.approx(by_hand)
+    # The escalation rule: every seat of the vetoer is settled misaligned, so it is expected to lose
+    # P p_slash(r) a seat; the old rule released it (0).
+    assert bench.expected_payoff(vetoer, "escalation") == pytest.approx(-8 * by_hand)
+    assert bench.expected_payoff(vetoer, "free") == 0.0
+    assert bench.vetoer_lost
+    slashed = next(row for row in bench.comparisons() if row.quantity == "vetoer slashed")
+    assert (slashed.observed.successes, slashed.observed.trials) == (5, seats)
+    assert slashed.predicted == pytest.approx(by_hand / seats) and slashed.agrees
+    assert bench.comparisons_count == len(bench.comparisons()) == 6 and bench.mismatched == 0
+
+
+def test_a_reputation_off_the_exact_path_or_a_vetoer_never_slashed_fails_the_run() -> None:
+    off = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": 10}, 0.5 * 0.9**9, -8 * 5)
+    assert not _veto_bench(off, ()).reputations_agree
+    unslashed = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": 40}, 0.5 * 0.9**40, 0)
+    bench = _veto_bench(unslashed, (_escalated(SegmentOutcome.PASSED),))
+    assert not bench.vetoer_lost and not bench.passed
+    slashed = next(row for row in bench.comparisons() if row.quantity == "vetoer slashed")
+    assert not slashed.agrees  # 0 of 40 slashed, each with p_slash >= 0.35
+
+
+def test_the_veto_protocol_escalates_a_blocked_round_once() -> None:
+    protocol = veto_protocol()
+    assert (protocol.committee_size_tier1, protocol.max_rounds) == (3, 2)
+
+
+async def test_bad_veto_settings_are_refused_before_any_network_starts() -> None:
+    with pytest.raises(ConfigError, match="tier 1 needs at least 3 auditors"):
+        await run_veto_benchmark(honest_stakes=(1,))
+    with pytest.raises(ConfigError, match="segments = 0"):
+        await run_veto_benchmark(segments=0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--adversary", "lazy"], "expected one of wrong, veto"), (["--adversary", "veto", "--pool", "9"], "drop --pool")],
+)
+def test_the_cli_refuses_an_unknown_adversary_and_a_pool_for_the_veto(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "trust", "bench", "byzantine", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ, COLUMNS="200"),
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr

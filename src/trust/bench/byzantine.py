@@ -101,6 +101,15 @@ from trust.theory.consensus import (
 )
 from trust.theory.montecarlo import Proportion, proportion
 from trust.theory.params import DEFAULT_PARAMETERS
+from trust.theory.veto import (
+    SlashTerms,
+    StakeClass,
+    TierPool,
+    VetoModel,
+    expected_loss,
+    reputation_path,
+    round_split,
+)
 from trust.toolchain import Toolchain
 
 __all__ = [
@@ -110,13 +119,21 @@ __all__ = [
     "ByzantineBench",
     "Comparison",
     "LabelledTrace",
+    "ADVERSARIES",
+    "VETO",
     "RhoPhase",
+    "RoundRecord",
     "SegmentRecord",
     "TraceRecord",
+    "VetoAuditor",
+    "VetoBench",
     "byzantine_protocol",
     "byzantine_trace",
     "render",
+    "render_veto",
     "run_byzantine_benchmark",
+    "run_veto_benchmark",
+    "veto_protocol",
 ]
 
 RHOS: tuple[float, ...] = (0.1, 0.2, 0.3)
@@ -156,6 +173,8 @@ CLAIM_TIMEOUT_SECONDS = 300.0
 """How long to wait after the last audit for every aligned seat's reward to be claimed."""
 _READ_CONCURRENCY = 16
 _VERDICTS = ("correct", "wrong", "undetermined")
+_BPS = 10_000
+"""The contracts' basis-point scale (`tauBps`)."""
 _TRACE_QUANTITY = "trace wrong"
 
 
@@ -222,9 +241,32 @@ def _node(node_id: str, level: Level, content: str, expression: str | None = Non
 
 
 @dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """One round of a segment's committee: its tier, members (auditor addresses), and each seat's
+    weight, reveal and vote, with how many seats adversaries held."""
+
+    tier: int
+    members: tuple[str, ...]
+    adversarial_seats: int
+    revealed: tuple[bool, ...]
+    votes: tuple[bool, ...]
+    weights: tuple[int, ...] = ()
+
+    def split(self, truth: bool, tau_bps: int, adversaries: frozenset[str]) -> str:
+        """How the round ends when every seat votes as its role says (honest: the truth, adversary:
+        the opposite) and the contract compares weights (`Tally._count`: side * BPS >= tau * total,
+        the whole committee's weight below): "correct", "wrong" or "blocked"."""
+        total = sum(self.weights)
+        wrong = sum(w for m, w in zip(self.members, self.weights, strict=True) if m in adversaries)
+        if (total - wrong) * _BPS >= tau_bps * total:
+            return "correct"
+        return "wrong" if wrong * _BPS >= tau_bps * total else "blocked"
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentRecord:
-    """One audited segment: its claim's truth, how it ended on chain, and its committee (auditor
-    addresses) with each seat's reveal."""
+    """One audited segment: its claim's truth, how it ended on chain, and its round-0 committee
+    (auditor addresses) with each seat's reveal; `later` holds the rounds it escalated to."""
 
     session_id: int
     segment_id: int
@@ -235,6 +277,9 @@ class SegmentRecord:
     adversarial_seats: int
     revealed: tuple[bool, ...]
     votes: tuple[bool, ...]
+    weights: tuple[int, ...] = ()
+    tier: int = 1
+    later: tuple[RoundRecord, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -243,8 +288,18 @@ class SegmentRecord:
         return "correct" if (self.outcome is Outcome.PASSED) == self.truth else "wrong"
 
     @property
+    def escalated(self) -> bool:
+        """Round 0 reached no quorum and a later round was drawn."""
+        return bool(self.later)
+
+    @property
+    def rounds(self) -> tuple[RoundRecord, ...]:
+        first = RoundRecord(self.tier, self.members, self.adversarial_seats, self.revealed, self.votes, self.weights)
+        return (first, *self.later)
+
+    @property
     def silent_seats(self) -> int:
-        return sum(1 for r in self.revealed if not r)
+        return sum(1 for r in self.rounds for revealed in r.revealed if not revealed)
 
     def implied_verdict(self, q: int) -> str:
         """What the committee's composition gives when every seat votes as its role says."""
@@ -253,12 +308,47 @@ class SegmentRecord:
             return "correct"
         return "wrong" if self.adversarial_seats >= q else "undetermined"
 
-    def aligned_seats(self) -> list[int]:
-        """Seat indexes that voted the decided outcome (they are paid R; none when undetermined)."""
+    def implied_by_weights(self, tau_bps: int, adversaries: frozenset[str]) -> tuple[bool, str]:
+        """(round 0 blocked, final verdict) that the rounds' weights give when every seat votes as
+        its role says: the first round that is not blocked decides, else undetermined."""
+        for split in (r.split(self.truth, tau_bps, adversaries) for r in self.rounds):
+            if split != "blocked":
+                return self.escalated, split
+        return self.escalated, "undetermined"
+
+    def aligned_seats(self) -> list[tuple[int, int]]:
+        """(round, seat index) of the seats paid R: those of the deciding (last) round that voted
+        its outcome; none when the segment ended undetermined."""
         if self.outcome is Outcome.UNDETERMINED:
             return []
         passed = self.outcome is Outcome.PASSED
-        return [i for i, (r, v) in enumerate(zip(self.revealed, self.votes, strict=True)) if r and v == passed]
+        last = len(self.later)
+        final = self.rounds[-1]
+        return [
+            (last, i) for i, (r, v) in enumerate(zip(final.revealed, final.votes, strict=True)) if r and v == passed
+        ]
+
+    def settlements(self) -> list[tuple[str, str]]:
+        """(auditor, outcome) of every seat, as the contract settles it: "paid" (aligned in the
+        deciding round), "misaligned" (against a decided verdict in its own round), "aligned_late" /
+        "misaligned_late" (a revealed seat of an escalated round, judged against the final verdict,
+        `Tally._withEarlierRounds`), "released" (a revealed seat of a segment that ended
+        undetermined) or "silent" (never revealed: forfeited when its round ended)."""
+        decided = self.outcome is not Outcome.UNDETERMINED
+        passed = self.outcome is Outcome.PASSED
+        last = len(self.later)
+        found = []
+        for index, r in enumerate(self.rounds):
+            for member, revealed, vote in zip(r.members, r.revealed, r.votes, strict=True):
+                if not revealed:
+                    found.append((member, "silent"))
+                elif not decided:
+                    found.append((member, "released"))
+                elif index == last:
+                    found.append((member, "paid" if vote == passed else "misaligned"))
+                else:
+                    found.append((member, "aligned_late" if vote == passed else "misaligned_late"))
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -736,6 +826,24 @@ class _Run:
         self.say(f"rho = {rho}: {pool - adversaries} honest and {adversaries} adversarial auditors, {traces} traces")
 
         labelled = [byzantine_trace(i, rng, self.segments_per_trace) for i in range(traces)]
+        results, seconds = await self.audit(labelled, f"rho = {rho}")
+        bad_set = set(bad)
+        segments: list[SegmentRecord] = []
+        for trace, result in zip(labelled, results, strict=True):
+            segments += await self._segments(trace, result, bad_set)
+        self.segments += segments
+        tau = int(self.params["tauBps"]) / 10_000
+        beta = int(self.params["betaBps"]) / 10_000
+        predicted = verdict_probabilities_drawn(COMMITTEE_SIZE, HONEST_EPSILON, pool, adversaries, tau)
+        iid = verdict_probabilities(COMMITTEE_SIZE, HONEST_EPSILON, rho, tau)
+        trace_records = [_trace_record(t, r, predicted, beta) for t, r in zip(labelled, results, strict=True)]
+        return RhoPhase(
+            rho, pool, adversaries, COMMITTEE_SIZE, tau, predicted, iid, tuple(segments), tuple(trace_records), seconds
+        )
+
+    async def audit(self, labelled: Sequence[LabelledTrace], label: str) -> tuple[list[AuditResult], float]:
+        """Audits the traces through the SDK, `sessions_in_parallel` at once; returns their results
+        and the seconds it took."""
         client = TrustClient(
             self.network.rpc_url,
             self.network.ipfs_url,
@@ -751,46 +859,56 @@ class _Run:
             async with gate:
                 result = await client.audit_trace(trace.graph, _CONFIG)
             done += 1
-            self.say(f"rho = {rho}: trace {done} of {traces} {result.verdict} (session {result.session_id})")
+            self.say(f"{label}: trace {done} of {len(labelled)} {result.verdict} (session {result.session_id})")
             return result
 
         started = time.monotonic()
         results = await asyncio.gather(*(audit(t) for t in labelled))
-        seconds = time.monotonic() - started
-
-        bad_set = set(bad)
-        segments: list[SegmentRecord] = []
-        for trace, result in zip(labelled, results, strict=True):
-            segments += await self._segments(trace, result, bad_set)
-        self.segments += segments
-        tau = int(self.params["tauBps"]) / 10_000
-        beta = int(self.params["betaBps"]) / 10_000
-        predicted = verdict_probabilities_drawn(COMMITTEE_SIZE, HONEST_EPSILON, pool, adversaries, tau)
-        iid = verdict_probabilities(COMMITTEE_SIZE, HONEST_EPSILON, rho, tau)
-        trace_records = [_trace_record(t, r, predicted, beta) for t, r in zip(labelled, results, strict=True)]
-        return RhoPhase(
-            rho, pool, adversaries, COMMITTEE_SIZE, tau, predicted, iid, tuple(segments), tuple(trace_records), seconds
-        )
+        return list(results), time.monotonic() - started
 
     async def _segments(self, trace: LabelledTrace, result: AuditResult, bad: set[str]) -> list[SegmentRecord]:
         gate = asyncio.Semaphore(_READ_CONCURRENCY)
         session = result.session_id
 
+        first_tier = int(Tier.COMPUTATIONAL)
+        k = int(self.params[f"committeeSizeTier{first_tier}"])
+
         async def one(node_id: str) -> SegmentRecord:
             node = result.nodes[node_id]
+            rounds = []
+            size, tier = k, first_tier
             async with gate:
-                seats = [await self.protocol.audit.seat(session, node.segment, 0, i) for i in range(COMMITTEE_SIZE)]
-            members = tuple(s.auditor for s in seats)
+                last_round = (await self.protocol.audit.segment(session, node.segment)).round
+            # Every round the segment needed: round r + 1 seats 2k + 1 of the next tier (`Tally._escalate`).
+            for round_id in range(last_round + 1):
+                async with gate:
+                    seats = [await self.protocol.audit.seat(session, node.segment, round_id, i) for i in range(size)]
+                members = tuple(s.auditor for s in seats)
+                rounds.append(
+                    RoundRecord(
+                        tier,
+                        members,
+                        sum(1 for m in members if m in bad),
+                        tuple(s.revealed for s in seats),
+                        tuple(s.vote for s in seats),
+                        tuple(s.weight for s in seats),
+                    )
+                )
+                size, tier = 2 * size + 1, min(tier + 1, int(Tier.HUMAN))
+            first = rounds[0]
             return SegmentRecord(
                 session,
                 node.segment,
                 node_id,
                 trace.truth[node_id],
                 node.outcome,
-                members,
-                sum(1 for m in members if m in bad),
-                tuple(s.revealed for s in seats),
-                tuple(s.vote for s in seats),
+                first.members,
+                first.adversarial_seats,
+                first.revealed,
+                first.votes,
+                first.weights,
+                first.tier,
+                tuple(rounds[1:]),
             )
 
         return list(await asyncio.gather(*(one(node_id) for node_id in trace.truth)))
@@ -798,14 +916,14 @@ class _Run:
     async def wait_for_claims(self) -> int:
         """Waits until every aligned seat's reward is claimed by its worker; returns how many were
         still unclaimed after `CLAIM_TIMEOUT_SECONDS`."""
-        pending = [(s.session_id, s.segment_id, i) for s in self.segments for i in s.aligned_seats()]
+        pending = [(s.session_id, s.segment_id, r, i) for s in self.segments for r, i in s.aligned_seats()]
         self.say(f"waiting for the workers to claim {len(pending)} aligned seats")
         deadline = time.monotonic() + CLAIM_TIMEOUT_SECONDS
         gate = asyncio.Semaphore(_READ_CONCURRENCY)
 
-        async def claimed(seat: tuple[int, int, int]) -> bool:
+        async def claimed(seat: tuple[int, int, int, int]) -> bool:
             async with gate:
-                return (await self.protocol.audit.seat(seat[0], seat[1], 0, seat[2])).claimed
+                return (await self.protocol.audit.seat(*seat)).claimed
 
         while pending and time.monotonic() < deadline:
             flags = await asyncio.gather(*(claimed(seat) for seat in pending))
@@ -820,10 +938,13 @@ class _Run:
         seats: dict[str, int] = {}
         aligned: dict[str, int] = {}
         for segment in self.segments:
-            for member in segment.members:
-                seats[member] = seats.get(member, 0) + 1
-            for i in segment.aligned_seats():
-                aligned[segment.members[i]] = aligned.get(segment.members[i], 0) + 1
+            rounds = segment.rounds
+            for r in rounds:
+                for member in r.members:
+                    seats[member] = seats.get(member, 0) + 1
+            for round_id, i in segment.aligned_seats():
+                member = rounds[round_id].members[i]
+                aligned[member] = aligned.get(member, 0) + 1
         rows = []
         drift = 0.0
         for address, adversary in self.roles.items():
@@ -957,5 +1078,515 @@ def render(bench: ByzantineBench, console: Console) -> None:
     console.print(
         f"expected from seats: at p_slash = {bench.p_slash[1]:g} .. {bench.p_slash[0]:g}, before the staker share; "
         f"stake drift {bench.stake_drift:.3%}, unclaimed aligned seats {bench.unclaimed_seats}, "
+        f"{bench.seconds:.0f} s in all"
+    )
+
+
+# ---------------------------------------------------------------------------------------- the veto
+
+VETO = "veto"
+ADVERSARIES = (ADVERSARY, VETO)
+"""`--adversary`: `wrong` (the rho phases above) or `veto` (the persistent veto of issue 16, M1)."""
+VETO_COMMITTEE_SIZE = 3
+"""k of tier 1 in the veto run: round 1 seats 2k + 1 = 7 of tier 2."""
+VETO_MAX_ROUNDS = 2
+"""A blocked tier-1 round escalates once, to tier 2, which decides (it holds no vetoer)."""
+VETO_HONEST_STAKES: tuple[int, ...] = (1, 1, 1, 1, 2, 2, 2, 2)
+"""The honest tier-1 auditors' stakes, in multiples of the tier's floor."""
+VETOER_STAKE = 3
+"""The vetoer's stake in floors: with committees of three, 3 against at most 2 + 2 is more than
+1 - tau of every committee it sits on (3/7 > 0.34) and less than tau (3/5 < 0.66), so every round it
+sits on is blocked, and every round without it decides."""
+VETO_TIER2_AUDITORS = 2 * VETO_COMMITTEE_SIZE + 1
+"""Tier 2 holds exactly one escalated committee: every escalated round seats the whole tier."""
+VETO_SEGMENTS = 200
+_ESCALATED = "escalated"
+_SLASHED = "vetoer slashed"
+
+
+def veto_protocol() -> ProtocolSettings:
+    """The local protocol with committees of three, two rounds (tier 1, then 7 seats of tier 2) and
+    the long windows of `byzantine_protocol`."""
+    return ProtocolSettings.model_validate(
+        LOCAL_PROTOCOL.model_dump()
+        | {
+            "committee_size_tier1": VETO_COMMITTEE_SIZE,
+            "max_rounds": VETO_MAX_ROUNDS,
+            "commit_window_seconds": COMMIT_WINDOW_SECONDS,
+            "reveal_window_seconds": REVEAL_WINDOW_SECONDS,
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VetoAuditor:
+    """One auditor of the veto run: its money (`balance`), tier, stake in floors, reputation before
+    the first audit and after the last settlement, and how its seats were settled
+    (`SegmentRecord.settlements`: paid, misaligned, aligned_late, misaligned_late, released, silent)."""
+
+    balance: AuditorBalance
+    tier: int
+    stake_floors: float
+    reputation_before: float
+    reputation_after: float
+    settled: Mapping[str, int]
+    round0_seats: int
+
+    @property
+    def vetoer(self) -> bool:
+        return self.balance.adversary
+
+    @property
+    def role(self) -> str:
+        if self.vetoer:
+            return "vetoer"
+        if self.tier == int(Tier.COMPUTATIONAL):
+            return f"tier 1, {self.stake_floors:g}x"
+        return f"tier {self.tier} (checks)"
+
+    @property
+    def settled_aligned(self) -> int:
+        return self.settled.get("paid", 0) + self.settled.get("aligned_late", 0)
+
+    @property
+    def settled_misaligned(self) -> int:
+        return self.settled.get("misaligned", 0) + self.settled.get("misaligned_late", 0)
+
+    @property
+    def reputation_exact(self) -> bool:
+        """Every settled seat went the same way, so the EMA's path does not depend on their order:
+        the reputation after is exactly `VetoBench.predicted_reputation`."""
+        return self.settled_aligned == 0 or self.settled_misaligned == 0
+
+
+def _paper_terms(params: Mapping[str, int]) -> SlashTerms:
+    return SlashTerms(
+        float(_PAPER_R),
+        float(_PAPER_P),
+        int(params["pMinBps"]) / _BPS,
+        int(params["pMaxBps"]) / _BPS,
+        int(params["gammaWad"]) / 10**18,
+    )
+
+
+def _pool(members: Sequence[tuple[float, bool]], epsilon: float) -> tuple[TierPool, dict[tuple[float, bool], int]]:
+    """A tier's pool from its members' (stake, vetoer): one class per distinct pair, and its index."""
+    counts: dict[tuple[float, bool], int] = {}
+    for member in members:
+        counts[member] = counts.get(member, 0) + 1
+    keys = sorted(counts)
+    pool = TierPool(tuple(StakeClass(stake, counts[(stake, vetoer)], vetoer) for stake, vetoer in keys), epsilon)
+    return pool, {key: i for i, key in enumerate(keys)}
+
+
+@dataclass(frozen=True)
+class VetoBench:
+    """The veto run: the exact model of its network (`VetoModel`, built from the stakes on chain),
+    every segment and trace, and every auditor's money and reputation."""
+
+    model: VetoModel
+    terms: SlashTerms
+    classes: Mapping[tuple[int, float, bool], int]
+    """(tier, stake in floors, vetoer) -> the class index in that tier's pool."""
+    segments: tuple[SegmentRecord, ...]
+    traces: tuple[TraceRecord, ...]
+    auditors: tuple[VetoAuditor, ...]
+    family_level: float
+    tau_bps: int
+    stake_drift: float
+    unclaimed_seats: int
+    seconds: float
+    audit_seconds: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def vetoers(self) -> list[VetoAuditor]:
+        return [a for a in self.auditors if a.vetoer]
+
+    @property
+    def comparisons_count(self) -> int:
+        return len(_VERDICTS) + 2 + (1 if self._misaligned_vetoer_seats else 0)
+
+    @property
+    def level(self) -> float:
+        """The level of each interval: 1 - (1 - family_level) / comparisons (Bonferroni)."""
+        return 1.0 - (1.0 - self.family_level) / self.comparisons_count
+
+    @property
+    def vetoer_share(self) -> float:
+        return self.model.pools[self.model.first_tier].vetoer_stake_share
+
+    def _class(self, auditor: VetoAuditor) -> int:
+        return self.classes[(auditor.tier, auditor.stake_floors, auditor.vetoer)]
+
+    def predicted_reputation(self, auditor: VetoAuditor) -> float:
+        """E[r] after its settled seats, each aligned / misaligned at the rates it was settled with
+        (exact when they all went one way, `VetoAuditor.reputation_exact`)."""
+        n = auditor.settled_aligned + auditor.settled_misaligned
+        if n == 0:
+            return auditor.reputation_before
+        aligned, misaligned = auditor.settled_aligned / n, auditor.settled_misaligned / n
+        return reputation_path(auditor.reputation_before, self.terms.gamma, aligned, misaligned, n)[-1]
+
+    def expected_slashes(self, auditor: VetoAuditor) -> float:
+        """The expected number of its settled misaligned seats that were slashed: sum of p_slash(r)
+        along its reputation path (eq. 3.9); exact for the vetoer, all of whose seats go one way."""
+        n = auditor.settled_aligned + auditor.settled_misaligned
+        if n == 0:
+            return 0.0
+        aligned, misaligned = auditor.settled_aligned / n, auditor.settled_misaligned / n
+        return expected_loss(self.terms, auditor.reputation_before, aligned, misaligned, n) / self.terms.penalty
+
+    @property
+    def _misaligned_vetoer_seats(self) -> int:
+        return sum(a.settled_misaligned for a in self.vetoers)
+
+    def comparisons(self) -> list[Comparison]:
+        level = self.level
+        n = len(self.segments)
+        share = self.vetoer_share
+        rows = [
+            Comparison(
+                share,
+                _ESCALATED,
+                self.model.rounds[0].blocked,
+                None,
+                proportion(sum(1 for s in self.segments if s.escalated), n, level),
+            )
+        ]
+        final = dict(zip(_VERDICTS, self.model.segment(), strict=True))
+        for verdict in _VERDICTS:
+            count = sum(1 for s in self.segments if s.verdict == verdict)
+            rows.append(Comparison(share, verdict, final[verdict], None, proportion(count, n, level)))
+        wrong = sum(1 for t in self.traces if t.wrong)
+        expected = sum(t.p_wrong for t in self.traces) / len(self.traces)
+        rows.append(Comparison(share, _TRACE_QUANTITY, expected, None, proportion(wrong, len(self.traces), level)))
+        seats = self._misaligned_vetoer_seats
+        if seats:
+            # A Poisson-binomial count (each seat slashed with its own p_slash): the Wilson interval
+            # of a binomial with their mean is conservative for it.
+            slashes = sum(a.balance.slashes for a in self.vetoers)
+            predicted = sum(self.expected_slashes(a) for a in self.vetoers) / seats
+            rows.append(Comparison(share, _SLASHED, predicted, None, proportion(slashes, seats, level)))
+        return rows
+
+    @property
+    def mismatched(self) -> int:
+        """Segments whose escalation or verdict is not what their committees' weights imply."""
+        bad = frozenset(a.balance.address for a in self.vetoers)
+        return sum(1 for s in self.segments if s.implied_by_weights(self.tau_bps, bad) != (s.escalated, s.verdict))
+
+    @property
+    def silent_seats(self) -> int:
+        return sum(s.silent_seats for s in self.segments)
+
+    @property
+    def reputations_agree(self) -> bool:
+        """Every auditor whose seats all settled one way ended at exactly the predicted reputation
+        (up to the contract's WAD rounding, one wei a step)."""
+        return all(
+            abs(a.reputation_after - self.predicted_reputation(a)) <= 1e-12 * (1 + a.settled_misaligned)
+            for a in self.auditors
+            if a.reputation_exact
+        )
+
+    @property
+    def agrees(self) -> bool:
+        return all(row.agrees for row in self.comparisons()) and self.reputations_agree and self.mismatched == 0
+
+    def expected_payoff(self, auditor: VetoAuditor, rule: str) -> float:
+        """Its expected payoff from the seats it held, in the paper's units, before the staker share:
+        a tier-1 auditor's round-0 seats by `VetoModel.seat` (R when paid; P p_slash(r) on each seat
+        settled misaligned, along its expected reputation path), a tier-2 seat by its round's split
+        (`round_split`). `rule`: "escalation" (the contracts) or "free" (the old rule)."""
+        tier = auditor.tier
+        cls = self._class(auditor)
+        if tier == self.model.first_tier:
+            outlook = self.model.seat(cls)
+            n, paid = auditor.round0_seats, outlook.paid
+            aligned, misaligned = outlook.settled_aligned(rule), outlook.settled_misaligned(rule)
+        else:
+            n = sum(auditor.settled.values())
+            split = round_split(self.model.pools[tier], self.model.size(1), self.model.tau, focal=cls)
+            paid, aligned, misaligned = split.aligned, split.aligned, split.misaligned
+        loss = expected_loss(self.terms, auditor.reputation_before, aligned, misaligned, n)
+        return self.terms.reward * paid * n - loss
+
+    @property
+    def vetoer_lost(self) -> bool:
+        """Every vetoer was slashed and lost money, where the old rule would have cost it nothing."""
+        return all(a.balance.stake_change < 0 and a.balance.payoff_units < 0 for a in self.vetoers)
+
+    @property
+    def honest_gained(self) -> bool:
+        return all(a.balance.payoff_units > 0 and a.balance.eth_change_wei > 0 for a in self.auditors if not a.vetoer)
+
+    @property
+    def passed(self) -> bool:
+        return self.agrees and self.vetoer_lost and self.honest_gained
+
+    def roles(self) -> dict[str, list[VetoAuditor]]:
+        found: dict[str, list[VetoAuditor]] = {}
+        for auditor in sorted(self.auditors, key=lambda a: (not a.vetoer, a.tier, a.stake_floors)):
+            found.setdefault(auditor.role, []).append(auditor)
+        return found
+
+    def summary(self) -> dict[str, Any]:
+        def role(group: list[VetoAuditor]) -> dict[str, Any]:
+            payoffs = [a.balance.payoff_units for a in group]
+            settled: dict[str, int] = {}
+            for a in group:
+                for key, count in a.settled.items():
+                    settled[key] = settled.get(key, 0) + count
+            return {
+                "auditors": len(group),
+                "seats": sum(a.balance.seats for a in group),
+                "settled": settled,
+                "slashes": sum(a.balance.slashes for a in group),
+                "expected_slashes": round(sum(self.expected_slashes(a) for a in group), 3),
+                "reputation": [[round(a.reputation_before, 6), round(a.reputation_after, 6)] for a in group],
+                "predicted_reputation": [round(self.predicted_reputation(a), 6) for a in group],
+                "payoff_units": [round(min(payoffs), 3), round(max(payoffs), 3)] if payoffs else [],
+                "total_payoff_units": round(sum(payoffs), 3),
+                "expected_payoff_units": round(sum(self.expected_payoff(a, "escalation") for a in group), 3),
+                "expected_payoff_old_rule_units": round(sum(self.expected_payoff(a, "free") for a in group), 3),
+            }
+
+        escalated = sum(1 for s in self.segments if s.escalated)
+        return {
+            "adversary": VETO,
+            "family_level": self.family_level,
+            "level": round(self.level, 6),
+            "agrees": self.agrees,
+            "comparisons": [row.to_json() for row in self.comparisons()],
+            "vetoer_stake_share": round(self.vetoer_share, 6),
+            "segments": len(self.segments),
+            "traces": len(self.traces),
+            "escalated": escalated,
+            "mismatched": self.mismatched,
+            "silent_seats": self.silent_seats,
+            "reputations_agree": self.reputations_agree,
+            "roles": {name: role(group) for name, group in self.roles().items()},
+            "vetoer_lost": self.vetoer_lost,
+            "honest_gained": self.honest_gained,
+            "stake_drift": round(self.stake_drift, 6),
+            "unclaimed_seats": self.unclaimed_seats,
+            "segments_per_s": round(len(self.segments) / self.audit_seconds, 3) if self.audit_seconds > 0 else None,
+            "seconds": round(self.seconds, 1),
+            "settings": self.settings,
+        }
+
+
+async def run_veto_benchmark(
+    *,
+    segments: int = VETO_SEGMENTS,
+    honest_stakes: Sequence[int] = VETO_HONEST_STAKES,
+    vetoer_stake: int = VETOER_STAKE,
+    segments_per_trace: int = SEGMENTS_PER_TRACE,
+    sessions_in_parallel: int = SESSIONS_IN_PARALLEL,
+    family_level: float = FAMILY_LEVEL,
+    seed: int = 0,
+    folder: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> VetoBench:
+    """The veto run (issue 16, M1) on one fresh local network: one vetoer (`trust worker run
+    --adversary veto`) of `vetoer_stake` floors among honest tier-1 auditors of `honest_stakes`,
+    committees of three, two rounds, and `VETO_TIER2_AUDITORS` tier-2 auditors that audit with the
+    tier-1 checks (`LocalNetwork.tier2_checks`): a benchmark of the escalation rule's economics, not
+    of a model, so tier 2 must decide exactly (epsilon = 0 in both tiers)."""
+    if segments < 1 or sessions_in_parallel < 1:
+        raise ConfigError(f"segments = {segments}, sessions_in_parallel = {sessions_in_parallel}: both must be >= 1")
+    if not 0 < family_level < 1:
+        raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
+    if len(honest_stakes) + 1 < VETO_COMMITTEE_SIZE or any(m < 1 for m in (*honest_stakes, vetoer_stake)):
+        raise ConfigError(
+            f"honest_stakes = {tuple(honest_stakes)}, vetoer_stake = {vetoer_stake}: tier 1 needs at least "
+            f"{VETO_COMMITTEE_SIZE} auditors, each staking at least one floor"
+        )
+    traces = math.ceil(segments / segments_per_trace)
+    say = progress or (lambda _message: None)
+    specs = (
+        [WorkerSpec(1, stake_multiple=m) for m in honest_stakes]
+        + [WorkerSpec(1, VETO, vetoer_stake)]
+        + [WorkerSpec(2, stake_multiple=1)] * VETO_TIER2_AUDITORS
+    )
+    settings = {
+        "adversary": VETO,
+        "honest_stakes": list(honest_stakes),
+        "vetoer_stake": vetoer_stake,
+        "k": VETO_COMMITTEE_SIZE,
+        "max_rounds": VETO_MAX_ROUNDS,
+        "tier2_auditors": VETO_TIER2_AUDITORS,
+        "tier2_auditor": "the tier-1 checks",
+        "segments_per_trace": segments_per_trace,
+        "traces": traces,
+        "sessions_in_parallel": sessions_in_parallel,
+        "seed": seed,
+        "workers": len(specs),
+    }
+    protocol = veto_protocol()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="trust-veto-") as scratch:
+        root = folder or Path(scratch)
+        say(
+            f"starting the local network: {len(honest_stakes)} honest tier-1 workers, a vetoer and "
+            f"{VETO_TIER2_AUDITORS} tier-2 workers"
+        )
+        async with LocalNetwork(
+            root,
+            specs,
+            protocol_settings=protocol,
+            seat_capacity=SEAT_CAPACITY,
+            worker_poll_seconds=WORKER_POLL_SECONDS,
+            tier2_checks=True,
+            # The pool is the model's: no worker leaves the draw on its own (the windows are long).
+            worker_env={"TRUST_WORKER__BACKPRESSURE": "false"},
+        ) as network:
+            run = _Run(network, say, sessions_in_parallel, segments_per_trace)
+            async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as chain:
+                run.protocol = Protocol.bind(chain, network.deployment)
+                await run.prepare()
+                return await _veto(run, specs, traces, family_level, seed, started, settings)
+
+
+async def _veto(
+    run: _Run,
+    specs: Sequence[WorkerSpec],
+    traces: int,
+    family_level: float,
+    seed: int,
+    started: float,
+    settings: dict[str, Any],
+) -> VetoBench:
+    registry = run.protocol.registry
+    tiers = {a.address: spec.tier for a, spec in zip(run.network.auditors, specs, strict=True)}
+    for tier in (1, 2):
+        eligible = await registry.eligible_count(tier)
+        expected = sum(1 for t in tiers.values() if t == tier)
+        if eligible != expected:
+            raise DevnetError(f"{eligible} tier-{tier} auditors are eligible, expected the {expected} started")
+    infos = {address: await registry.auditor(address) for address in tiers}
+    floors = {tier: min(i.stake for a, i in infos.items() if tiers[a] == tier) for tier in (1, 2)}
+    stake_floors = {a: i.stake / floors[tiers[a]] for a, i in infos.items()}
+    pools = {}
+    classes: dict[tuple[int, float, bool], int] = {}
+    for tier in (1, 2):
+        members = [(stake_floors[a], run.roles[a]) for a in tiers if tiers[a] == tier]
+        pools[tier], index = _pool(members, HONEST_EPSILON)
+        classes |= {(tier, stake, vetoer): i for (stake, vetoer), i in index.items()}
+    tau = int(run.params["tauBps"]) / _BPS
+    model = VetoModel(pools, VETO_COMMITTEE_SIZE, tau, VETO_MAX_ROUNDS)
+    terms = _paper_terms(run.params)
+
+    rng = random.Random(seed)
+    labelled = [byzantine_trace(i, rng, run.segments_per_trace) for i in range(traces)]
+    run.say(f"veto: {traces} traces, the vetoer holds {pools[1].vetoer_stake_share:.1%} of tier 1")
+    results, audit_seconds = await run.audit(labelled, "veto")
+    bad = {a for a, is_bad in run.roles.items() if is_bad}
+    for trace, result in zip(labelled, results, strict=True):
+        run.segments += await run._segments(trace, result, bad)
+    correct, wrong, undetermined = model.segment()
+    predicted = VerdictProbabilities(correct, wrong, undetermined)
+    beta = int(run.params["betaBps"]) / _BPS
+    trace_records = [_trace_record(t, r, predicted, beta) for t, r in zip(labelled, results, strict=True)]
+    unclaimed = await run.wait_for_claims()
+    balances, drift = await run.balances()
+
+    settled: dict[str, dict[str, int]] = {a: {} for a in tiers}
+    round0: dict[str, int] = {}
+    for segment in run.segments:
+        for member, outcome in segment.settlements():
+            settled[member][outcome] = settled[member].get(outcome, 0) + 1
+        for member in segment.members:
+            round0[member] = round0.get(member, 0) + 1
+    auditors = []
+    for balance in balances:
+        address = balance.address
+        after = await registry.auditor(address)
+        auditors.append(
+            VetoAuditor(
+                balance,
+                tiers[address],
+                stake_floors[address],
+                infos[address].reputation,
+                after.reputation,
+                settled[address],
+                round0.get(address, 0),
+            )
+        )
+    return VetoBench(
+        model=model,
+        terms=terms,
+        classes=classes,
+        segments=tuple(run.segments),
+        traces=tuple(trace_records),
+        auditors=tuple(auditors),
+        family_level=family_level,
+        tau_bps=int(run.params["tauBps"]),
+        stake_drift=drift,
+        unclaimed_seats=unclaimed,
+        seconds=time.monotonic() - started,
+        audit_seconds=audit_seconds,
+        settings=settings,
+    )
+
+
+def render_veto(bench: VetoBench, console: Console) -> None:
+    """The comparison table, the segments' rounds, and money and reputation by role, each beside the
+    exact expected figure (`trust.theory.veto`)."""
+    table = Table(
+        title=(
+            f"Veto run: k = {VETO_COMMITTEE_SIZE}, {VETO_MAX_ROUNDS} rounds, one vetoer with "
+            f"{bench.vetoer_share:.1%} of tier 1; tier 2 audits with the tier-1 checks (a bench of the "
+            f"economics, not of a model); {bench.level:.4%} intervals (family {bench.family_level:.0%}, "
+            f"Bonferroni over {bench.comparisons_count})"
+        )
+    )
+    for column in ("quantity", "predicted", "observed", "interval", "agrees"):
+        table.add_column(column, justify="left" if column == "quantity" else "right")
+    for row in bench.comparisons():
+        table.add_row(
+            row.quantity,
+            f"{row.predicted:.4f}",
+            f"{row.observed.successes}/{row.observed.trials} = {row.observed.rate:.4f}",
+            f"[{row.observed.low:.4f}, {row.observed.high:.4f}]",
+            "yes" if row.agrees else "NO",
+        )
+    console.print(table)
+
+    money = Table(title="Money by role, before the first audit to after the last claim (paper's units)")
+    columns = ("role", "auditors", "seats", "paid/late/misal.", "slashes (exp.)", "payoff", "expected", "old rule")
+    for column in columns:
+        money.add_column(column, justify="left" if column == "role" else "right")
+    for name, group in bench.roles().items():
+        paid = sum(a.settled.get("paid", 0) for a in group)
+        late = sum(a.settled.get("aligned_late", 0) for a in group)
+        money.add_row(
+            name,
+            str(len(group)),
+            str(sum(a.balance.seats for a in group)),
+            f"{paid}/{late}/{sum(a.settled_misaligned for a in group)}",
+            f"{sum(a.balance.slashes for a in group)} ({sum(bench.expected_slashes(a) for a in group):.1f})",
+            f"{sum(a.balance.payoff_units for a in group):+.1f}",
+            f"{sum(bench.expected_payoff(a, 'escalation') for a in group):+.1f}",
+            f"{sum(bench.expected_payoff(a, 'free') for a in group):+.1f}",
+        )
+    console.print(money)
+    for vetoer in bench.vetoers:
+        console.print(
+            f"vetoer {vetoer.balance.address}: reputation {vetoer.reputation_before:.4f} -> "
+            f"{vetoer.reputation_after:.6f} (predicted {bench.predicted_reputation(vetoer):.6f}), "
+            f"{vetoer.balance.slashes} slashes of {vetoer.settled_misaligned} misaligned seats "
+            f"(expected {bench.expected_slashes(vetoer):.2f}), payoff {vetoer.balance.payoff_units:+.1f}"
+        )
+    escalated = sum(1 for s in bench.segments if s.escalated)
+    console.print(
+        f"{escalated} of {len(bench.segments)} segments escalated (expected "
+        f"{bench.model.rounds[0].blocked * len(bench.segments):.1f}); verdicts != committees' weights: "
+        f"{bench.mismatched}; silent seats {bench.silent_seats}; reputations as predicted: "
+        f"{'yes' if bench.reputations_agree else 'NO'}; vetoer "
+        f"{'lost' if bench.vetoer_lost else 'did NOT lose'} (the old rule: 0); payoff counts gas and the staker "
+        f"share, expected and old rule do not; stake drift {bench.stake_drift:.3%}, "
+        f"unclaimed paid seats {bench.unclaimed_seats}, "
         f"{bench.seconds:.0f} s in all"
     )
