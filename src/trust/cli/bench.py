@@ -338,23 +338,68 @@ def bench_load_cmd(
 
 @bench_app.command("byzantine")
 def bench_byzantine_cmd(
-    segments: Annotated[int, typer.Option("--segments", min=10, help="tier-1 segments audited per rho")] = 200,
-    pool: Annotated[int, typer.Option("--pool", min=4, help="tier-1 auditors eligible in every phase")] = 20,
+    segments: Annotated[
+        int, typer.Option("--segments", min=10, help="tier-1 segments audited per rho (veto: in all)")
+    ] = 200,
+    pool: Annotated[
+        int | None, typer.Option("--pool", min=4, help="tier-1 auditors eligible in every phase (wrong only; 20)")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="fixes the generated claims")] = 0,
     keep: Annotated[
         Path | None, typer.Option("--keep", help="run the network in this folder and keep it (workers' logs)")
     ] = None,
+    adversary: Annotated[
+        str,
+        typer.Option(
+            "--adversary",
+            help="wrong: adversaries holding rho of tier 1 vote the opposite; veto: one vetoer blocks tier-1 "
+            "rounds, which escalate to tier 2",
+        ),
+    ] = "wrong",
 ) -> None:
-    """Adversarial auditors (the worker's `wrong` mode) holding rho = 0.1, 0.2 and 0.3 of a tier on a
-    local network: observed correct / wrong / undetermined verdicts against the consensus toolkit's
-    exact probabilities, and every auditor's money before and after; ends with one JSON line and
-    exits 1 when an observed rate disagrees or the adversaries did not lose."""
-    from trust.bench.byzantine import render, run_byzantine_benchmark
+    """Adversarial auditors on a local network against the exact theory; ends with one JSON line.
 
+    `wrong`: the worker's `wrong` mode holding rho = 0.1, 0.2 and 0.3 of a tier: observed correct /
+    wrong / undetermined verdicts against the consensus toolkit's exact probabilities, and every
+    auditor's money before and after; exits 1 when an observed rate disagrees or the adversaries did
+    not lose. `veto`: one vetoer (3x the floor among honest 1x and 2x stakes, committees of three)
+    blocks every round it sits on, which escalates to 7 seats of tier 2 (auditing with the tier-1
+    checks, so that it decides exactly); the escalated rate, the verdicts, the vetoer's slashes and
+    reputation against `trust.theory.veto`, and each role's payoff beside its expected figure and the
+    old rule's; exits 1 when a figure disagrees, the vetoer did not lose or an honest auditor did not
+    gain."""
+    from trust.bench.byzantine import (
+        ADVERSARIES,
+        VETO,
+        render,
+        render_veto,
+        run_byzantine_benchmark,
+        run_veto_benchmark,
+    )
+
+    if adversary not in ADVERSARIES:
+        raise typer.BadParameter(f"{adversary!r}: expected one of {', '.join(ADVERSARIES)}", param_hint="--adversary")
+    if adversary == VETO:
+        if pool is not None:
+            raise typer.BadParameter(
+                "the veto run's tier 1 is fixed (eight honest auditors and the vetoer); drop --pool",
+                param_hint="--pool",
+            )
+        with err_console.status("Byzantine benchmark (veto)") as status:
+            veto = asyncio.run(run_veto_benchmark(segments=segments, seed=seed, folder=keep, progress=status.update))
+        render_veto(veto, console)
+        print(json.dumps(veto.summary()), flush=True)
+        if not veto.passed:
+            raise SystemExit(1)
+        return
     with err_console.status("Byzantine benchmark") as status:
         bench = asyncio.run(
             run_byzantine_benchmark(
-                pool=pool, segments_per_rho=segments, seed=seed, folder=keep, progress=status.update
+                pool=20 if pool is None else pool,
+                segments_per_rho=segments,
+                seed=seed,
+                folder=keep,
+                progress=status.update,
             )
         )
     render(bench, console)
