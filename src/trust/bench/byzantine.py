@@ -61,6 +61,24 @@ held were expected to earn (`ByzantineBench.expected_payoff`). One adversary's p
 positive: at rho = 0.3 a committee of four decides wrong often enough, and slashes a misaligned seat
 only with probability p_slash, that an adversarial seat is expected to lose only 0.12 to 0.57 units,
 far less than the spread of one auditor's fifty-odd seats (see `ByzantineBench.adversaries_lost`).
+
+The veto (`--adversary veto`, `run_veto_benchmark`, issue 16 M1). One vetoer (`trust worker run
+--adversary veto`) staking 3 floors among eight honest tier-1 auditors staking 1 or 2, committees of
+three, `max_rounds = 2`: every round the vetoer sits on is blocked (3 of at most 7 is more than
+1 - tau, 3 of at least 5 less than tau), keeps its revealed seats locked and escalates to 2k + 1 = 7
+seats of tier 2, which holds exactly seven auditors. Tier 2 must decide exactly for the exact theory to
+apply, and the embedded model does not, so its workers audit with the tier-1 checks
+(`WorkerSettings.tier2_checks`): this run measures the escalation rule's economics, not a model. The
+exact model (`trust.theory.veto.VetoModel`) is built from the stakes on chain; the run compares the
+escalated rate with `rounds[0].blocked`, the final verdicts with `segment()` and the traces' with the
+trace rule, the vetoer's slashes with the sum of p_slash along its reputation path (a Poisson-binomial
+count, its binomial Wilson interval conservative) and its reputation with the exact path
+(1 - gamma)^n r_0 (every seat of it is settled misaligned, so the order does not matter), and
+prints each role's payoff beside the expected figure under the escalation rule and under the old rule
+(the free veto: 0 for the vetoer). Every verdict and escalation is also checked against what its
+committees' weights imply (`SegmentRecord.implied_by_weights`). Records read every round of a
+segment and settle earlier rounds' seats as `Tally._withEarlierRounds` does
+(`SegmentRecord.settlements`).
 """
 
 from __future__ import annotations
