@@ -39,7 +39,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     /// @dev Slot layout:
     ///      0: stake 96 | locked 96 | reputationWad 64      (written by every seat lock and settlement)
     ///      1: drawWeight 96 | treeIndex 32 | tier 8 | registered 8 | available 8 | credentialed 8
-    ///      2: unbonding 96 | unbondingReadyAt 48
+    ///      2: unbonding 96 | unbondingReadyAt 48 | unbondingBlock 48
     ///      3: encryptionKey
     ///      Invariants: locked <= stake, so every open seat's penalty is backed; drawWeight is the
     ///      member's leaf in its tier's sortition tree.
@@ -55,15 +55,25 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         bool credentialed;
         uint96 unbonding;
         uint48 unbondingReadyAt;
+        /// @dev The block of the unstake request: a draw on a snapshot before it counted this
+        ///      stake, so it stays chargeable for `ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS` blocks.
+        uint48 unbondingBlock;
         bytes32 encryptionKey;
     }
 
-    /// @dev The weight intervals a draw no longer lands in (members seated or passed over), sorted
-    ///      by where they start in the tree as of the randomness block.
+    /// @dev A draw in progress: the members seated so far with their weights, the weight intervals
+    ///      it no longer lands in (members seated or passed over), sorted by where they start in
+    ///      the tree as of the snapshot block, and the members passed over because they unbonded
+    ///      after the snapshot (to be charged).
     struct Taken {
+        address[] members;
+        uint96[] weights;
+        uint256 seated;
         uint256[] starts;
         uint256[] widths;
         uint256 count;
+        address[] deserters;
+        uint256 deserterCount;
     }
 
     IERC20 private _token;
@@ -171,6 +181,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         au.unbonding = uint96(amount); // amount <= au.stake, a uint96
         uint48 readyAt = (block.timestamp + p.unbondingDelaySeconds).toUint48();
         au.unbondingReadyAt = readyAt;
+        au.unbondingBlock = block.number.toUint48();
         _sync(msg.sender, au, p);
         emit UnstakeRequested(msg.sender, amount, remaining, readyAt);
     }
@@ -183,8 +194,12 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         if (block.timestamp < au.unbondingReadyAt) {
             revert RegistryUnbondingNotReady(msg.sender, au.unbondingReadyAt, block.timestamp);
         }
+        // A draw on a snapshot taken before the request may still charge this stake (see `_fill`).
+        uint256 reachBlock = uint256(au.unbondingBlock) + ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS;
+        if (block.number <= reachBlock) revert RegistryUnbondingInReach(msg.sender, reachBlock, block.number);
         au.unbonding = 0;
         au.unbondingReadyAt = 0;
+        au.unbondingBlock = 0;
         emit Unstaked(msg.sender, amount);
         _token.safeTransfer(msg.sender, amount);
     }
@@ -260,12 +275,25 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         onlyAudit
         returns (address[] memory members, uint96[] memory weights)
     {
-        uint256 randomnessBlock = request.randomnessBlock;
-        if (randomnessBlock >= block.number) revert RegistryRandomnessNotPast(randomnessBlock, block.number);
+        uint256 snapshotBlock = request.snapshotBlock;
+        if (snapshotBlock >= block.number) revert RegistryRandomnessNotPast(snapshotBlock, block.number);
         uint256 size = request.size;
         members = new address[](size);
         weights = new uint96[](size);
-        uint256 seated = _fill(request, members, weights);
+        Taken memory taken = Taken({
+            members: members,
+            weights: weights,
+            seated: 0,
+            starts: new uint256[](size + _MAX_SKIPPED),
+            widths: new uint256[](size + _MAX_SKIPPED),
+            count: 0,
+            // Up to size + _MAX_SKIPPED candidates are passed over when nobody can sit.
+            deserters: new address[](size + _MAX_SKIPPED),
+            deserterCount: 0
+        });
+        _fill(request, taken);
+        uint256 seated = taken.seated;
+        if (taken.deserterCount != 0) _chargeDeserters(taken.deserters, taken.deserterCount, request.lockPerSeat);
         if (seated < size) {
             // Not enough members: nothing is locked, the caller decides what happens next.
             emit CommitteeUnavailable(request.tier, size, seated);
@@ -329,12 +357,20 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     }
 
     /// @inheritdoc IAuditorRegistry
-    function slash(address account, uint256 amount, address beneficiary, string calldata reason) external onlyAudit {
+    function slash(address account, uint256 amount, address beneficiary, string calldata reason)
+        external
+        onlyAudit
+        returns (uint256 taken)
+    {
         Auditor storage au = _registered(account);
         if (amount == 0) revert RegistryZeroAmount();
         if (beneficiary == address(0)) revert RegistryZeroAddress();
         uint256 free = au.stake - au.locked;
-        if (amount > free + au.unbonding) revert RegistryExceedsStake(account, amount, free + au.unbonding);
+        // Take what is there: a slash decided while its target moved stake out of reach (or lost
+        // some to forfeits) still takes the rest instead of reverting.
+        uint256 reachable = free + au.unbonding;
+        amount = amount < reachable ? amount : reachable;
+        taken = amount;
         _checkpoint(account, au);
         uint256 fromStake = amount < free ? amount : free;
         au.stake -= uint96(fromStake); // fromStake <= free <= stake
@@ -378,6 +414,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
             locked: au.locked,
             unbonding: au.unbonding,
             unbondingReadyAt: au.unbondingReadyAt,
+            unbondingReachBlock: au.unbonding == 0 ? 0 : uint48(au.unbondingBlock + ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS),
             reputationWad: au.reputationWad,
             encryptionKey: au.encryptionKey,
             metadataURI: _metadataURIs[account]
@@ -502,34 +539,74 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         emit DrawWeightChanged(account, weight);
     }
 
-    /// @dev Seats members drawn from the tree as of the randomness block until the committee is
-    ///      full, the weight runs out or too many were passed over; returns how many it seated.
-    function _fill(DrawRequest calldata request, address[] memory members, uint96[] memory weights)
-        private
-        view
-        returns (uint256 seated)
-    {
-        uint256 randomnessBlock = request.randomnessBlock;
+    /// @dev Seats members drawn from the tree as of the snapshot block until the committee is full,
+    ///      the weight runs out or too many were passed over; returns how many it seated, and the
+    ///      members passed over because they unbonded after the snapshot (to be charged).
+    ///      A seat's voting weight is its snapshot weight capped by the member's bonded stake now
+    ///      (issue H2): stake unbonded once the seed was public votes with nothing, and stake added
+    ///      after the snapshot adds nothing. The bonded stake cannot leave while the seat is open
+    ///      (`requestUnstake` refuses while any stake is locked), so every seat's weight is backed
+    ///      by stake held until it settles.
+    function _fill(DrawRequest calldata request, Taken memory taken) private view {
+        uint256 snapshotBlock = request.snapshotBlock;
         SortitionTree.Tree storage pool = _pools[request.tier];
-        uint256 count = pool.sizeAt(randomnessBlock);
-        uint256 weightLeft = pool.totalAt(randomnessBlock);
-        Taken memory taken = Taken({
-            starts: new uint256[](members.length + _MAX_SKIPPED),
-            widths: new uint256[](members.length + _MAX_SKIPPED),
-            count: 0
-        });
-        for (uint256 nonce = 0; seated < members.length; ++nonce) {
+        uint256 count = pool.sizeAt(snapshotBlock);
+        uint256 weightLeft = pool.totalAt(snapshotBlock);
+        for (uint256 nonce = 0; taken.seated < taken.members.length; ++nonce) {
             if (weightLeft == 0 || taken.count == taken.starts.length) break;
             uint256 value = _skipTaken(taken, uint256(keccak256(abi.encode(request.seed, nonce))) % weightLeft);
-            (address candidate, uint256 start, uint256 weight) = pool.drawAt(value, randomnessBlock, count);
+            (address candidate, uint256 start, uint256 weight) = pool.drawAt(value, snapshotBlock, count);
             _take(taken, start, weight);
             weightLeft -= weight;
-            Auditor storage au = _auditors[candidate];
-            if (candidate != request.excluded && au.stake - au.locked >= request.lockPerSeat) {
-                members[seated] = candidate;
-                weights[seated] = uint96(weight); // a draw weight: a stake, stored as uint96
-                ++seated;
-            }
+            if (candidate != request.excluded) _consider(request, candidate, weight, taken);
+        }
+    }
+
+    /// @dev Seats `candidate` if its unlocked stake backs the lock, or records it as a deserter.
+    function _consider(DrawRequest calldata request, address candidate, uint256 snapshotWeight, Taken memory taken)
+        private
+        view
+    {
+        (bool seat, uint96 seatWeight) = _seatWeight(candidate, snapshotWeight, request.lockPerSeat);
+        if (seat) {
+            uint256 seated = taken.seated;
+            taken.members[seated] = candidate;
+            taken.weights[seated] = seatWeight;
+            taken.seated = seated + 1;
+        } else if (_deserted(candidate, request.snapshotBlock, request.lockPerSeat)) {
+            taken.deserters[taken.deserterCount++] = candidate;
+        }
+    }
+
+    /// @dev Whether a drawn member can take a seat (its unlocked stake backs the lock), and the
+    ///      seat's weight: the snapshot weight capped by the bonded stake now.
+    function _seatWeight(address candidate, uint256 snapshotWeight, uint256 lock)
+        private
+        view
+        returns (bool seat, uint96 weight)
+    {
+        Auditor storage au = _auditors[candidate];
+        uint96 bonded = au.stake;
+        seat = bonded - au.locked >= lock;
+        weight = snapshotWeight < bonded ? uint96(snapshotWeight) : bonded;
+    }
+
+    /// @dev Counted in the snapshot, then unbonded before the draw (issue M2): a skip this member
+    ///      caused, and pays for out of the unbonding stake still in reach.
+    function _deserted(address candidate, uint256 snapshotBlock, uint256 lock) private view returns (bool) {
+        Auditor storage au = _auditors[candidate];
+        return au.unbondingBlock > snapshotBlock && au.unbonding >= lock;
+    }
+
+    /// @dev Forfeits `lock` of each deserter's unbonding stake to the insurance fund.
+    function _chargeDeserters(address[] memory deserters, uint256 count, uint96 lock) private {
+        address beneficiary = _params.insuranceFund();
+        for (uint256 i; i < count; ++i) {
+            address account = deserters[i];
+            Auditor storage au = _auditors[account];
+            au.unbonding -= lock; // _fill checked unbonding >= lock
+            _claimableTokens[beneficiary] += lock;
+            emit StakeForfeited(account, lock, beneficiary, "unbonded after the draw's snapshot");
         }
     }
 

@@ -20,7 +20,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryBase {
                 tier: tier,
                 size: uint8(size),
                 seed: seed,
-                randomnessBlock: block.number - 1,
+                snapshotBlock: block.number - 1,
                 excluded: excluded,
                 lockPerSeat: lock
             })

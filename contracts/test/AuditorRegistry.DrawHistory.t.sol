@@ -8,10 +8,12 @@ import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {DrawRequest} from "../src/types/Settlement.sol";
 import {Params} from "../src/types/Params.sol";
 
-/// @notice The draw reads the registry as of its randomness block: the sortition tree, its size and
+/// @notice The draw reads the registry as of its snapshot block: the sortition tree, its size and
 ///         total, and every member's weight are recorded by block, so nothing done after the block
 ///         (staking, even 1 wei; registering; unstaking; switching availability; credentials;
-///         slashes; syncing a raised minimum) changes which committee a seed yields or its weights.
+///         slashes; syncing a raised minimum) changes which committee a seed yields or raises a
+///         seat's weight. A seat's weight is the snapshot weight capped by the member's bonded stake
+///         at the draw (issue H2): unstaking or a slash after the block lowers it at once.
 ///         Also: successive sampling without replacement is exact (eq. 3.2), members short of
 ///         unlocked stake and the excluded account are passed over (at most 64 of them), and the
 ///         history views `eligibleStakeAt` and `drawWeightAt`.
@@ -58,7 +60,7 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
             tier: tier,
             size: uint8(size),
             seed: seed,
-            randomnessBlock: randomnessBlock,
+            snapshotBlock: randomnessBlock,
             excluded: excluded,
             lockPerSeat: lock
         });
@@ -111,6 +113,33 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         for (uint256 s; s < expected.members.length; ++s) {
             assertEq(actual.members[s], expected.members[s], string.concat(what, ": committee changed"));
             assertEq(actual.weights[s], expected.weights[s], string.concat(what, ": seat weights changed"));
+        }
+    }
+
+    /// @dev The committees of `actual` are those of `expected`, and each seat weighs its weight in
+    ///      `expected` capped by the member's bonded stake now (never more than at the block).
+    function assertSameDrawsCapped(Draws memory actual, Draws memory expected, string memory what) internal view {
+        assertEq(actual.members.length, expected.members.length);
+        for (uint256 s; s < expected.members.length; ++s) {
+            assertEq(actual.members[s], expected.members[s], string.concat(what, ": committee changed"));
+            assertEq(
+                actual.weights[s],
+                cappedWeights(expected.members[s], expected.weights[s]),
+                string.concat(what, ": seat weight != min(weight at the block, stake now)")
+            );
+        }
+    }
+
+    /// @dev `weights` (of `members`) each capped by the member's bonded stake now.
+    function cappedWeights(address[] memory members, uint256[] memory weights)
+        internal
+        view
+        returns (uint256[] memory out)
+    {
+        out = new uint256[](weights.length);
+        for (uint256 i; i < weights.length; ++i) {
+            uint256 bonded = registry.stakeOf(members[i]);
+            out[i] = weights[i] < bonded ? weights[i] : bonded;
         }
     }
 
@@ -287,8 +316,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
     }
 
     /// @notice Every member unstakes down to the minimum after the block: the same committees sit,
-    ///         each member with its stake at the block.
-    function test_drawCommittee_unstakingAfterTheBlockChangesNothing() public {
+    ///         but each seat weighs only the stake still bonded (issue H2: the stake that left votes
+    ///         with nothing), not its stake at the block.
+    function test_drawCommittee_unstakingAfterTheBlockLowersWeightsToTheBondedStake() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         Draws memory before = drawSeeds(r, 3);
@@ -297,10 +327,11 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         }
         assertEq(registry.eligibleStake(1), 6 * MIN_TIER1, "decreases reach the tree at once");
         Draws memory afterUnstaking = drawSeeds(r, 3);
-        assertSameDraws(afterUnstaking, before, "unstaking");
         for (uint256 s; s < SEEDS; ++s) {
+            assertEq(afterUnstaking.members[s], before.members[s], "unstaking: committee changed");
             for (uint256 i; i < 3; ++i) {
-                assertGt(afterUnstaking.weights[s][i], MIN_TIER1, "the weight at the block, not the stake now");
+                assertGt(before.weights[s][i], MIN_TIER1, "at the block every member held more");
+                assertEq(afterUnstaking.weights[s][i], MIN_TIER1, "the bonded stake, not the stake at the block");
             }
         }
     }
@@ -351,9 +382,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
     }
 
     /// @notice Governance slashes every pool member below the tier minimum after the block: their
-    ///         weight now is zero, yet each keeps its seat (with unlocked stake to back the lock)
-    ///         and its weight at the block.
-    function test_drawCommittee_slashAfterTheBlockChangesNothing() public {
+    ///         draw weight now is zero, yet each keeps its seat (with unlocked stake to back the
+    ///         lock), which weighs only the 50 tokens left at stake.
+    function test_drawCommittee_slashAfterTheBlockMovesNoSeatAndLowersItsWeight() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         Draws memory before = drawSeeds(r, 3);
@@ -362,7 +393,13 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         }
         assertEq(registry.eligibleStake(1), 0);
         assertEq(registry.eligibleCount(1), 0);
-        assertSameDraws(drawSeeds(r, 3), before, "slashes");
+        Draws memory afterSlashes = drawSeeds(r, 3);
+        for (uint256 s; s < SEEDS; ++s) {
+            assertEq(afterSlashes.members[s], before.members[s], "slashes: committee changed");
+            for (uint256 i; i < 3; ++i) {
+                assertEq(afterSlashes.weights[s][i], 50e18, "what is left at stake");
+            }
+        }
     }
 
     /// @notice Governance raises the tier-1 minimum to 450 before the block but nobody syncs until
@@ -388,8 +425,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
 
     /// @notice Everything at once, over more than one block: a member tops up, one unstakes, one
     ///         switches off, a newcomer registers, one is slashed and the minimum is raised and
-    ///         synced; for size 1 to 6, every committee is as before.
-    function test_drawCommittee_allActionsAfterTheBlockChangeNothing() public {
+    ///         synced; for size 1 to 6, every committee is as before, and only the seats of the
+    ///         unstaked and the slashed member weigh less (their bonded stake).
+    function test_drawCommittee_allActionsAfterTheBlockMoveNoSeat() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         Draws[] memory before = new Draws[](6);
@@ -407,8 +445,18 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         params.setParams(p);
         registry.syncDrawWeights(pool);
         vm.roll(r + 3);
+        assertEq(registry.stakeOf(pool[5]), 100e18);
+        assertEq(registry.stakeOf(pool[3]), 50e18);
         for (uint256 size = 1; size <= 6; ++size) {
-            assertSameDraws(drawSeeds(1, r, size, 10), before[size - 1], "many actions");
+            Draws memory again = drawSeeds(1, r, size, 10);
+            assertSameDrawsCapped(again, before[size - 1], "many actions");
+            for (uint256 s; s < 10; ++s) {
+                for (uint256 i; i < size; ++i) {
+                    address m = again.members[s][i];
+                    uint256 expected = m == pool[5] ? 100e18 : m == pool[3] ? 50e18 : before[size - 1].weights[s][i];
+                    assertEq(again.weights[s][i], expected, "only the unstaked and the slashed weigh less");
+                }
+            }
         }
     }
 
@@ -437,8 +485,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
 
     /// @notice Fuzz: any sequence of up to twelve actions after the block (top-ups of a few wei or
     ///         a lot, unstakes, availability switches, registrations, slashes, raised minimums with
-    ///         a sync, new blocks) leaves the committee of any seed as it was.
-    function testFuzz_drawCommittee_anyActionsAfterTheBlockChangeNothing(bytes32 seed, uint256 actions, uint256 size)
+    ///         a sync, new blocks) leaves the committee of any seed as it was, and no seat weighs
+    ///         more than at the block: each weighs that weight capped by the member's stake now.
+    function testFuzz_drawCommittee_anyActionsAfterTheBlockMoveNoSeat(bytes32 seed, uint256 actions, uint256 size)
         public
     {
         size = bound(size, 1, pool.length);
@@ -452,14 +501,18 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         }
         (address[] memory again, uint96[] memory againWeights) = frozenDraw(request);
         assertEq(again, members, "committee changed");
-        assertEq(asUints(againWeights), asUints(weights), "seat weights changed");
+        assertEq(asUints(againWeights), cappedWeights(members, asUints(weights)), "seat weights");
+        for (uint256 i; i < size; ++i) {
+            assertLe(againWeights[i], weights[i], "a weight rose after the block");
+        }
     }
 
-    // ------------------------------------------------------------------ weights are the stake at the block
+    // ------------------------------------------------------------------ weights: the stake at the block, capped by the stake now
 
-    /// @notice A member sits with its stake at the randomness block, whatever it staked or unstaked
-    ///         since; a draw from a later block reads the later stake.
-    function test_drawCommittee_seatWeightIsTheStakeAtTheBlock() public {
+    /// @notice A member sits with its stake at the snapshot block capped by its bonded stake now: a
+    ///         top-up since adds nothing, an unstake since counts at once (issue H2); a draw from a
+    ///         later block reads the later stake.
+    function test_drawCommittee_seatWeightIsTheStakeAtTheBlockCappedByTheStakeNow() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         for (uint256 i; i < 3; ++i) {
@@ -471,7 +524,8 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         (address[] memory members, uint96[] memory weights) =
             frozenDraw(drawRequest(1, r, 6, seedOf(0), address(0), PENALTY));
         for (uint256 i; i < pool.length; ++i) {
-            assertEq(weightOf(members, weights, pool[i]), (i + 2) * 100e18, "stake at the block");
+            uint256 expected = i < 3 ? (i + 2) * 100e18 : (i + 2) * 100e18 - 200e18;
+            assertEq(weightOf(members, weights, pool[i]), expected, "stake at the block, capped by the stake now");
         }
         vm.roll(r + 2);
         (members, weights) = frozenDraw(drawRequest(1, r + 1, 6, seedOf(1), address(0), PENALTY));
@@ -482,17 +536,23 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
     }
 
     /// @notice A member that leaves entirely after the block has no unlocked stake left to back a
-    ///         seat: it is passed over (the only present-time check), and a full committee of all
-    ///         six can no longer be seated from the block. The others keep their weights.
-    function test_drawCommittee_memberWithNothingLeftIsPassedOver() public {
+    ///         seat: it is passed over, and a full committee of all six can no longer be seated
+    ///         from the block. The others keep their weights. It left after the snapshot that
+    ///         counted it (issue M2): the draw charges it the lock from its unbonding stake, even
+    ///         though the draw then fails.
+    function test_drawCommittee_memberWithNothingLeftIsPassedOverAndCharged() public {
         uint256 r = block.number;
         vm.roll(r + 1);
         address leaver = pool[2];
         unstakeAs(leaver, 400e18);
         assertEq(registry.drawWeightAt(leaver, r), 400e18, "still weighed at the block");
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.StakeForfeited(leaver, PENALTY, insurance, "unbonded after the draw's snapshot");
         expectUnavailable(1, 6, 5);
         (address[] memory none, uint96[] memory noWeights) = drawAt(r, 6, seedOf(0));
         assertEmpty(none, noWeights);
+        assertEq(info(leaver).unbonding, 400e18 - PENALTY, "charged the lock");
+        assertEq(registry.claimableTokens(insurance), PENALTY);
         (address[] memory members, uint96[] memory weights) = drawAt(r, 5, seedOf(0));
         assertFalse(contains(members, leaver), "passed over");
         for (uint256 i; i < pool.length; ++i) {
@@ -560,7 +620,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
     }
 
     /// @notice The weight history, block by block, of a member who changed after the block: each
-    ///         draw reads the weight it had at the end of its randomness block.
+    ///         draw reads the weight it had at the end of its snapshot block (the member ends with
+    ///         more stake than it ever had, so no cap applies); then it unstakes down to 120 and every
+    ///         draw's seat weighs at most that.
     function test_drawCommittee_readsTheWeightHistoryBlockByBlock() public {
         address x = pool[0]; // 200
         uint256 r = block.number;
@@ -573,10 +635,12 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         vm.roll(r + 4);
         unstakeAs(x, 150e18); // 150
         stakeAs(x, 1e18); // 151, the same block: the block's last value counts
+        vm.roll(r + 5);
+        stakeAs(x, 1_000e18); // 1,151
         vm.roll(r + 10);
 
         uint256[5] memory blocks = [r, r + 1, r + 3, r + 4, r + 9];
-        uint256[5] memory expected = [uint256(200e18), 300e18, 300e18, 151e18, 151e18];
+        uint256[5] memory expected = [uint256(200e18), 300e18, 300e18, 151e18, 1_151e18];
         for (uint256 k; k < blocks.length; ++k) {
             (address[] memory members, uint96[] memory weights) =
                 frozenDraw(drawRequest(1, blocks[k], 6, seedOf(k), address(0), PENALTY));
@@ -584,6 +648,17 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
         }
         expectUnavailable(1, 6, 5);
         drawAt(r + 2, 6, seedOf(0));
+
+        // Slashed down to 120 bonded after every block above: the draws that read more than 120
+        // seat it with 120.
+        vm.roll(r + 11);
+        audit.slashAuditor(x, 1_031e18, "after the blocks");
+        assertEq(registry.stakeOf(x), 120e18);
+        for (uint256 k; k < blocks.length; ++k) {
+            (address[] memory members, uint96[] memory weights) =
+                frozenDraw(drawRequest(1, blocks[k], 6, seedOf(k), address(0), PENALTY));
+            assertEq(weightOf(members, weights, x), expected[k] < 120e18 ? expected[k] : 120e18);
+        }
     }
 
     // ------------------------------------------------------------------ the exact distribution
@@ -905,6 +980,53 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryBase {
             vm.revertToStateAndDelete(snapshot);
         }
         assertGt(gaveUp, 0, "the whales hold 99.999% of the weight: the small member mostly comes last");
+    }
+
+    /// @notice Issue M2: when nobody can sit, a draw passes over `size + 64` members, and each of
+    ///         them that unbonded after the snapshot is charged the lock. (The list of deserters
+    ///         once held only 64, and such a draw reverted with an out-of-bounds panic.)
+    function test_drawCommittee_chargesEveryDeserterWhenNobodyCanSit() public {
+        address[] memory gone = addAuditors("deserter-", 2, 70, 1_000e18);
+        uint256 r = block.number;
+        vm.roll(r + 1);
+        for (uint256 i; i < gone.length; ++i) {
+            unstakeAs(gone[i], 1_000e18);
+        }
+        expectUnavailable(2, 3, 0);
+        (address[] memory none, uint96[] memory noWeights) = drawAs(drawRequest(2, r, 3, seedOf(0), address(0), PENALTY));
+        assertEmpty(none, noWeights);
+        uint256 charged;
+        for (uint256 i; i < gone.length; ++i) {
+            if (info(gone[i]).unbonding == 1_000e18 - PENALTY) ++charged;
+            else assertEq(info(gone[i]).unbonding, 1_000e18, "charged the lock or nothing");
+        }
+        assertEq(charged, 3 + 64, "every member passed over");
+        assertEq(registry.claimableTokens(insurance), 67 * uint256(PENALTY));
+    }
+
+    /// @notice Only an unstake after the snapshot block is a desertion: a member that unstaked in
+    ///         the block itself (counted with what it kept) and cannot back the lock is passed over
+    ///         without a charge; the same unstake one block later is charged.
+    function test_drawCommittee_chargesOnlyUnstakesAfterTheSnapshot() public {
+        address x = pool[5]; // 700
+        uint256 r = block.number;
+        uint256 snapshot = vm.snapshotState();
+        unstakeAs(x, 500e18); // in block r: 200 left, counted at r
+        vm.roll(r + 1);
+        // A lock of 250: four members can sit, x and the member of 200 cannot; five seats make the
+        // draw visit everyone.
+        expectUnavailable(1, 5, 4);
+        drawAs(drawRequest(1, r, 5, seedOf(0), address(0), 250e18));
+        assertEq(info(x).unbonding, 500e18, "unstaked before the snapshot: not charged");
+        assertEq(registry.claimableTokens(insurance), 0);
+
+        vm.revertToStateAndDelete(snapshot);
+        vm.roll(r + 1);
+        unstakeAs(x, 500e18); // after block r: counted at r with 700
+        expectUnavailable(1, 5, 4);
+        drawAs(drawRequest(1, r, 5, seedOf(0), address(0), 250e18));
+        assertEq(info(x).unbonding, 500e18 - 250e18, "unstaked after the snapshot: charged the lock");
+        assertEq(registry.claimableTokens(insurance), 250e18);
     }
 
     /// @notice Fewer members at the block than seats: the weight runs out, nothing is locked.

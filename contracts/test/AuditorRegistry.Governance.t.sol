@@ -140,7 +140,7 @@ contract AuditorRegistryGovernanceTest is AuditorRegistryBase {
             tier: 1,
             size: 3,
             seed: bytes32(0),
-            randomnessBlock: block.number - 1,
+            snapshotBlock: block.number - 1,
             excluded: address(0),
             lockPerSeat: PENALTY
         });

@@ -5,6 +5,7 @@ import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {Params} from "../src/types/Params.sol";
+import {ParamsLib} from "../src/libraries/ParamsLib.sol";
 
 /// @notice Top-ups, the two-step unstake, availability and draw eligibility.
 contract AuditorRegistryStakingTest is AuditorRegistryBase {
@@ -21,6 +22,12 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
     function requestUnstakeAs(address a, uint256 amount) internal {
         vm.prank(a);
         registry.requestUnstake(amount);
+    }
+
+    /// @dev Mines past the last block at which a draw on a snapshot taken before an unstake
+    ///      requested at `requestBlock` may still charge it.
+    function rollPastReach(uint256 requestBlock) internal {
+        vm.roll(requestBlock + ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS + 1);
     }
 
     // ------------------------------------------------------------------ stake
@@ -234,8 +241,44 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         registry.executeUnstake();
     }
 
+    /// @notice Ready by time, but a draw on a snapshot taken before the request may still charge
+    ///         the unbonding stake (issue M2) until `MAX_SNAPSHOT_AGE_BLOCKS` blocks have passed:
+    ///         the stake stays until the block after.
+    function test_executeUnstake_revertsWhileADrawMayStillChargeIt() public {
+        uint256 requested = block.number;
+        requestUnstakeAs(alice, 50e18);
+        vm.warp(block.timestamp + UNBONDING);
+        uint256 reach = requested + ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS;
+        uint256[3] memory tooSoon = [requested, requested + 1, reach];
+        for (uint256 i; i < tooSoon.length; ++i) {
+            vm.roll(tooSoon[i]);
+            vm.expectRevert(
+                abi.encodeWithSelector(IAuditorRegistry.RegistryUnbondingInReach.selector, alice, reach, tooSoon[i])
+            );
+            vm.prank(alice);
+            registry.executeUnstake();
+        }
+        vm.roll(reach + 1);
+        vm.prank(alice);
+        registry.executeUnstake();
+        assertEq(info(alice).unbonding, 0);
+    }
+
+    /// @notice Out of reach by blocks, but not yet ready by time: the delay still holds.
+    function test_executeUnstake_needsBothTheDelayAndTheBlocks() public {
+        requestUnstakeAs(alice, 50e18);
+        uint256 readyAt = block.timestamp + UNBONDING;
+        rollPastReach(block.number);
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryUnbondingNotReady.selector, alice, readyAt, block.timestamp)
+        );
+        vm.prank(alice);
+        registry.executeUnstake();
+    }
+
     function test_executeUnstake_paysOutAfterTheDelay() public {
         requestUnstakeAs(alice, 50e18);
+        rollPastReach(block.number);
         uint256 balanceBefore = token.balanceOf(alice);
         vm.warp(block.timestamp + UNBONDING);
         vm.expectEmit(true, true, true, true, address(registry));
@@ -256,6 +299,7 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
 
     function test_executeUnstake_thenRequestAgain() public {
         requestUnstakeAs(alice, 50e18);
+        rollPastReach(block.number);
         vm.warp(block.timestamp + UNBONDING);
         vm.prank(alice);
         registry.executeUnstake();
@@ -266,6 +310,7 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
 
     function test_executeUnstake_usesTheDelayInForceAtTheRequest() public {
         requestUnstakeAs(alice, 50e18);
+        rollPastReach(block.number);
         uint256 readyAt = block.timestamp + UNBONDING;
         Params memory p = defaultParams();
         p.unbondingDelaySeconds = 30 days;

@@ -306,9 +306,11 @@ contract ProtocolParamsTest is TRUSTBase {
         p.pMinBps = 9_999;
         p.pMaxBps = 10_000;
         p.maxRounds = 4;
-        p.committeeSizeTier1 = 15; // 15 -> 31 -> 63 -> 127
+        // The gas budget (M4): with four rounds a first committee of 3 settles at most
+        // 3 + 7 + 15 + 31 = 56 seats at 180k gas each, under 12M; 4 would be 71.
+        p.committeeSizeTier1 = 3;
         p.committeeSizeTier2 = 1;
-        p.committeeSizeTier3 = 15;
+        p.committeeSizeTier3 = 3;
         p.commitWindowSeconds = 30 days;
         p.revealWindowSeconds = 30 days;
         p.randomnessDelayBlocks = 128;
@@ -332,7 +334,7 @@ contract ProtocolParamsTest is TRUSTBase {
         p.pMinBps = 1;
         p.pMaxBps = 2;
         p.maxRounds = 1;
-        p.committeeSizeTier2 = 127;
+        p.committeeSizeTier2 = 66; // one round: 66 seats x 180k gas <= 12M
         p.commitWindowSeconds = 1;
         p.revealWindowSeconds = 1;
         p.randomnessDelayBlocks = 1;
@@ -380,10 +382,16 @@ contract ProtocolParamsTest is TRUSTBase {
         p.committeeSizeTier2 = size;
         p.committeeSizeTier3 = 1;
         uint256 largest = size;
+        uint256 seats = size;
         for (uint256 r = 1; r < rounds; ++r) {
             largest = 2 * largest + 1;
+            seats += largest;
         }
-        if (size == 0 || largest > 127) {
+        // The largest round must fit a committee and one draw's gas, the deciding round's settlement
+        // (every round's seats, M1) the settlement budget (M4).
+        bool fits = largest <= 127 && largest * ParamsLib.DRAW_GAS_PER_SEAT <= ParamsLib.SETTLEMENT_GAS_BUDGET
+            && seats * ParamsLib.SETTLEMENT_GAS_PER_SEAT <= ParamsLib.SETTLEMENT_GAS_BUDGET;
+        if (size == 0 || !fits) {
             expectOutOfRange(p, "committeeSizeTier2", size);
         } else {
             params.setParams(p);

@@ -235,9 +235,10 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
     }
 
     /// @notice Once the randomness block is mined, nothing the auditors do before the draw (every
-    ///         one of them switching off and unstaking down to the minimum) changes any committee
-    ///         or seat weight: the same draws, taken with and without the changes, agree.
-    function test_assignAuditors_leavingAfterTheRandomnessBlockChangesNoCommittee() public {
+    ///         one of them switching off and unstaking down to the minimum) changes any committee:
+    ///         the same draws, taken with and without the changes, seat the same members. What they
+    ///         unstaked no longer votes (issue H2): every seat weighs the 100 tokens still bonded.
+    function test_assignAuditors_leavingAfterTheRandomnessBlockMovesNoSeat() public {
         address[] memory pool = new address[](8);
         for (uint256 i; i < pool.length; ++i) {
             pool[i] = addAuditor(string.concat("t1-", vm.toString(i)), 1, (i + 2) * 100e18);
@@ -248,7 +249,11 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         drawAll(id);
         bytes[4] memory drawn;
         for (uint256 s; s < 4; ++s) {
-            drawn[s] = abi.encode(audit.committee(id, s), seatWeights(id, s));
+            drawn[s] = abi.encode(audit.committee(id, s));
+            uint256[] memory weights = seatWeights(id, s);
+            for (uint256 i; i < weights.length; ++i) {
+                assertGt(weights[i], 100e18, "the stake at the block");
+            }
         }
         vm.revertToState(snapshot);
 
@@ -261,7 +266,11 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         assertEq(registry.eligibleCount(1), 0);
         drawAll(id);
         for (uint256 s; s < 4; ++s) {
-            assertEq(abi.encode(audit.committee(id, s), seatWeights(id, s)), drawn[s], "committee changed");
+            assertEq(abi.encode(audit.committee(id, s)), drawn[s], "committee changed");
+            uint256[] memory weights = seatWeights(id, s);
+            for (uint256 i; i < weights.length; ++i) {
+                assertEq(weights[i], 100e18, "the stake still bonded");
+            }
         }
     }
 
@@ -565,13 +574,10 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
     ///         session finalizes and splits its fee.
     function test_assignAuditors_escalationIntoAThinTierEndsUndetermined() public {
         (uint256 id, address[3] memory round0, address[] memory thin) = escalatedIntoThinTier();
-        // Round 0's seats were released untouched when it escalated (every seat revealed).
+        // Round 0's revealed seats stay locked after it escalated, to be judged by the verdict (M1).
         uint96[3] memory stakes = [uint96(1_000e18), 1_000e18, 1_500e18];
         for (uint256 i; i < 3; ++i) {
-            IAuditorRegistry.AuditorInfo memory info = registry.auditor(round0[i]);
-            assertEq(info.locked, 0, "round-0 lock released");
-            assertEq(info.stake, stakes[i], "round-0 seat released untouched");
-            assertEq(info.reputationWad, 0.5e18, "undecided round: reputation unchanged");
+            assertEq(registry.auditor(round0[i]).locked, 8e18, "round-0 seat locked until the verdict");
         }
 
         drawUnavailable(id, 0, 1);
@@ -593,6 +599,14 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         assertEq(audit.seat(id, 0, 1, 0).auditor, address(0), "round 1 never seated");
         for (uint256 i; i < thin.length; ++i) {
             assertEq(registry.auditor(thin[i]).locked, 0);
+        }
+        // No verdict will come: the round-0 seats are released untouched (a draw that gives up
+        // must never leave an earlier round's stake locked forever).
+        for (uint256 i; i < 3; ++i) {
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(round0[i]);
+            assertEq(info.locked, 0, "round-0 lock released");
+            assertEq(info.stake, stakes[i], "round-0 seat released untouched");
+            assertEq(info.reputationWad, 0.5e18, "undetermined: reputation unchanged");
         }
         assertEq(audit.session(id).finalizedCount, 1);
         assertEq(audit.session(id).alignedSeats, 0);
@@ -737,20 +751,31 @@ contract TRUSTAuditDrawTest is TRUSTAuditBase {
         }
     }
 
-    function test_assignAuditorsBatch_revertsAsAWhole() public {
+    /// @notice A segment no longer awaiting its draw is skipped, not drawn twice and not a revert
+    ///         of the batch (issue L4: someone drawing one segment first cannot undo a batch); the
+    ///         single-segment call still reverts for it.
+    function test_assignAuditorsBatch_skipsSegmentsAlreadyDrawn() public {
         address[] memory pool = addAuditors("t1-", 1, 5, 1_000e18);
         uint256 id = openSession(uniformSegments(2, 1));
         vm.roll(audit.session(id).randomnessBlock + 1);
+        audit.assignAuditorsBatch(id, ids(1, 1)); // the second entry finds it drawn
+        assertEq(uint8(audit.segment(id, 1).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        address[] memory first = audit.committee(id, 1);
+        uint256 locked;
+        for (uint256 i; i < pool.length; ++i) {
+            locked += registry.auditor(pool[i]).locked;
+        }
+        assertEq(locked, 3 * PENALTY, "one committee locked, once");
+
+        audit.assignAuditorsBatch(id, ids(0, 1));
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        assertEq(abi.encode(audit.committee(id, 1)), abi.encode(first), "segment 1 kept its committee");
         vm.expectRevert(
             abi.encodeWithSelector(
                 ITRUSTAudit.AuditWrongSegmentStatus.selector, id, 1, ITRUSTAudit.SegmentStatus.Voting
             )
         );
-        audit.assignAuditorsBatch(id, ids(1, 1));
-        assertEq(uint8(audit.segment(id, 1).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
-        for (uint256 i; i < pool.length; ++i) {
-            assertEq(registry.auditor(pool[i]).locked, 0);
-        }
+        audit.assignAuditors(id, 1);
     }
 
     /// @notice One segment of a batch that cannot be seated no longer reverts the batch: the

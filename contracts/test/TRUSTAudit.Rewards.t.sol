@@ -16,6 +16,7 @@ import {IProtocolParams} from "../src/interfaces/IProtocolParams.sol";
 import {IRandomnessSource} from "../src/interfaces/IRandomnessSource.sol";
 import {BlockhashRandomness} from "../src/randomness/BlockhashRandomness.sol";
 import {Params} from "../src/types/Params.sol";
+import {ParamsLib} from "../src/libraries/ParamsLib.sol";
 
 /// @notice A randomness source that answers with a fixed status and value, standing in for a VRF
 ///         (the interface exists so that one can replace `BlockhashRandomness`).
@@ -723,12 +724,10 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
         drawAll(id);
         assertEq(registry.auditor(a).locked, PENALTY);
-        vm.expectRevert(
-            abi.encodeWithSelector(IAuditorRegistry.RegistryExceedsStake.selector, a, 1_000e18, 1_000e18 - PENALTY)
-        );
+        // Asked for everything, the slash takes all it may (issue L3) and says how much.
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(a, 1_000e18 - PENALTY);
         audit.slashAuditor(a, 1_000e18, "everything");
-
-        audit.slashAuditor(a, 1_000e18 - PENALTY, "all it may");
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         assertEq(info.stake, PENALTY);
         assertEq(info.locked, PENALTY, "the open seat stays backed");
@@ -773,7 +772,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     function test_setRandomnessSource_replacesTheSource() public {
         BlockhashRandomness next = new BlockhashRandomness();
         vm.expectEmit(address(audit));
-        emit TRUSTAudit.RandomnessSourceChanged(address(randomness), address(next));
+        emit ITRUSTAudit.RandomnessSourceChanged(address(randomness), address(next));
         audit.setRandomnessSource(next);
         (address reg, address par, address rnd) = audit.dependencies();
         assertEq(reg, address(registry));
@@ -797,12 +796,10 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
         uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
         // A source that answers before the randomness block is mined still cannot draw: weights are
-        // read as of that block, so the registry draws only once it is mined.
+        // read as of that block, so the audit contract waits until it is mined, whatever the source.
         audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Ready, keccak256("vrf")));
         vm.expectRevert(
-            abi.encodeWithSelector(
-                IAuditorRegistry.RegistryRandomnessNotPast.selector, randomnessBlock, block.number
-            )
+            abi.encodeWithSelector(ITRUSTAudit.AuditRandomnessPending.selector, id, 0, randomnessBlock)
         );
         audit.assignAuditors(id, 0);
 
@@ -831,21 +828,29 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     /// @notice Draw weights are kept for 256 blocks: a draw more than 256 blocks after its
     ///         randomness block fixes a new one even when the source still answers.
-    function test_assignAuditors_drawsLongAfterTheRandomnessBlockFromThePoolAsItWas() public {
-        // A source that answers long after its block (a VRF's callback) draws from the registry as
-        // it stood at that block: the history is kept, not a window of it.
-        uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
+    function test_assignAuditors_refusesRandomnessOlderThanTheWindowWhateverTheSource() public {
+        // A source that answers long after its block (a VRF's callback): up to the window's last
+        // block it draws from the registry as it stood at the randomness block.
+        uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
         uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
         audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Ready, keccak256("vrf")));
         vm.roll(randomnessBlock + 1);
         address late = addAuditor("late-whale", 1, 1_000_000e18); // after the block: weighs nothing in this draw
-        vm.roll(randomnessBlock + 10_000);
+        vm.roll(randomnessBlock + ParamsLib.RANDOMNESS_WINDOW_BLOCKS);
         audit.assignAuditors(id, 0);
         assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
-        address[] memory members = audit.committee(id, 0);
-        for (uint256 i; i < members.length; ++i) {
-            assertTrue(members[i] != late, "registered after the randomness block");
-        }
+        assertFalse(contains(audit.committee(id, 0), late), "registered after the randomness block");
+
+        // One block later the value is refused: a fresh block is fixed, whose draw counts the
+        // whale (it holds 99.9% of the weight by then).
+        vm.roll(randomnessBlock + ParamsLib.RANDOMNESS_WINDOW_BLOCKS + 1);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RandomnessRefreshed(id, 1, uint64(block.number + 2));
+        audit.assignAuditors(id, 1);
+        assertEq(uint8(audit.segment(id, 1).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        vm.roll(block.number + 3);
+        audit.assignAuditors(id, 1);
+        assertTrue(contains(audit.committee(id, 1), late), "the fresh block counts the whale");
     }
 
     // ------------------------------------------------------------------ upgrades and initialization
@@ -1014,11 +1019,11 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(audit.minimumFee(segs), 8_571_428_571_428_572); // 10 seats * 0.0006 ether / 0.7, up
         assertEq(audit.minimumFee(new ITRUSTAudit.SegmentInput[](0)), 0);
         Params memory p = defaultParams();
-        p.committeeSizeTier3 = 9;
+        p.committeeSizeTier3 = 8;
         p.auditorShareBps = 8_000;
         p.treasuryShareBps = 500;
         applyParams(p);
-        assertEq(audit.minimumFee(segs), 10_500_000_000_000_000); // 14 seats * 0.0006 ether / 0.8
+        assertEq(audit.minimumFee(segs), 9_750_000_000_000_000); // 13 seats * 0.0006 ether / 0.8
     }
 
     function test_sessionCount_countsCancelledSessionsToo() public {

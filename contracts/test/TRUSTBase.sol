@@ -108,6 +108,7 @@ abstract contract TRUSTBase is Test {
         p.treasuryShareBps = 1_500;
         p.stakerShareBps = 1_000;
         p.insuranceShareBps = 500;
+        p.maxWeightRatio = 10;
     }
 
     /// @notice Hands ownership of every protocol contract to the timelock (as a deployment does).

@@ -17,6 +17,9 @@ interface IAuditorRegistry {
         uint96 locked;
         uint96 unbonding;
         uint48 unbondingReadyAt;
+        /// @dev `executeUnstake` also waits until the block after this one: until then a draw on a
+        ///      snapshot taken before the request may still charge the stake (zero: nothing unbonding).
+        uint48 unbondingReachBlock;
         uint64 reputationWad;
         bytes32 encryptionKey;
         string metadataURI;
@@ -53,6 +56,9 @@ interface IAuditorRegistry {
     error RegistryUnbondingPending(address auditor, uint256 amount, uint256 readyAt);
     error RegistryNothingUnbonding(address auditor);
     error RegistryUnbondingNotReady(address auditor, uint256 readyAt, uint256 nowSeconds);
+    /// @notice A draw on a snapshot taken before the unstake request may still charge the unbonding
+    ///         stake until block `reachBlock` has passed.
+    error RegistryUnbondingInReach(address auditor, uint256 reachBlock, uint256 blockNumber);
     error RegistryExceedsStake(address auditor, uint256 amount, uint256 available);
     error RegistryNotAuditContract(address caller);
     error RegistryNothingToClaim(address account);
@@ -151,7 +157,10 @@ interface IAuditorRegistry {
 
     /// @notice Takes up to `amount` of an auditor's unlocked or unbonding stake for `beneficiary`.
     /// @dev Locked stake is left alone so that every open seat stays backed.
-    function slash(address auditor, uint256 amount, address beneficiary, string calldata reason) external;
+    /// @return taken What was taken: `amount`, or all that was within reach if that is less.
+    function slash(address auditor, uint256 amount, address beneficiary, string calldata reason)
+        external
+        returns (uint256 taken);
 
     /// @notice Adds the stakers' share of a fee, to be claimed pro rata to stake.
     function notifyStakerReward() external payable;

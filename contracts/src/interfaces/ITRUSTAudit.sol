@@ -83,6 +83,10 @@ interface ITRUSTAudit {
         uint256 criticalFailed;
         uint256 contradictionsConfirmed;
         uint256 alignedSeats;
+        /// @dev The per-segment verdicts, beside the weighted trace verdict (issue M5).
+        uint256 segmentsPassed;
+        uint256 segmentsFailed;
+        uint256 segmentsUndetermined;
     }
 
     struct SegmentView {
@@ -186,6 +190,10 @@ interface ITRUSTAudit {
         uint256 indexed sessionId, uint256 auditorsWei, uint256 perSeatWei, uint256 treasuryWei, uint256 stakersWei, uint256 insuranceWei
     );
     event Withdrawn(address indexed account, uint256 amountWei);
+    /// @notice A provider cancelled a session before registering all its segments; fee refunded.
+    event SessionCancelled(uint256 indexed sessionId, uint256 refundWei);
+    /// @notice The randomness source changed.
+    event RandomnessSourceChanged(address previous, address current);
     event RewardsClaimed(uint256 indexed sessionId, address indexed auditor, uint256 seats, uint256 amountWei);
 
     // ------------------------------------------------------------------ errors
@@ -198,6 +206,8 @@ interface ITRUSTAudit {
     error AuditNotProvider(uint256 sessionId, address caller);
     error AuditSegmentsOverflow(uint256 sessionId, uint256 registered, uint256 adding, uint256 segmentCount);
     error AuditInvalidSegment(uint256 index, string field);
+    /// @notice Segment `index` makes the session's weights spread wider than `maxWeightRatio`.
+    error AuditWeightsTooUneven(uint256 index, uint256 lightest, uint256 heaviest, uint256 maxWeightRatio);
     error AuditSessionNotOpen(uint256 sessionId, SessionStatus status);
     error AuditWrongSegmentStatus(uint256 sessionId, uint256 segmentId, SegmentStatus status);
     error AuditRandomnessPending(uint256 sessionId, uint256 segmentId, uint256 randomnessBlock);
@@ -299,7 +309,13 @@ interface ITRUSTAudit {
     ///         value adds to the fee. Emits `SegmentRegistered` per segment.
     function registerSegments(uint256 sessionId, SegmentInput[] calldata segments) external payable;
 
-    /// @notice `assignAuditors` for many segments of a session.
+    /// @notice Cancels a session whose segments are not all registered yet, refunding the fee
+    ///         (provider only). No randomness has been requested for it yet, so nobody, the
+    ///         provider included, can have seen its committees: cancelling re-rolls nothing.
+    function cancelSession(uint256 sessionId) external;
+
+    /// @notice `assignAuditors` for many segments of a session; segments no longer awaiting their
+    ///         draw (drawn by someone else first) are skipped.
     function assignAuditorsBatch(uint256 sessionId, uint256[] calldata segmentIds) external;
 
     /// @notice Commits several seats' votes in one transaction (seats named by index); each closes
@@ -309,7 +325,8 @@ interface ITRUSTAudit {
     /// @notice Reveals several seats' votes in one transaction.
     function revealVotes(SeatReveal[] calldata reveals) external;
 
-    /// @notice `finalizeSegment` for many segments of a session.
+    /// @notice `finalizeSegment` for many segments of a session; segments whose round is no longer
+    ///         voting (finalized by someone else first) are skipped.
     function finalizeSegments(uint256 sessionId, uint256[] calldata segmentIds) external;
 
     /// @notice Pays the caller's credited ETH (the treasury and insurance shares).

@@ -24,6 +24,15 @@ library ParamsLib {
     /// @dev Randomness is read with BLOCKHASH, which only reaches 256 blocks back.
     uint256 internal constant MAX_RANDOMNESS_DELAY_BLOCKS = 128;
     uint256 internal constant MAX_SEGMENTS_PER_SESSION = 4096;
+    /// @notice How long after its block a randomness value may seed a draw. The audit contract
+    ///         refuses older values whatever the source says (the block hash is unreadable past
+    ///         256 blocks anyway) and fixes a fresh block instead.
+    uint256 internal constant RANDOMNESS_WINDOW_BLOCKS = 256;
+    /// @notice How long a stake snapshot can still be drawn from: a draw reads the state at the end
+    ///         of its randomness block and happens at most `RANDOMNESS_WINDOW_BLOCKS` after it.
+    ///         Unbonding stake stays in the registry at least this many blocks after the request,
+    ///         so any draw that counted it can still charge it.
+    uint256 internal constant MAX_SNAPSHOT_AGE_BLOCKS = RANDOMNESS_WINDOW_BLOCKS;
     /// @notice How many times a round's committee is drawn, each time with fresh randomness, while
     ///         its tier cannot seat it; after that the segment ends Undetermined.
     uint256 internal constant MAX_DRAW_ATTEMPTS = 3;
@@ -33,43 +42,77 @@ library ParamsLib {
     /// @param value The rejected value.
     error ParamsOutOfRange(string name, uint256 value);
 
+    /// @notice The worst-case gas of one committee draw, per seat, with thousands of members in
+    ///         the tier (a draw walks the sortition tree's history once per seat and locks a seat),
+    ///         and of one seat's settlement (the worst case is a forfeit: the member's leaf is
+    ///         rewritten in a tree of thousands, O(log n) history writes). Measured by
+    ///         `test/gas/SettlementGas.t.sol` with 2,048 members; kept above the measurement.
+    uint256 internal constant DRAW_GAS_PER_SEAT = 70_000;
+    uint256 internal constant SETTLEMENT_GAS_PER_SEAT = 180_000;
+    /// @notice The most gas one draw or one finalization may need (issue M4): well under the
+    ///         16,777,216 a transaction may use (EIP-7825), so that a round can always be drawn
+    ///         and finalized, and the fee and stakes it holds never lock. `validate` rejects
+    ///         committee sizes and round counts whose worst case exceeds it.
+    uint256 internal constant SETTLEMENT_GAS_BUDGET = 12_000_000;
+
     /// @notice Reverts with `ParamsOutOfRange` naming the first field that is out of range.
     function validate(Params memory p) internal pure {
+        (bool ok, string memory name, uint256 value) = check(p);
+        if (!ok) revert ParamsOutOfRange(name, value);
+    }
+
+    /// @notice Whether `validate` accepts `p`.
+    function isValid(Params memory p) internal pure returns (bool ok) {
+        (ok,,) = check(p);
+    }
+
+    /// @notice The first field of `p` that is out of range, with its value (`ok` when none is).
+    function check(Params memory p) internal pure returns (bool ok, string memory name, uint256 value) {
         // tau > 1/2 makes Pass and Fail mutually exclusive (eq. 3.3).
-        _check(p.tauBps > BPS / 2 && p.tauBps <= BPS, "tauBps", p.tauBps);
-        _check(p.betaBps > 0 && p.betaBps < BPS, "betaBps", p.betaBps);
-        _check(p.gammaWad > 0 && p.gammaWad <= WAD, "gammaWad", p.gammaWad);
+        if (!(p.tauBps > BPS / 2 && p.tauBps <= BPS)) return (false, "tauBps", p.tauBps);
+        if (!(p.betaBps > 0 && p.betaBps < BPS)) return (false, "betaBps", p.betaBps);
+        if (!(p.gammaWad > 0 && p.gammaWad <= WAD)) return (false, "gammaWad", p.gammaWad);
         // 0 < p_min < p_max <= 1 (eq. 3.9).
-        _check(p.pMinBps > 0 && p.pMinBps < p.pMaxBps, "pMinBps", p.pMinBps);
-        _check(p.pMaxBps <= BPS, "pMaxBps", p.pMaxBps);
-        _check(p.maxRounds >= 1 && p.maxRounds <= 4, "maxRounds", p.maxRounds);
-        _checkCommittee(p.committeeSizeTier1, p.maxRounds, "committeeSizeTier1");
-        _checkCommittee(p.committeeSizeTier2, p.maxRounds, "committeeSizeTier2");
-        _checkCommittee(p.committeeSizeTier3, p.maxRounds, "committeeSizeTier3");
-        _check(p.commitWindowSeconds > 0 && p.commitWindowSeconds <= MAX_WINDOW_SECONDS, "commitWindowSeconds", p.commitWindowSeconds);
-        _check(p.revealWindowSeconds > 0 && p.revealWindowSeconds <= MAX_WINDOW_SECONDS, "revealWindowSeconds", p.revealWindowSeconds);
-        _check(
-            p.randomnessDelayBlocks > 0 && p.randomnessDelayBlocks <= MAX_RANDOMNESS_DELAY_BLOCKS,
-            "randomnessDelayBlocks",
-            p.randomnessDelayBlocks
-        );
-        _check(
-            p.maxSegmentsPerSession > 0 && p.maxSegmentsPerSession <= MAX_SEGMENTS_PER_SESSION,
-            "maxSegmentsPerSession",
-            p.maxSegmentsPerSession
-        );
+        if (!(p.pMinBps > 0 && p.pMinBps < p.pMaxBps)) return (false, "pMinBps", p.pMinBps);
+        if (!(p.pMaxBps <= BPS)) return (false, "pMaxBps", p.pMaxBps);
+        if (!(p.maxRounds >= 1 && p.maxRounds <= 4)) return (false, "maxRounds", p.maxRounds);
+        if (!_committeeFits(p.committeeSizeTier1, p.maxRounds)) {
+            return (false, "committeeSizeTier1", p.committeeSizeTier1);
+        }
+        if (!_committeeFits(p.committeeSizeTier2, p.maxRounds)) {
+            return (false, "committeeSizeTier2", p.committeeSizeTier2);
+        }
+        if (!_committeeFits(p.committeeSizeTier3, p.maxRounds)) {
+            return (false, "committeeSizeTier3", p.committeeSizeTier3);
+        }
+        if (!(p.commitWindowSeconds > 0 && p.commitWindowSeconds <= MAX_WINDOW_SECONDS)) {
+            return (false, "commitWindowSeconds", p.commitWindowSeconds);
+        }
+        if (!(p.revealWindowSeconds > 0 && p.revealWindowSeconds <= MAX_WINDOW_SECONDS)) {
+            return (false, "revealWindowSeconds", p.revealWindowSeconds);
+        }
+        if (!(p.randomnessDelayBlocks > 0 && p.randomnessDelayBlocks <= MAX_RANDOMNESS_DELAY_BLOCKS)) {
+            return (false, "randomnessDelayBlocks", p.randomnessDelayBlocks);
+        }
+        if (!(p.maxSegmentsPerSession > 0 && p.maxSegmentsPerSession <= MAX_SEGMENTS_PER_SESSION)) {
+            return (false, "maxSegmentsPerSession", p.maxSegmentsPerSession);
+        }
         // A zero penalty would let a seat be held with nothing at risk.
-        _check(p.penaltyPerSeat > 0, "penaltyPerSeat", p.penaltyPerSeat);
-        _check(p.unbondingDelaySeconds <= MAX_UNBONDING_SECONDS, "unbondingDelaySeconds", p.unbondingDelaySeconds);
+        if (!(p.penaltyPerSeat > 0)) return (false, "penaltyPerSeat", p.penaltyPerSeat);
+        if (!(p.unbondingDelaySeconds <= MAX_UNBONDING_SECONDS)) {
+            return (false, "unbondingDelaySeconds", p.unbondingDelaySeconds);
+        }
         // Table 2: low <= medium <= high, and every tier's minimum backs at least one seat.
-        _check(p.minStakeTier1 >= p.penaltyPerSeat, "minStakeTier1", p.minStakeTier1);
-        _check(p.minStakeTier2 >= p.minStakeTier1, "minStakeTier2", p.minStakeTier2);
-        _check(p.minStakeTier3 >= p.minStakeTier2, "minStakeTier3", p.minStakeTier3);
-        _check(p.initialReputationWad <= WAD, "initialReputationWad", p.initialReputationWad);
+        if (!(p.minStakeTier1 >= p.penaltyPerSeat)) return (false, "minStakeTier1", p.minStakeTier1);
+        if (!(p.minStakeTier2 >= p.minStakeTier1)) return (false, "minStakeTier2", p.minStakeTier2);
+        if (!(p.minStakeTier3 >= p.minStakeTier2)) return (false, "minStakeTier3", p.minStakeTier3);
+        if (!(p.initialReputationWad <= WAD)) return (false, "initialReputationWad", p.initialReputationWad);
         // The minimum fee is R * seats / auditor share: the auditors' share cannot be zero.
-        _check(p.auditorShareBps > 0, "auditorShareBps", p.auditorShareBps);
+        if (!(p.auditorShareBps > 0)) return (false, "auditorShareBps", p.auditorShareBps);
+        if (!(p.maxWeightRatio >= 1)) return (false, "maxWeightRatio", p.maxWeightRatio);
         uint256 split = uint256(p.auditorShareBps) + p.treasuryShareBps + p.stakerShareBps + p.insuranceShareBps;
-        _check(split == BPS, "feeSplitBps", split);
+        if (!(split == BPS)) return (false, "feeSplitBps", split);
+        return (true, "", 0);
     }
 
     /// @notice k_t, the first-round committee size of `tier`.
@@ -105,15 +148,18 @@ library ParamsLib {
         return 2 * size + 1;
     }
 
-    function _checkCommittee(uint8 size, uint8 maxRounds, string memory name) private pure {
+    /// @dev Whether a tier whose first round seats `size` stays within the largest committee and
+    ///      within the gas budget through `maxRounds` rounds: the largest round must be drawn in one
+    ///      transaction, and the deciding round is settled with every earlier round's seats.
+    function _committeeFits(uint8 size, uint8 maxRounds) private pure returns (bool) {
+        if (size < 1) return false;
         uint256 largest = size;
+        uint256 seats = size;
         for (uint256 round = 1; round < maxRounds; ++round) {
             largest = escalatedSize(largest);
+            seats += largest;
         }
-        _check(size >= 1 && largest <= MAX_COMMITTEE_SIZE, name, size);
-    }
-
-    function _check(bool ok, string memory name, uint256 value) private pure {
-        if (!ok) revert ParamsOutOfRange(name, value);
+        return largest <= MAX_COMMITTEE_SIZE && largest * DRAW_GAS_PER_SEAT <= SETTLEMENT_GAS_BUDGET
+            && seats * SETTLEMENT_GAS_PER_SEAT <= SETTLEMENT_GAS_BUDGET;
     }
 }

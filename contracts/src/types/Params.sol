@@ -16,7 +16,11 @@ pragma solidity ^0.8.28;
 ///         maxSegmentsPerSession 16
 ///      1: rewardPerSeatWei 128 | penaltyPerSeat 96 | unbondingDelaySeconds 32
 ///      2: minStakeTier1 96 | minStakeTier2 96 | initialReputationWad 64
-///      3: minStakeTier3 96 | auditorShareBps 16 | treasuryShareBps 16 | stakerShareBps 16 | insuranceShareBps 16
+///      3: minStakeTier3 96 | auditorShareBps 16 | treasuryShareBps 16 | stakerShareBps 16 | insuranceShareBps 16 |
+///         maxWeightRatio 16
+///      `maxWeightRatio` bounds the weights a provider may declare (issue M5): within a session, no
+///      segment may weigh more than this many times the lightest, so that a failed step cannot be
+///      drowned by a passing one declared a thousand times heavier (eq. 3.6 weighs the trace).
 struct Params {
     uint16 tauBps;
     uint16 betaBps;
@@ -42,4 +46,5 @@ struct Params {
     uint16 treasuryShareBps;
     uint16 stakerShareBps;
     uint16 insuranceShareBps;
+    uint16 maxWeightRatio;
 }

@@ -24,14 +24,15 @@ struct SeatSettlement {
 /// @param tier The tier to draw from.
 /// @param size The number of distinct members.
 /// @param seed The randomness of this draw.
-/// @param randomnessBlock The block the seed comes from: draw weights are read as of that block.
+/// @param snapshotBlock The block whose end state the draw reads (stakes, tiers, availability): the
+///        block that fixed the seed's randomness block, so it is final before the seed exists.
 /// @param excluded An account never drawn (the session's provider).
 /// @param lockPerSeat The stake each member locks (the session's penalty P).
 struct DrawRequest {
     uint8 tier;
     uint8 size;
     bytes32 seed;
-    uint256 randomnessBlock;
+    uint256 snapshotBlock;
     address excluded;
     uint96 lockPerSeat;
 }

@@ -59,7 +59,7 @@ contract ProtocolInvariantTest is TRUSTBase {
 
         handler = new ProtocolHandler(audit, registry, params, address(this), provider, stranger, auditors, tiers);
 
-        bytes4[] memory selectors = new bytes4[](28);
+        bytes4[] memory selectors = new bytes4[](30);
         selectors[0] = ProtocolHandler.register.selector;
         selectors[1] = ProtocolHandler.stake.selector;
         selectors[2] = ProtocolHandler.requestUnstake.selector;
@@ -90,6 +90,8 @@ contract ProtocolInvariantTest is TRUSTBase {
         selectors[25] = ProtocolHandler.advance.selector;
         selectors[26] = ProtocolHandler.advance.selector;
         selectors[27] = ProtocolHandler.advance.selector;
+        selectors[28] = ProtocolHandler.createRegisterCancel.selector;
+        selectors[29] = ProtocolHandler.desertThenDraw.selector;
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
         targetContract(address(handler));
     }
@@ -258,7 +260,9 @@ contract ProtocolInvariantTest is TRUSTBase {
     // =================================================================== (4) payouts
 
     /// @notice ETH paid out never exceeds the fees paid in; tokens paid to the insurance fund never
-    ///         exceed what was forfeited and slashed; a slash never takes more than may be taken.
+    ///         exceed what was forfeited, charged and slashed; a slash takes exactly what it is asked
+    ///         or, asked for more, all that may be taken (issue L3), never locked stake; a draw
+    ///         charges only members that unstaked after its snapshot and could not sit (issue M2).
     function invariant_payoutsNeverExceedFeesAndSlashes() public view {
         assertLe(
             handler.ghost_ethWithdrawn() + handler.ghost_ethClaimed() + handler.ghost_stakerRewardsClaimed(),
@@ -271,6 +275,14 @@ contract ProtocolInvariantTest is TRUSTBase {
             "tokens to the insurance fund > forfeited + slashed"
         );
         assertEq(handler.ghost_overSlashesAccepted(), 0, "a slash took locked or missing stake");
+        assertEq(handler.ghost_chargeViolations(), 0, "a draw charged someone it may not, or another amount");
+    }
+
+    /// @notice Issue H1: a session has no randomness block while it registers, a cancel refunds
+    ///         its whole fee, and the last registration fixes the block at that moment plus the
+    ///         delay.
+    function invariant_sessionsFixTheirRandomnessOnlyWhenTheyOpen() public view {
+        assertEq(handler.ghost_openingViolations(), 0, "randomness fixed early, a partial refund, or a late block");
     }
 
     // =================================================================== (5) committees and locks
@@ -278,7 +290,8 @@ contract ProtocolInvariantTest is TRUSTBase {
     /// @notice Every open committee has distinct members of the segment's tier, never the provider,
     ///         each holding at least this seat's lock; each member weighed more than zero at the
     ///         randomness block, in the registry's history and in the model, and its seat weighs
-    ///         exactly that (capped to 88 bits as the audit contract stores it).
+    ///         that weight capped by its bonded stake at the draw (issue H2; and to 88 bits as the
+    ///         audit contract stores it): never more than at the block.
     function invariant_committeesAreWellFormed() public view {
         assertEq(handler.ghost_committeeViolations(), 0, "a committee was malformed when drawn");
         ProtocolHandler.SegmentRef[] memory voting = handler.votingSegments();
@@ -299,10 +312,11 @@ contract ProtocolInvariantTest is TRUSTBase {
                 uint256 atBlock = registry.drawWeightAt(members[i], g.randomnessBlock);
                 uint256 seatWeight = audit.seat(voting[k].sessionId, voting[k].segmentId, g.round, i).weight;
                 assertGt(seatWeight, 0, "a seat without weight");
+                assertLe(seatWeight, atBlock, "seat weight > weight at the randomness block");
                 assertEq(
                     seatWeight,
-                    atBlock > type(uint88).max ? type(uint88).max : atBlock,
-                    "seat weight != weight at the randomness block"
+                    handler.expectedSeatWeight(voting[k].sessionId, voting[k].segmentId, g.round, i),
+                    "seat weight != min(weight at the randomness block, bonded stake at the draw)"
                 );
                 assertEq(
                     atBlock, handler.weightAt(members[i], g.randomnessBlock), "registry history != modelled history"

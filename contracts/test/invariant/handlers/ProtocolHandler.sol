@@ -11,6 +11,7 @@ import {ProtocolParams} from "../../../src/ProtocolParams.sol";
 import {ITRUSTAudit} from "../../../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../../../src/interfaces/IAuditorRegistry.sol";
 import {ReputationLib} from "../../../src/libraries/ReputationLib.sol";
+import {ParamsLib} from "../../../src/libraries/ParamsLib.sol";
 import {Params} from "../../../src/types/Params.sol";
 
 /// @notice Drives the whole protocol (TRUSTAudit + AuditorRegistry) for the invariant suite.
@@ -23,11 +24,13 @@ import {Params} from "../../../src/types/Params.sol";
 ///      Draw weights are modelled from the rules, not read back: each auditor's weight (its stake
 ///      while registered, available, at the tier minimum in force at its last re-evaluation and
 ///      credentialed for tier 3) and its history by block, which is what a draw must read at its
-///      randomness block. Draws are checked as they happen: a committee is seated exactly when the
+///      randomness block, and each seat weighs that weight capped by the member's bonded stake at
+///      the draw (issue H2). Draws are checked as they happen: a committee is seated exactly when the
 ///      tier had enough members to seat at the randomness block, otherwise the round is retried
 ///      with fresh randomness and ends Undetermined at the third attempt; a draw never reverts
-///      once its randomness is known. Seat rewards are modelled per aligned seat of a decided
-///      segment's final round.
+///      once its randomness is known, and it charges the lock only to members that unstaked after
+///      the randomness block and cannot back a seat (issue M2). Seat rewards are modelled per
+///      aligned seat of a decided segment's final round.
 contract ProtocolHandler is CommonBase, StdUtils {
     uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_SEGMENTS = 2;
@@ -86,6 +89,25 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint64 reputationWad;
     }
 
+    /// @dev A revealed seat of a round that escalated: locked until the segment's verdict (M1).
+    struct DeferredSeat {
+        address auditor;
+        bool vote;
+    }
+
+    /// @dev One auditor's expected settlement in one finalization (an auditor may hold seats in
+    ///      several of the rounds settled together).
+    struct Expected {
+        address auditor;
+        uint96 stakeBefore;
+        uint64 reputation; // after every update of this settlement, in the contract's order
+        uint256 exactLoss; // silent seats
+        uint256 mayLose; // misaligned seats: each loses the lock or nothing
+        uint256 seats;
+    }
+
+    mapping(bytes32 segmentKey => DeferredSeat[]) internal _deferred;
+
     TRUSTAudit public immutable audit;
     AuditorRegistry public immutable registry;
     ProtocolParams public immutable params;
@@ -129,6 +151,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
     mapping(address auditor => uint256[]) internal _historyBlocks;
     mapping(address auditor => uint256[]) internal _historyWeights;
 
+    /// @dev The block of each auditor's last successful unstake request.
+    mapping(address auditor => uint256) public unbondingBlockOf;
+    /// @dev The weight each drawn seat must carry: its member's modelled weight at the randomness
+    ///      block capped by its bonded stake at the draw (and by 88 bits).
+    mapping(bytes32 seatKey => uint256) internal _expectedSeatWeight;
+
     // ---- seat rewards
     mapping(uint256 sessionId => uint256) public feeOf;
     mapping(uint256 sessionId => AlignedSeat[]) internal _aligned;
@@ -166,8 +194,18 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_settlementViolations;
     uint256 public ghost_traceVerdictMismatches;
     uint256 public ghost_refinalizations;
+    /// @dev Slashes that took locked stake, or other than min(asked, unlocked + unbonding).
     uint256 public ghost_overSlashesAccepted;
+    /// @dev Draw charges (issue M2) taken from someone other than a member counted at the
+    ///      randomness block that unstaked after it and could not back the lock, or of another
+    ///      amount than the lock.
+    uint256 public ghost_chargeViolations;
+    /// @dev What draws charged deserters (to the insurance fund).
+    uint256 public ghost_deserterCharges;
     uint256 public ghost_badClaimsAccepted;
+    /// @dev Issue H1: a session still registering that had a randomness block, a cancel that did
+    ///      not refund the whole fee, or an opening that fixed another block than now + delay.
+    uint256 public ghost_openingViolations;
     uint256 public ghost_claimMismatches;
 
     // ---- call counts (callSummary)
@@ -260,6 +298,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         vm.prank(a);
         try registry.requestUnstake(amount) {
+            unbondingBlockOf[a] = block.number;
             _synced(a);
             _count("requestUnstake");
         } catch {
@@ -267,12 +306,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
+    /// @dev `waitForDelay` also mines past the blocks in which a draw may still charge the stake.
     function executeUnstake(uint256 actorSeed, bool waitForDelay) external {
         address a = _auditors[actorSeed % _auditors.length];
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         if (waitForDelay && info.unbonding != 0 && block.timestamp < info.unbondingReadyAt) {
             vm.warp(info.unbondingReadyAt);
         }
+        uint256 reach = unbondingBlockOf[a] + ParamsLib.MAX_SNAPSHOT_AGE_BLOCKS;
+        if (waitForDelay && info.unbonding != 0 && block.number <= reach) vm.roll(reach + 1);
         uint256 before = token.balanceOf(a);
         vm.prank(a);
         try registry.executeUnstake() {
@@ -326,25 +368,30 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
-    /// @dev Governance slash of unlocked and unbonding stake; one call in four asks for one token
-    ///      unit more than may be taken, which must fail.
+    /// @dev Governance slash of unlocked and unbonding stake; one call in four asks for more than
+    ///      may be taken, and must take exactly what may be (issue L3), never locked stake.
     function governanceSlash(uint256 actorSeed, uint256 amount) external {
         address a = _auditors[actorSeed % _auditors.length];
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         uint256 available = uint256(info.stake) - info.locked + info.unbonding;
         bool tooMuch = amount % 4 == 0;
         if (tooMuch) {
-            amount = available + 1;
+            amount = available + 1 + amount % 1e21;
         } else {
             if (available == 0) return;
             amount = _bound(amount, 1, available);
         }
+        uint256 expected = amount < available ? amount : available;
         vm.prank(owner);
         try audit.slashAuditor(a, amount, "invariant") {
-            if (tooMuch) ghost_overSlashesAccepted += 1;
-            ghost_slashed += amount;
+            IAuditorRegistry.AuditorInfo memory afterSlash = registry.auditor(a);
+            uint256 taken = uint256(info.stake) + info.unbonding - afterSlash.stake - afterSlash.unbonding;
+            if (taken != expected || afterSlash.locked != info.locked || afterSlash.stake < afterSlash.locked) {
+                ghost_overSlashesAccepted += 1;
+            }
+            ghost_slashed += taken;
             _synced(a);
-            _count("governanceSlash");
+            _count(tooMuch ? bytes32("governanceSlash (more than held)") : bytes32("governanceSlash"));
         } catch {
             _count("governanceSlash (reverted)");
         }
@@ -418,6 +465,49 @@ contract ProtocolHandler is CommonBase, StdUtils {
         _createSession(seed, segments, extraFeeWei);
     }
 
+    /// @notice A session created empty and registered in two calls; with `cancel`, cancelled by
+    ///         its provider before the last one (issue H1: nothing about its committees exists yet,
+    ///         and the whole fee comes back).
+    function createRegisterCancel(uint256 seed, uint256 extraFeeWei, bool cancel) external {
+        if (_sessionIds.length - _traces.length >= MAX_OPEN_SESSIONS) {
+            _count("createRegisterCancel (capped)");
+            return;
+        }
+        ITRUSTAudit.SegmentInput[] memory inputs = _segmentInputs(seed, MAX_SEGMENTS);
+        ITRUSTAudit.SegmentInput[] memory first = new ITRUSTAudit.SegmentInput[](1);
+        ITRUSTAudit.SegmentInput[] memory rest = new ITRUSTAudit.SegmentInput[](MAX_SEGMENTS - 1);
+        first[0] = inputs[0];
+        for (uint256 i = 1; i < MAX_SEGMENTS; ++i) {
+            rest[i - 1] = inputs[i];
+        }
+        uint256 fee = audit.minimumFee(inputs) + _bound(extraFeeWei, 0, 0.01 ether);
+        vm.prank(provider);
+        uint256 id = audit.createSession{value: fee}(keccak256(abi.encode("trace", seed)), MAX_SEGMENTS);
+        vm.prank(provider);
+        audit.registerSegments(id, first);
+        if (audit.session(id).randomnessBlock != 0) ghost_openingViolations += 1;
+        if (cancel) {
+            uint256 before = provider.balance;
+            vm.prank(provider);
+            audit.cancelSession(id);
+            if (provider.balance - before != fee) ghost_openingViolations += 1;
+            _count("createRegisterCancel (cancelled)");
+            return;
+        }
+        vm.prank(provider);
+        try audit.registerSegments(id, rest) {
+            ITRUSTAudit.SessionView memory v = audit.session(id);
+            if (v.randomnessBlock != block.number + audit.sessionParams(id).randomnessDelayBlocks) {
+                ghost_openingViolations += 1;
+            }
+            _recordSession(id, fee, inputs);
+            _count("createRegisterCancel (opened)");
+        } catch {
+            // Fee below the minimum cannot happen (paid up front): count it as a violation.
+            ghost_openingViolations += 1;
+        }
+    }
+
     function draw(uint256 pick) external {
         if (_awaiting.length == 0) return;
         _draw(pick % _awaiting.length);
@@ -446,6 +536,24 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         _draw(index);
         _count("drawAfterChange");
+    }
+
+    /// @notice Issue M2: once a segment's randomness block is mined, a member of its tier counted
+    ///         then (and holding no seat) leaves entirely, and the segment is drawn: if the draw
+    ///         reaches it, it is charged the lock from its unbonding stake (`_checkCharges`).
+    function desertThenDraw(uint256 pick, uint256 actorSeed) external {
+        if (_awaiting.length == 0) return;
+        uint256 index = pick % _awaiting.length;
+        SegmentRef memory r = _awaiting[index];
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        if (block.number <= g.randomnessBlock) vm.roll(uint256(g.randomnessBlock) + 1);
+        address a = _auditorOfTier(g.tier, actorSeed);
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        if (weightAt(a, g.randomnessBlock) != 0 && info.locked == 0 && info.unbonding == 0) {
+            _requestUnstake(a, 0, true);
+        }
+        _draw(index);
+        _count("desertThenDraw");
     }
 
     /// @param behaviour Four bits per seat: 0 silent, 1 a commitment that opens to nothing, 2-3 the
@@ -646,7 +754,29 @@ contract ProtocolHandler is CommonBase, StdUtils {
             return;
         }
         uint256 n = _bound(segments, 1, MAX_SEGMENTS);
-        ITRUSTAudit.SegmentInput[] memory inputs = new ITRUSTAudit.SegmentInput[](n);
+        ITRUSTAudit.SegmentInput[] memory inputs = _segmentInputs(seed, n);
+        uint256 fee = audit.minimumFee(inputs) + _bound(extraFeeWei, 0, 0.01 ether);
+        vm.prank(provider);
+        try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (uint256 id) {
+            _recordSession(id, fee, inputs);
+            _count("createSession");
+        } catch {
+            _count("createSession (reverted)");
+        }
+    }
+
+    function _recordSession(uint256 id, uint256 fee, ITRUSTAudit.SegmentInput[] memory inputs) internal {
+        ghost_feesIn += fee;
+        feeOf[id] = fee;
+        _sessionIds.push(id);
+        for (uint256 i; i < inputs.length; ++i) {
+            _inputs[id].push(inputs[i]);
+            _awaiting.push(SegmentRef(id, i));
+        }
+    }
+
+    function _segmentInputs(uint256 seed, uint256 n) internal pure returns (ITRUSTAudit.SegmentInput[] memory inputs) {
+        inputs = new ITRUSTAudit.SegmentInput[](n);
         for (uint256 i; i < n; ++i) {
             uint256 r = uint256(keccak256(abi.encode(seed, i)));
             // Tier 1 half the time, tiers 2 and 3 a quarter each.
@@ -659,20 +789,6 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 contentDigest: keccak256(abi.encode("segment", seed, i))
             });
         }
-        uint256 fee = audit.minimumFee(inputs) + _bound(extraFeeWei, 0, 0.01 ether);
-        vm.prank(provider);
-        try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (uint256 id) {
-            ghost_feesIn += fee;
-            feeOf[id] = fee;
-            _sessionIds.push(id);
-            for (uint256 i; i < n; ++i) {
-                _inputs[id].push(inputs[i]);
-                _awaiting.push(SegmentRef(id, i));
-            }
-            _count("createSession");
-        } catch {
-            _count("createSession (reverted)");
-        }
     }
 
     function _draw(uint256 index) internal {
@@ -683,7 +799,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
         bool expired = block.number > uint256(before.randomnessBlock) + 256;
         Params memory p = audit.sessionParams(r.sessionId);
         uint256 seatable = expired ? 0 : _seatable(before.tier, before.randomnessBlock, p.penaltyPerSeat);
+        IAuditorRegistry.AuditorInfo[] memory infos = _infos();
         try audit.assignAuditors(r.sessionId, r.segmentId) {
+            _checkCharges(infos, before.randomnessBlock, p.penaltyPerSeat);
             ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
             if (expired) {
                 if (!_refreshed(g, p)) ghost_retryViolations += 1;
@@ -704,8 +822,42 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
+    /// @dev Every actor's registry record now.
+    function _infos() internal view returns (IAuditorRegistry.AuditorInfo[] memory infos) {
+        infos = new IAuditorRegistry.AuditorInfo[](_everyone.length);
+        for (uint256 i; i < infos.length; ++i) {
+            infos[i] = registry.auditor(_everyone[i]);
+        }
+    }
+
+    /// @dev What a draw took from unbonding stake: only the lock, only from a member the model
+    ///      weighed at the randomness block that unstaked after it and could not back the lock.
+    ///      Nothing else changes any stake or unbonding stake in a draw.
+    function _checkCharges(IAuditorRegistry.AuditorInfo[] memory infos, uint256 randomnessBlock, uint256 lock)
+        internal
+    {
+        for (uint256 i; i < infos.length; ++i) {
+            address a = _everyone[i];
+            IAuditorRegistry.AuditorInfo memory now_ = registry.auditor(a);
+            IAuditorRegistry.AuditorInfo memory was = infos[i];
+            if (now_.stake != was.stake || now_.unbonding > was.unbonding) {
+                ghost_chargeViolations += 1;
+                continue;
+            }
+            uint256 charged = uint256(was.unbonding) - now_.unbonding;
+            if (charged == 0) continue;
+            bool deserter = weightAt(a, randomnessBlock) != 0 && unbondingBlockOf[a] > randomnessBlock
+                && uint256(was.stake) - was.locked < lock && a != provider;
+            if (!deserter || charged != lock) ghost_chargeViolations += 1;
+            ghost_forfeited += charged;
+            ghost_deserterCharges += charged;
+            _count("draw (deserter charged)");
+        }
+    }
+
     /// @dev Checks a seated committee: distinct members of the tier, never the provider, each with
-    ///      its weight at the randomness block (never zero), and records the locks.
+    ///      its weight at the randomness block (never zero) capped by its bonded stake, and records
+    ///      the locks.
     function _seated(
         SegmentRef memory r,
         ITRUSTAudit.SegmentView memory before,
@@ -720,12 +872,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
             if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
                 ghost_committeeViolations += 1;
             }
-            // Seated with its modelled weight at the randomness block, which must not be zero.
+            // Seated with its modelled weight at the randomness block, which must not be zero,
+            // capped by the stake it holds bonded now (issue H2).
             uint256 atBlock = weightAt(m, before.randomnessBlock);
+            uint256 bonded = registry.auditor(m).stake;
+            uint256 expected = atBlock < bonded ? atBlock : bonded;
+            if (expected > type(uint88).max) expected = type(uint88).max;
             uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
-            if (atBlock == 0 || seatWeight != (atBlock > type(uint88).max ? type(uint88).max : atBlock)) {
-                ghost_committeeViolations += 1;
-            }
+            if (atBlock == 0 || seatWeight != expected) ghost_committeeViolations += 1;
+            _expectedSeatWeight[_seatKey(r.sessionId, r.segmentId, g.round, i)] = expected;
         }
         if (members.length != g.committeeSize || g.randomnessBlock != before.randomnessBlock) {
             ghost_committeeViolations += 1;
@@ -758,6 +913,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             return;
         }
         _removeAwaiting(index);
+        _releaseDeferred(r);
         _finals.push(FinalSegment(r.sessionId, r.segmentId, g.status));
         finalizedSegments[r.sessionId] += 1;
         _count("draw (unavailable, undetermined)");
@@ -905,9 +1061,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
         ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
         if (waitForDeadline && block.timestamp <= g.revealDeadline) vm.warp(uint256(g.revealDeadline) + 1);
         SeatBefore[] memory seats = _seatsBefore(r, g);
+        SeatBefore[] memory earlier = _deferredBefore(r);
         try audit.finalizeSegment(r.sessionId, r.segmentId) {
             ITRUSTAudit.SegmentView memory after_ = audit.segment(r.sessionId, r.segmentId);
-            _checkSettlement(r, after_.status, seats);
+            _checkSettlement(r, after_.status, seats, earlier);
             _removeVoting(index);
             if (after_.status == ITRUSTAudit.SegmentStatus.AwaitingDraw) {
                 if (after_.round != g.round + 1) ghost_settlementViolations += 1;
@@ -920,6 +1077,32 @@ contract ProtocolHandler is CommonBase, StdUtils {
             }
         } catch {
             _count("finalizeSegment (reverted)");
+        }
+    }
+
+    function _segmentKey(SegmentRef memory r) internal pure returns (bytes32) {
+        return keccak256(abi.encode(r.sessionId, r.segmentId));
+    }
+
+    /// @dev The segment ended Undetermined because its round could not be seated: the revealed seats
+    ///      of its earlier rounds are released untouched.
+    function _releaseDeferred(SegmentRef memory r) internal {
+        DeferredSeat[] storage deferred = _deferred[_segmentKey(r)];
+        uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
+        for (uint256 i; i < deferred.length; ++i) {
+            ghost_locked[deferred[i].auditor] -= lock;
+            ghost_openSeats[deferred[i].auditor] -= 1;
+        }
+        delete _deferred[_segmentKey(r)];
+    }
+
+    /// @dev The deferred seats of the segment's earlier rounds, with their auditors' state now.
+    function _deferredBefore(SegmentRef memory r) internal view returns (SeatBefore[] memory seats) {
+        DeferredSeat[] storage deferred = _deferred[_segmentKey(r)];
+        seats = new SeatBefore[](deferred.length);
+        for (uint256 i; i < seats.length; ++i) {
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(deferred[i].auditor);
+            seats[i] = SeatBefore(deferred[i].auditor, true, deferred[i].vote, info.stake, info.reputationWad);
         }
     }
 
@@ -942,39 +1125,84 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
-    /// @dev Checks every seat against the rules of section 3.3 and releases the handler's record of
-    ///      its lock: silent seats forfeit exactly the lock, aligned seats keep their stake, misaligned
-    ///      seats lose the lock or nothing, seats of an undecided round are released untouched; the
-    ///      reputation moves by eq. 3.8 for every seat of a decided round or a silent one.
-    function _checkSettlement(SegmentRef memory r, ITRUSTAudit.SegmentStatus status, SeatBefore[] memory seats)
-        internal
-    {
+    /// @dev Checks every seat settled by a finalization against the rules of section 3.3 and M1, and
+    ///      releases the handler's record of its lock. When the round escalates only its silent seats
+    ///      settle (each forfeits exactly the lock); its revealed seats stay locked and are recorded
+    ///      as deferred. When the segment is decided, the round's seats and then every deferred seat
+    ///      of its earlier rounds settle against the verdict: aligned seats keep their stake,
+    ///      misaligned seats lose the lock or nothing, silent ones exactly the lock; reputation moves
+    ///      by eq. 3.8 seat by seat in that order. When it ends Undetermined, revealed seats (this
+    ///      round's and the deferred ones) are released untouched.
+    function _checkSettlement(
+        SegmentRef memory r,
+        ITRUSTAudit.SegmentStatus status,
+        SeatBefore[] memory seats,
+        SeatBefore[] memory earlier
+    ) internal {
         _recordAligned(r, status, seats);
         Params memory p = audit.sessionParams(r.sessionId);
-        uint256 lock = p.penaltyPerSeat;
+        bool escalates = status == ITRUSTAudit.SegmentStatus.AwaitingDraw;
         bool decided = status == ITRUSTAudit.SegmentStatus.Passed || status == ITRUSTAudit.SegmentStatus.Failed;
         bool passed = status == ITRUSTAudit.SegmentStatus.Passed;
+        DeferredSeat[] storage deferred = _deferred[_segmentKey(r)];
+        Expected[] memory expected = new Expected[](seats.length + (escalates ? 0 : earlier.length));
+        uint256 n;
         for (uint256 i; i < seats.length; ++i) {
-            SeatBefore memory s = seats[i];
-            ghost_locked[s.auditor] -= lock;
-            ghost_openSeats[s.auditor] -= 1;
-            IAuditorRegistry.AuditorInfo memory info = registry.auditor(s.auditor);
-            uint256 lost = uint256(s.stake) - info.stake;
-            ghost_forfeited += lost;
-            if (lost != 0) _synced(s.auditor); // only a forfeit re-evaluates the draw weight
-            bool ok;
-            if (!s.revealed) {
-                ok = lost == lock && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, false);
-            } else if (!decided) {
-                ok = lost == 0 && info.reputationWad == s.reputationWad;
-            } else if (s.vote == passed) {
-                ok = lost == 0 && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, true);
-            } else {
-                ok = (lost == 0 || lost == lock)
-                    && info.reputationWad == ReputationLib.update(s.reputationWad, p.gammaWad, false);
+            SeatBefore memory st = seats[i];
+            if (escalates && st.revealed) {
+                deferred.push(DeferredSeat(st.auditor, st.vote)); // stays locked, untouched
+                continue;
             }
+            n = _expect(expected, n, st.auditor, st.stake, st.reputationWad);
+            _settleOne(expected, st.auditor, st.revealed ? (decided ? (st.vote == passed ? 1 : 2) : 0) : 3, p);
+        }
+        if (!escalates) {
+            for (uint256 i; i < earlier.length; ++i) {
+                SeatBefore memory d = earlier[i];
+                n = _expect(expected, n, d.auditor, d.stake, d.reputationWad);
+                _settleOne(expected, d.auditor, decided ? (d.vote == passed ? 1 : 2) : 0, p);
+            }
+            delete _deferred[_segmentKey(r)];
+        }
+        for (uint256 k; k < n; ++k) {
+            Expected memory e = expected[k];
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(e.auditor);
+            uint256 lost = uint256(e.stakeBefore) - info.stake;
+            ghost_forfeited += lost;
+            if (lost != 0) _synced(e.auditor); // only a forfeit re-evaluates the draw weight
+            bool ok = lost >= e.exactLoss && lost <= e.exactLoss + e.mayLose && (lost - e.exactLoss) % p.penaltyPerSeat == 0
+                && info.reputationWad == e.reputation;
             if (!ok) ghost_settlementViolations += 1;
         }
+    }
+
+    /// @dev The entry of `auditor` in `expected` (added with its state before, if new); returns the
+    ///      number of entries.
+    function _expect(Expected[] memory expected, uint256 n, address auditor, uint96 stake, uint64 reputation)
+        internal
+        pure
+        returns (uint256)
+    {
+        for (uint256 k; k < n; ++k) {
+            if (expected[k].auditor == auditor) return n;
+        }
+        expected[n] = Expected(auditor, stake, reputation, 0, 0, 0);
+        return n + 1;
+    }
+
+    /// @dev Applies one settled seat of `auditor` to its expectation. `kind`: 0 released, 1 aligned,
+    ///      2 misaligned, 3 silent. Every settled seat gives its lock back.
+    function _settleOne(Expected[] memory expected, address auditor, uint256 kind, Params memory p) internal {
+        uint256 k;
+        while (expected[k].auditor != auditor) ++k;
+        Expected memory e = expected[k];
+        ghost_locked[auditor] -= p.penaltyPerSeat;
+        ghost_openSeats[auditor] -= 1;
+        e.seats += 1;
+        if (kind == 0) return;
+        e.reputation = ReputationLib.update(e.reputation, p.gammaWad, kind == 1);
+        if (kind == 2) e.mayLose += p.penaltyPerSeat;
+        if (kind == 3) e.exactLoss += p.penaltyPerSeat;
     }
 
     function _finalizeTrace(uint256 id) internal {
@@ -1060,6 +1288,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
         for (uint256 i; i < _everyone.length; ++i) {
             if (tierOf[_everyone[i]] == tier) total += weightAt(_everyone[i], blockNumber);
         }
+    }
+
+    /// @notice The weight a drawn seat must carry (see `_expectedSeatWeight`).
+    function expectedSeatWeight(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index)
+        external
+        view
+        returns (uint256)
+    {
+        return _expectedSeatWeight[_seatKey(sessionId, segmentId, round, index)];
     }
 
     /// @notice The modelled draw weight of `a` at the end of block `blockNumber`.

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+
+import {ITRUSTAudit} from "../interfaces/ITRUSTAudit.sol";
+import {Params} from "../types/Params.sol";
+import {SeatOutcome, SeatSettlement, SettlementTerms} from "../types/Settlement.sol";
+import {
+    AuditStorage,
+    Session,
+    Segment,
+    Seat,
+    BPS,
+    FLAG_CRITICAL,
+    FLAG_CONTRADICTION,
+    SEAT_SEATED,
+    SEAT_PASS,
+    SEAT_FAIL,
+    seatKey
+} from "../types/AuditStorage.sol";
+import {ParamsLib} from "../libraries/ParamsLib.sol";
+
+/// @title Tally
+/// @notice Ends a segment's round: the stake-weighted tally (eq. 3.3), each seat's outcome and
+///         slash roll, settlement in the registry, escalation (2k+1, next tier), and the trace
+///         verdict (eq. 3.5-3.6 with the critical path and contradictions).
+/// @dev An external library delegate-called by `TRUSTAudit`.
+library Tally {
+    using SafeCast for uint256;
+
+    /// @notice Finalizes the current round of each of `segmentIds` once its voting is over.
+    ///         `strict`: a segment that is not voting reverts; otherwise it is skipped, so one
+    ///         finalization sent ahead of a batch (a front-run) does not revert the batch.
+    function finalize(AuditStorage storage $, uint256 sessionId, uint256[] memory segmentIds, bool strict) external {
+        Session storage s = $.sessions[sessionId];
+        address beneficiary = $.params.insuranceFund();
+        for (uint256 i; i < segmentIds.length; ++i) {
+            uint256 segmentId = segmentIds[i];
+            if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
+            Segment storage g = $.segments[sessionId][segmentId];
+            if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
+                if (strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+                continue;
+            }
+            _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
+        }
+    }
+
+    /// @notice Records the trace verdict once every segment is final.
+    function finalizeTrace(AuditStorage storage $, uint256 sessionId) external returns (bool valid) {
+        Session storage s = $.sessions[sessionId];
+        if (s.finalizedCount != s.segmentCount) {
+            revert ITRUSTAudit.AuditSegmentsPending(sessionId, s.finalizedCount, s.segmentCount);
+        }
+        Params storage p = $.sessionParams[sessionId];
+        // eq. 3.5-3.6: W >= beta * sum(w); plus the critical path and contradictions (sec. 3.2.3).
+        valid = uint256(s.passWeight) * BPS >= uint256(p.betaBps) * s.totalWeight && s.criticalFailed == 0
+            && s.contradictionsConfirmed == 0;
+        s.valid = valid;
+        s.status = ITRUSTAudit.SessionStatus.Finalized;
+        emit ITRUSTAudit.TraceFinalized(sessionId, valid);
+    }
+
+    /// @notice Records a segment's final verdict in the session's tallies.
+    function record(Session storage s, uint256 sessionId, uint256 segmentId, Segment storage g, ITRUSTAudit.SegmentStatus outcome)
+        internal
+    {
+        bool passed = outcome == ITRUSTAudit.SegmentStatus.Passed;
+        g.status = outcome;
+        s.finalizedCount += 1; // at most segmentCount
+        if (passed) {
+            s.passWeight += g.weight;
+            s.passedCount += 1; // each at most segmentCount
+        } else {
+            if (outcome == ITRUSTAudit.SegmentStatus.Failed) s.failedCount += 1;
+            else s.undeterminedCount += 1;
+            if (g.flags & FLAG_CRITICAL != 0) s.criticalFailed += 1;
+            // An undetermined contradiction is an unresolved `contradicts` edge: it invalidates too.
+            if (g.flags & FLAG_CONTRADICTION != 0) s.contradictionsConfirmed += 1;
+        }
+        emit ITRUSTAudit.SegmentFinalized(sessionId, segmentId, passed);
+    }
+
+    function _finalizeSegment(
+        AuditStorage storage $,
+        uint256 sessionId,
+        Session storage s,
+        uint256 segmentId,
+        Segment storage g,
+        address beneficiary
+    ) private {
+        Params storage p = $.sessionParams[sessionId];
+        uint256 revealDeadline = uint256(g.commitDeadline) + p.revealWindowSeconds;
+        if (block.timestamp <= revealDeadline && g.revealedCount < g.committeeSize) {
+            revert ITRUSTAudit.AuditVotingNotOver(sessionId, segmentId, block.timestamp, revealDeadline);
+        }
+        (SeatSettlement[] memory seats, ITRUSTAudit.SegmentStatus outcome) = _tally($, sessionId, segmentId, g, p);
+        uint256 aligned = 0;
+        for (uint256 i; i < seats.length; ++i) {
+            if (seats[i].outcome == SeatOutcome.Aligned) ++aligned;
+        }
+        if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
+            seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
+        }
+        _settle($, seats, p, beneficiary);
+
+        if (outcome == ITRUSTAudit.SegmentStatus.Voting) {
+            _escalate($, sessionId, segmentId, g, p);
+            return;
+        }
+        s.alignedSeats += uint32(aligned); // <= committee size
+        record(s, sessionId, segmentId, g, outcome);
+    }
+
+    /// @dev Settlements of earlier rounds' seats being collected: the list, how many are filled,
+    ///      the verdict they are judged against and the final round's entropy.
+    struct Judging {
+        SeatSettlement[] seats;
+        uint256 n;
+        ITRUSTAudit.SegmentStatus outcome;
+        uint72 entropy;
+    }
+
+    /// @dev Appends the settlement of an earlier round's seat `st` against the verdict, unless it
+    ///      is silent (settled when its round ended).
+    function _judgeEarlier(Seat storage st, Judging memory j, uint256 round, uint256 index) private view {
+        uint8 state = st.state;
+        if (state != SEAT_PASS && state != SEAT_FAIL) return;
+        SeatSettlement memory seat = j.seats[j.n++];
+        seat.auditor = st.auditor;
+        if (j.outcome == ITRUSTAudit.SegmentStatus.Undetermined) {
+            seat.outcome = SeatOutcome.Released;
+        } else if (state == (j.outcome == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL)) {
+            seat.outcome = SeatOutcome.Aligned;
+        } else {
+            seat.outcome = SeatOutcome.Misaligned;
+            seat.slashRollBps = uint16(uint256(keccak256(abi.encode(j.entropy, round, index))) % BPS);
+        }
+    }
+
+    /// @notice Ends a segment Undetermined because its current round could not be seated (the
+    ///         third draw found too few members): the revealed seats of its earlier rounds, locked
+    ///         since their rounds escalated, are released, and the verdict recorded.
+    function abandon(AuditStorage storage $, Session storage s, uint256 sessionId, uint256 segmentId, Segment storage g)
+        internal
+    {
+        if (g.round != 0) {
+            SeatSettlement[] memory earlier = _withEarlierRounds(
+                $, sessionId, segmentId, g, new SeatSettlement[](0), ITRUSTAudit.SegmentStatus.Undetermined
+            );
+            // Released seats forfeit nothing: the beneficiary is never paid here.
+            _settle($, earlier, $.sessionParams[sessionId], address(0));
+        }
+        record(s, sessionId, segmentId, g, ITRUSTAudit.SegmentStatus.Undetermined);
+    }
+
+    function _settle(AuditStorage storage $, SeatSettlement[] memory seats, Params storage p, address beneficiary) private {
+        if (seats.length == 0) return;
+        uint256 forfeited = $.registry.settleSeats(
+            seats,
+            SettlementTerms({
+                lockPerSeat: p.penaltyPerSeat,
+                gammaWad: p.gammaWad,
+                pMinBps: p.pMinBps,
+                pMaxBps: p.pMaxBps,
+                beneficiary: beneficiary
+            })
+        );
+        for (uint256 i; i < seats.length; ++i) {
+            if (forfeited & (1 << i) != 0) emit ITRUSTAudit.AuditorSlashed(seats[i].auditor, p.penaltyPerSeat);
+        }
+    }
+
+    /// @dev The final round's settlements followed by the revealed seats of every earlier round,
+    ///      judged against the segment's final verdict (issue M1, the free veto). A seat that voted
+    ///      in a round that reached no decision is not released when the round escalates: it stays
+    ///      locked until a later, larger committee of a higher tier decides, and is then aligned
+    ///      (reputation up; the fee pays only the deciding round) or misaligned (reputation down,
+    ///      slashed with p_slash(r), eq. 3.9), as Kleros settles the jurors of appealed rounds
+    ///      against the final ruling. So a seat that blocks consensus against the evidence round
+    ///      after round pays for it once the segment is decided. Silent seats were settled when
+    ///      their round ended. When the segment ends Undetermined, every earlier seat is released.
+    ///      Slash rolls come from the final round's entropy, which no earlier seat could know.
+    function _withEarlierRounds(
+        AuditStorage storage $,
+        uint256 sessionId,
+        uint256 segmentId,
+        Segment storage g,
+        SeatSettlement[] memory finalRound,
+        ITRUSTAudit.SegmentStatus outcome
+    ) private view returns (SeatSettlement[] memory) {
+        (uint256[] memory sizes, uint256 earlier) = _earlierSizes(g);
+        Judging memory j = Judging(new SeatSettlement[](finalRound.length + earlier), 0, outcome, g.entropy);
+        for (; j.n < finalRound.length; ++j.n) {
+            j.seats[j.n] = finalRound[j.n];
+        }
+        mapping(uint256 => Seat) storage sessionSeats = $.seats[sessionId];
+        for (uint256 r; r < sizes.length; ++r) {
+            for (uint256 i; i < sizes[r]; ++i) {
+                _judgeEarlier(sessionSeats[seatKey(segmentId, uint8(r), i)], j, r, i);
+            }
+        }
+        // Drop the unused tail (silent seats of earlier rounds).
+        SeatSettlement[] memory seats = j.seats;
+        uint256 n = j.n;
+        assembly ("memory-safe") {
+            mstore(seats, n)
+        }
+        return seats;
+    }
+
+    /// @dev The committee sizes of the rounds before the current one, and their sum.
+    function _earlierSizes(Segment storage g) private view returns (uint256[] memory sizes, uint256 total) {
+        uint256 size = g.committeeSize;
+        sizes = new uint256[](g.round);
+        for (uint256 r = sizes.length; r > 0; --r) {
+            size = (size - 1) / 2; // the inverse of ParamsLib.escalatedSize
+            sizes[r - 1] = size;
+            total += size;
+        }
+    }
+
+    /// @dev Counts the round's stake-weighted votes (eq. 3.3) and decides every seat's outcome.
+    ///      The denominator is the whole committee's weight: a silent seat counts against both
+    ///      Pass and Fail. Returns `SegmentStatus.Voting` as the outcome for "escalate", with only
+    ///      the silent seats to settle (the revealed ones stay locked until the verdict).
+    function _tally(AuditStorage storage $, uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p)
+        private
+        view
+        returns (SeatSettlement[] memory seats, ITRUSTAudit.SegmentStatus outcome)
+    {
+        uint8[] memory states;
+        (seats, states, outcome) = _count($, sessionId, segmentId, g, p);
+        if (outcome == ITRUSTAudit.SegmentStatus.Voting) {
+            // Only silent seats settle now; revealed ones wait for the verdict (`_withEarlierRounds`).
+            uint256 kept = 0;
+            for (uint256 i; i < states.length; ++i) {
+                if (states[i] == SEAT_SEATED) seats[kept++] = SeatSettlement(seats[i].auditor, SeatOutcome.Silent, 0);
+            }
+            assembly ("memory-safe") {
+                mstore(seats, kept)
+            }
+            return (seats, outcome);
+        }
+        bool decided = outcome != ITRUSTAudit.SegmentStatus.Undetermined;
+        uint8 alignedState = outcome == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL;
+        uint72 entropy = g.entropy;
+        for (uint256 i; i < states.length; ++i) {
+            uint8 state = states[i];
+            if (state == SEAT_SEATED) {
+                seats[i].outcome = SeatOutcome.Silent;
+            } else if (!decided) {
+                seats[i].outcome = SeatOutcome.Released;
+            } else if (state == alignedState) {
+                seats[i].outcome = SeatOutcome.Aligned;
+            } else {
+                seats[i].outcome = SeatOutcome.Misaligned;
+                // Uniform in [0, 10_000): the slash roll of eq. 3.9, from the draw seed and every
+                // revealed salt, which no auditor knew in full when it committed.
+                seats[i].slashRollBps = uint16(uint256(keccak256(abi.encode(entropy, i))) % BPS);
+            }
+        }
+    }
+
+    /// @dev The round's seats (auditors only), their states, and the round's outcome.
+    function _count(AuditStorage storage $, uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p)
+        private
+        view
+        returns (SeatSettlement[] memory seats, uint8[] memory states, ITRUSTAudit.SegmentStatus outcome)
+    {
+        uint256 size = g.committeeSize;
+        uint8 round = g.round;
+        seats = new SeatSettlement[](size);
+        states = new uint8[](size);
+        uint256 total = 0;
+        uint256 passWeight = 0;
+        uint256 failWeight = 0;
+        for (uint256 i; i < size; ++i) {
+            Seat storage st = $.seats[sessionId][seatKey(segmentId, round, i)];
+            uint256 w = st.weight;
+            uint8 state = st.state;
+            seats[i].auditor = st.auditor;
+            states[i] = state;
+            total += w;
+            if (state == SEAT_PASS) passWeight += w;
+            else if (state == SEAT_FAIL) failWeight += w;
+        }
+        uint256 tau = p.tauBps;
+        if (passWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Passed;
+        else if (failWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Failed;
+        else if (round + 1 < p.maxRounds) outcome = ITRUSTAudit.SegmentStatus.Voting;
+        else outcome = ITRUSTAudit.SegmentStatus.Undetermined;
+    }
+
+    function _escalate(AuditStorage storage $, uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p)
+        private
+    {
+        uint8 round = g.round + 1; // < maxRounds <= 4
+        uint8 tier = g.tier < ParamsLib.TIER_HUMAN ? g.tier + 1 : ParamsLib.TIER_HUMAN;
+        // ParamsLib.validate bounds every escalated size by MAX_COMMITTEE_SIZE (127).
+        uint8 size = uint8(ParamsLib.escalatedSize(g.committeeSize));
+        uint40 randomnessBlock = (block.number + p.randomnessDelayBlocks).toUint40();
+        g.round = round;
+        g.tier = tier;
+        g.committeeSize = size;
+        g.status = ITRUSTAudit.SegmentStatus.AwaitingDraw;
+        g.revealedCount = 0;
+        g.committedCount = 0;
+        g.commitDeadline = 0;
+        g.drawAttempts = 0;
+        g.randomnessBlock = randomnessBlock;
+        emit ITRUSTAudit.SegmentEscalated(sessionId, segmentId, round, tier, size, randomnessBlock);
+        $.randomness.request(randomnessBlock);
+    }
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ITRUSTAudit} from "../interfaces/ITRUSTAudit.sol";
+import {IAuditorRegistry} from "../interfaces/IAuditorRegistry.sol";
+import {IProtocolParams} from "../interfaces/IProtocolParams.sol";
+import {IRandomnessSource} from "../interfaces/IRandomnessSource.sol";
+import {Params} from "./Params.sol";
+
+/// @dev Segment flags.
+uint8 constant FLAG_CRITICAL = 1;
+uint8 constant FLAG_CONTRADICTION = 2;
+
+/// @dev Seat states.
+uint8 constant SEAT_EMPTY = 0;
+uint8 constant SEAT_SEATED = 1;
+uint8 constant SEAT_PASS = 2;
+uint8 constant SEAT_FAIL = 3;
+/// @dev An aligned seat whose reward was claimed.
+uint8 constant SEAT_CLAIMED = 4;
+
+/// @dev Slot layout:
+///      0: provider 160 | segmentCount 16 | registeredCount 16 | finalizedCount 16 | status 8 | valid 8
+///      1: traceRoot
+///      2: feeWei 96 | perSeatWei 96 (set by `distributeRewards`) | randomnessBlock 40 | requiredSeats 24
+///      3: totalWeight 64 | passWeight 64 | criticalFailed 32 | contradictionsConfirmed 32 |
+///         alignedSeats 32 | paramsVersion 32
+///      4: minWeight 32 | maxWeight 32 | passedCount 16 | failedCount 16 | undeterminedCount 16
+///      The counts publish the per-segment verdicts beside the weighted trace verdict (M5): a
+///      reader sees how many segments failed, whatever weights the provider declared.
+///      Counts of segments fit 16 bits (maxSegmentsPerSession <= 4096), seats 24 bits
+///      (4096 segments x 127 seats), fees 96 bits (7.9e10 ETH). `randomnessBlock` is zero until
+///      every segment is registered (the session opens): no committee input can change once the
+///      block whose randomness seeds the committees is known.
+struct Session {
+    address provider;
+    uint16 segmentCount;
+    uint16 registeredCount;
+    uint16 finalizedCount;
+    ITRUSTAudit.SessionStatus status;
+    bool valid;
+    bytes32 traceRoot;
+    uint96 feeWei;
+    uint96 perSeatWei;
+    uint40 randomnessBlock;
+    uint24 requiredSeats;
+    uint64 totalWeight;
+    uint64 passWeight;
+    uint32 criticalFailed;
+    uint32 contradictionsConfirmed;
+    uint32 alignedSeats;
+    uint32 paramsVersion;
+    uint32 minWeight;
+    uint32 maxWeight;
+    uint16 passedCount;
+    uint16 failedCount;
+    uint16 undeterminedCount;
+}
+
+/// @dev Slot layout (everything a vote touches lives in slot 0, so a commit or a reveal writes
+///      one slot of the segment):
+///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
+///         commitDeadline 48 | randomnessBlock 40 | entropy 72 | committedCount 8 | drawAttempts 8
+///      1: contentDigest
+///      The reveal deadline is commitDeadline + the session's reveal window. `committedCount`
+///      counts the round's seats that committed at least once; when it reaches the committee size
+///      the commit window closes early (commitDeadline = that block's timestamp - 1). `entropy` is
+///      the low 72 bits of the draw seed, XORed with every revealed salt: slash rolls come from
+///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 72
+///      leave 2^72 values no seat can steer). `drawAttempts` counts the round's draws that found
+///      too few members. `randomnessBlock` is zero for a first round that draws from the
+///      session's block.
+struct Segment {
+    uint8 tier;
+    uint8 flags;
+    ITRUSTAudit.SegmentStatus status;
+    uint8 round;
+    uint8 committeeSize;
+    uint8 revealedCount;
+    uint32 weight;
+    uint48 commitDeadline;
+    uint40 randomnessBlock;
+    uint72 entropy;
+    uint8 committedCount;
+    uint8 drawAttempts;
+    bytes32 contentDigest;
+}
+
+/// @dev Slot layout: 0: auditor 160 | weight 88 | state 8;  1: commitment.
+///      `weight` is fixed when the committee is drawn (see `IAuditorRegistry.drawCommittee`),
+///      clamped to 2^88 - 1 (3e8 tokens of 18 decimals).
+struct Seat {
+    address auditor;
+    uint88 weight;
+    uint8 state;
+    bytes32 commitment;
+}
+
+/// @dev Everything the audit contract stores, in one struct so that the libraries holding each
+///      concern (`SessionLifecycle`, `CommitteeSelection`, `Tally`, `FeeSplit`) work on it through
+///      one storage pointer. `TRUSTAudit` declares it as its first state variable: the members sit
+///      in the slots the contract's own variables held before the split, in the same order.
+struct AuditStorage {
+    IAuditorRegistry registry;
+    IProtocolParams params;
+    IRandomnessSource randomness;
+    uint256 sessionCount;
+    mapping(uint256 sessionId => Session) sessions;
+    mapping(uint256 sessionId => Params) sessionParams;
+    mapping(uint256 sessionId => mapping(uint256 segmentId => Segment)) segments;
+    /// @dev Keyed by `seatKey(segmentId, round, index)`.
+    mapping(uint256 sessionId => mapping(uint256 seatKey => Seat)) seats;
+    mapping(address account => uint256) claimableWei;
+}
+
+/// @dev Basis points: 10_000 = 1.
+uint256 constant BPS = 10_000;
+
+/// @dev The key of a seat in `AuditStorage.seats`.
+function seatKey(uint256 segmentId, uint8 round, uint256 index) pure returns (uint256) {
+    return (segmentId << 16) | (uint256(round) << 8) | index;
+}

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {TRUSTAuditBase} from "../TRUSTBase.sol";
+import {ITRUSTAudit} from "../../src/interfaces/ITRUSTAudit.sol";
+
+/// @notice Issue L4, a front-run batch. A keeper sends one transaction that draws (or finalizes)
+///         every segment of a session; anyone sees it pending and draws (or finalizes) one of its
+///         segments first.
+///         On 96c3011 both batches reverted as a whole (AuditWrongSegmentStatus for the segment
+///         handled first), so one cheap call undid the keeper's whole transaction and its gas.
+///         The defence asserted here: the batches skip segments that are no longer awaiting a draw
+///         (or whose round is no longer voting) and go through for the rest.
+contract L4FrontRunBatchTest is TRUSTAuditBase {
+    address internal griefer = makeAddr("griefer");
+
+    function setUp() public override {
+        super.setUp();
+        addAuditors("t1-", 1, 5, 1_000e18);
+    }
+
+    function all(uint256 n) internal pure returns (uint256[] memory list) {
+        list = new uint256[](n);
+        for (uint256 i; i < n; ++i) {
+            list[i] = i;
+        }
+    }
+
+    function test_L4_aFrontRunDrawDoesNotUndoTheBatch() public {
+        uint256 id = openSession(uniformSegments(4, 1));
+        vm.roll(audit.session(id).randomnessBlock + 1);
+        vm.prank(griefer);
+        audit.assignAuditors(id, 2);
+        address[] memory first = audit.committee(id, 2);
+
+        audit.assignAuditorsBatch(id, all(4));
+        for (uint256 s; s < 4; ++s) {
+            assertEq(uint8(audit.segment(id, s).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+            assertEq(audit.committee(id, s).length, 3);
+        }
+        assertEq(abi.encode(audit.committee(id, 2)), abi.encode(first), "the front-run draw stands");
+    }
+
+    function test_L4_aFrontRunFinalizeDoesNotUndoTheBatch() public {
+        uint256 id = openSession(uniformSegments(4, 1));
+        drawAll(id);
+        for (uint256 s; s < 4; ++s) {
+            commitAll(id, s, true);
+        }
+        toLatestCommitEnd(id);
+        for (uint256 s; s < 4; ++s) {
+            revealAll(id, s, true);
+        }
+        toLatestRevealEnd(id);
+        vm.prank(griefer);
+        audit.finalizeSegment(id, 1);
+
+        audit.finalizeSegments(id, all(4));
+        for (uint256 s; s < 4; ++s) {
+            assertEq(uint8(audit.segment(id, s).status), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        }
+        assertEq(audit.session(id).finalizedCount, 4, "each counted once");
+    }
+}
