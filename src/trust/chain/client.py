@@ -132,6 +132,9 @@ class ChainClient:
         self._timeout = tx_timeout_seconds
         self._chain_id: int | None = None
         self._closed = False
+        #: External libraries this client deployed, by name: linked into every contract it deploys
+        #: later (libraries hold no state, so one copy per client serves every deployment).
+        self.libraries: dict[str, str] = {}
 
     async def __aenter__(self) -> ChainClient:
         await self.connect()
@@ -195,9 +198,15 @@ class ChainClient:
         return await self._prepare_and_send(sender, what, {"value": value}, fn.build_transaction)
 
     async def deploy(self, name: str, sender: LocalAccount, *args: Any) -> str:
-        """Deploys a compiled contract and returns its address."""
+        """Deploys a compiled contract and returns its address.
+
+        The external libraries its bytecode calls are deployed first, once per client, and linked in.
+        """
         artifact = self.artifacts[name]
-        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+        for library in artifact.libraries:
+            if library not in self.libraries:
+                self.libraries[library] = await self.deploy(library, sender)
+        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.link(self.libraries))
         what = f"deploying {name}"
         sent = await self._prepare_and_send(sender, what, {}, factory.constructor(*args).build_transaction)
         address = sent.receipt["contractAddress"]

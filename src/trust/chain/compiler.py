@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,11 @@ DEPLOYED_CONTRACTS: dict[str, str] = {
     "BlockhashRandomness": "contracts/src/randomness/BlockhashRandomness.sol",
     "ThresholdBeacon": "contracts/src/randomness/ThresholdBeacon.sol",
     "TrustToken": "contracts/src/token/TrustToken.sol",
+    # External libraries of TRUSTAudit: deployed once and linked into its bytecode (`Artifact.link`).
+    "SessionLifecycle": "contracts/src/audit/SessionLifecycle.sol",
+    "CommitteeSelection": "contracts/src/audit/CommitteeSelection.sol",
+    "Tally": "contracts/src/audit/Tally.sol",
+    "FeeSplit": "contracts/src/audit/FeeSplit.sol",
     "ProviderEscrow": "contracts/src/billing/ProviderEscrow.sol",
     "ERC1967Proxy": "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol",
     "TimelockController": "@openzeppelin/contracts/governance/TimelockController.sol",
@@ -45,18 +50,36 @@ _SETTINGS: dict[str, Any] = {
         "@openzeppelin/contracts/=node_modules/@openzeppelin/contracts/",
         "@openzeppelin/contracts-upgradeable/=node_modules/@openzeppelin/contracts-upgradeable/",
     ],
-    "outputSelection": {"*": {"*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"]}},
+    "outputSelection": {
+        "*": {"*": ["abi", "evm.bytecode.object", "evm.bytecode.linkReferences", "evm.deployedBytecode.object"]}
+    },
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
-    """A compiled contract: its ABI and creation bytecode."""
+    """A compiled contract: its ABI and creation bytecode.
+
+    `libraries` names the external libraries the creation bytecode calls, each with the byte
+    offsets of its 20-byte placeholders: the bytecode deploys only once `link` filled them in.
+    """
 
     name: str
     abi: list[dict[str, Any]]
     bytecode: str
     deployed_bytecode: str
+    libraries: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def link(self, addresses: dict[str, str]) -> str:
+        """The creation bytecode with every library placeholder replaced by its address."""
+        hexcode = self.bytecode[2:]
+        for library, offsets in self.libraries.items():
+            if library not in addresses:
+                raise CompileError(f"{self.name} needs library {library}, which has no address")
+            address = addresses[library].lower().removeprefix("0x")
+            for offset in offsets:
+                hexcode = hexcode[: 2 * offset] + address + hexcode[2 * offset + 40 :]
+        return "0x" + hexcode
 
 
 def _sources(root: Path) -> dict[str, dict[str, str]]:
@@ -115,10 +138,15 @@ def compile_protocol(toolchain: Toolchain, build_dir: Path | None = None) -> dic
             entry = output["contracts"][unit][name]
         except KeyError as exc:
             raise CompileError(f"compiler output has no {name} in {unit}") from exc
+        libraries: dict[str, tuple[int, ...]] = {}
+        for per_file in entry["evm"]["bytecode"].get("linkReferences", {}).values():
+            for library, places in per_file.items():
+                libraries[library] = tuple(place["start"] for place in places)
         artifacts[name] = Artifact(
             name=name,
             abi=entry["abi"],
             bytecode="0x" + entry["evm"]["bytecode"]["object"],
             deployed_bytecode="0x" + entry["evm"]["deployedBytecode"]["object"],
+            libraries=libraries,
         )
     return artifacts

@@ -191,6 +191,8 @@ async def deploy_protocol(
             "TimelockController": timelock,
             ESCROW_CONTRACT: escrow,
             randomness_name: randomness_address,
+            # TRUSTAudit's external libraries (stateless, linked into its implementation).
+            **chain.libraries,
         },
         implementations={
             "TRUSTAudit": audit_impl,
