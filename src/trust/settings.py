@@ -90,6 +90,13 @@ class ProtocolSettings(BaseModel):
     treasury_share: Decimal = Field(Decimal("0.15"), ge=0, le=1)
     staker_share: Decimal = Field(Decimal("0.10"), ge=0, le=1)
     insurance_share: Decimal = Field(Decimal("0.05"), ge=0, le=1)
+    max_weight_ratio: int = Field(
+        10,
+        ge=1,
+        lt=2**16,
+        description="within a session, no segment may weigh more than this many times the lightest (eq. 3.6 "
+        "weighs the trace: a bound keeps a failed step from being drowned by a heavier passing one)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ProtocolSettings:
@@ -139,6 +146,7 @@ class ProtocolSettings(BaseModel):
             "treasuryShareBps": _bps(self.treasury_share),
             "stakerShareBps": _bps(self.staker_share),
             "insuranceShareBps": _bps(self.insurance_share),
+            "maxWeightRatio": self.max_weight_ratio,
         }
 
 

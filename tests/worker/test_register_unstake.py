@@ -241,6 +241,13 @@ async def test_unstake_request_then_execute_after_the_delay(network: Network, cl
 
     await chain.rpc("evm_increaseTime", [UNBONDING_DELAY_SECONDS])
     await chain.rpc("evm_mine", [])
+    # The delay has passed, but a draw on a snapshot from before the request could still charge the
+    # stake for 256 blocks (a deserter's charge, issue M2): not yet.
+    in_reach = cli("worker", "unstake", "--keystore", keystore, "--execute")
+    assert in_reach.returncode == 1
+    reach_block = (await registry.auditor(account.address)).unbonding_reach_block
+    assert f"can still be charged by committee draws that counted them until block {reach_block}" in said(in_reach)
+    await chain.rpc("anvil_mine", [hex(reach_block + 1 - await chain.block_number())])
     done = cli("worker", "unstake", "--keystore", keystore, "--execute")
     assert done.returncode == 0, said(done)
     assert "withdrew 120.5 tokens" in said(done)

@@ -163,6 +163,11 @@ class SessionInfo:
     critical_failed: int
     contradictions_confirmed: int
     aligned_seats: int
+    segments_passed: int = 0
+    segments_failed: int = 0
+    segments_undetermined: int = 0
+    """The per-segment verdicts beside the weighted trace verdict: how many segments passed, failed
+    and ended undetermined, whatever weights the provider declared."""
 
     @classmethod
     def from_chain(cls, session_id: int, raw: Any) -> SessionInfo:
@@ -182,6 +187,9 @@ class SessionInfo:
             critical_failed=raw.criticalFailed,
             contradictions_confirmed=raw.contradictionsConfirmed,
             aligned_seats=raw.alignedSeats,
+            segments_passed=raw.segmentsPassed,
+            segments_failed=raw.segmentsFailed,
+            segments_undetermined=raw.segmentsUndetermined,
         )
 
 
@@ -252,6 +260,9 @@ class AuditorInfo:
     locked: int
     unbonding: int
     unbonding_ready_at: int
+    unbonding_reach_block: int
+    """`executeUnstake` waits for the block after this one too (0 when nothing is unbonding): until
+    then a draw on a snapshot taken before the request may still charge the stake."""
     reputation_wad: int
     encryption_key: bytes
     metadata_uri: str
@@ -272,6 +283,7 @@ class AuditorInfo:
             locked=raw.locked,
             unbonding=raw.unbonding,
             unbonding_ready_at=raw.unbondingReadyAt,
+            unbonding_reach_block=raw.unbondingReachBlock,
             reputation_wad=raw.reputationWad,
             encryption_key=bytes(raw.encryptionKey),
             metadata_uri=raw.metadataURI,

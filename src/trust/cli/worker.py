@@ -200,6 +200,9 @@ def _render_position(position: StakePosition) -> None:
             "ready now: `trust worker unstake --execute` withdraws it"
             if position.unbonding_ready
             else f"ready at {_utc(info.unbonding_ready_at)}, in {describe_duration(position.seconds_to_ready)}"
+            if position.seconds_to_ready
+            else f"ready after block {info.unbonding_reach_block} ({position.blocks_to_ready} more blocks: draws "
+            "that counted it may still charge it until then)"
         )
         console.print(f"  unbonding:    {_tokens_line(info.unbonding)}, {when}; slashable until withdrawn")
     else:
@@ -362,7 +365,9 @@ def worker_unstake_cmd(
     after = done.after
     console.print(
         f"unbonding {_tokens_line(done.amount)}: withdraw them with `trust worker unstake --keystore {keystore} "
-        f"--execute` from {_utc(done.ready_at)} (in {describe_duration(after.seconds_to_ready)}, chain time)",
+        f"--execute` from {_utc(done.ready_at)} (in {describe_duration(after.seconds_to_ready)}, chain time) once the "
+        f"chain is past block {after.info.unbonding_reach_block} (draws on stake snapshots taken before now may still "
+        "charge them until then)",
         soft_wrap=True,
     )
     console.print(

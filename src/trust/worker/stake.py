@@ -10,7 +10,9 @@ The registry's rules (`AuditorRegistry.requestUnstake` / `executeUnstake`):
   when what stays is above zero but below the tier's minimum (`RegistryInsufficientStake`): an
   auditor keeps at least the minimum or leaves entirely;
 - the unbonded tokens are withdrawn with `executeUnstake` once the chain's clock passes
-  `unbondingReadyAt` (`RegistryUnbondingNotReady` before, `RegistryNothingUnbonding` without one).
+  `unbondingReadyAt` (`RegistryUnbondingNotReady` before, `RegistryNothingUnbonding` without one)
+  and the chain is past `unbondingReachBlock` (`RegistryUnbondingInReach` before): until then a
+  committee draw on a stake snapshot taken before the request may still charge the stake.
 
 Every rule is checked here first with the chain's own numbers (the tier minimum and the unbonding
 delay from `ProtocolParams`, the auditor's stake, locks and unbonding from the registry), so the
@@ -109,6 +111,8 @@ class StakePosition:
     """The minimum stake of the auditor's tier (0 when it is not registered)."""
     unbonding_delay_seconds: int
     now: int
+    block: int
+    """The chain's latest block when this was read."""
     token_balance: int
     eth_balance_wei: int
     pending_reward_wei: int
@@ -119,7 +123,12 @@ class StakePosition:
 
     @property
     def unbonding_ready(self) -> bool:
-        return self.info.unbonding > 0 and self.now >= self.info.unbonding_ready_at
+        return self.info.unbonding > 0 and self.now >= self.info.unbonding_ready_at and self.blocks_to_ready == 0
+
+    @property
+    def blocks_to_ready(self) -> int:
+        """Blocks still to be mined before draws that counted the unbonding stake are out of reach."""
+        return max(0, self.info.unbonding_reach_block + 1 - self.block) if self.info.unbonding else 0
 
     @property
     def seconds_to_ready(self) -> int:
@@ -167,6 +176,9 @@ class StakePosition:
             "unbonding_ready_at": info.unbonding_ready_at or None,
             "unbonding_ready": self.unbonding_ready,
             "seconds_to_ready": self.seconds_to_ready,
+            "unbonding_reach_block": self.info.unbonding_reach_block or None,
+            "blocks_to_ready": self.blocks_to_ready,
+            "block": self.block,
             "unbonding_delay_seconds": self.unbonding_delay_seconds,
             "draw_weight": format_tokens(self.draw_weight),
             "not_drawn_because": self.not_drawn_because,
@@ -189,6 +201,7 @@ async def stake_position(protocol: Protocol, address: str) -> StakePosition:
         minimum_stake=minimum,
         unbonding_delay_seconds=int(params["unbondingDelaySeconds"]),
         now=await chain_time(protocol),
+        block=await protocol.chain.block_number(),
         token_balance=await protocol.token.balance_of(address),
         eth_balance_wei=await protocol.chain.balance(address),
         pending_reward_wei=await registry.pending_staker_reward(address),
@@ -219,6 +232,8 @@ def _explain(exc: ContractReverted, position: StakePosition) -> ConfigError:
     if name == "RegistryUnbondingNotReady":
         ready_at, now = int(args.get("readyAt", 0)), int(args.get("nowSeconds", position.now))
         return _not_ready(address, position.info.unbonding, ready_at, now)
+    if name == "RegistryUnbondingInReach":
+        return _in_reach(address, position.info.unbonding, int(args.get("reachBlock", 0)), position.block)
     if name == "RegistryNothingUnbonding":
         return _nothing_unbonding(address)
     if name == "RegistryCredentialRequired":
@@ -257,6 +272,14 @@ def _not_ready(address: str, amount: int, ready_at: int, now: int) -> ConfigErro
     return ConfigError(
         f"the {format_tokens(amount)} tokens unbonding for {address} are ready at {_utc(ready_at)} (chain time), in "
         f"{describe_duration(ready_at - now)}; run `trust worker unstake --execute` again then"
+    )
+
+
+def _in_reach(address: str, amount: int, reach_block: int, block: int) -> ConfigError:
+    return ConfigError(
+        f"the {format_tokens(amount)} tokens unbonding for {address} can still be charged by committee draws "
+        f"that counted them until block {reach_block} (the chain is at block {block}): run "
+        "`trust worker unstake --execute` again after that block"
     )
 
 
@@ -373,6 +396,8 @@ async def execute_unstake(protocol: Protocol, account: LocalAccount) -> tuple[in
         raise _nothing_unbonding(address)
     if position.now < info.unbonding_ready_at:
         raise _not_ready(address, info.unbonding, info.unbonding_ready_at, position.now)
+    if position.blocks_to_ready:
+        raise _in_reach(address, info.unbonding, info.unbonding_reach_block, position.block)
     try:
         await protocol.registry.execute_unstake(account)
     except ContractReverted as exc:
