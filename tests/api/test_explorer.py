@@ -70,8 +70,10 @@ def expected_outcome(story: Story, segment_id: int, round_id: int, member: str) 
     revealed = story.reveals.get((segment_id, round_id, member))
     if revealed is None:
         return SeatOutcome.SILENT
-    if FINAL_ROUND.get(segment_id) != round_id:
-        return SeatOutcome.RELEASED  # an escalated round, or segment 3's undecided one
+    if segment_id not in FINAL_RESULTS:
+        return SeatOutcome.RELEASED  # segment 3 ends undetermined: every revealed seat is released
+    # A decided segment judges the revealed seats of every round against its verdict, the escalated
+    # rounds' included (they stay locked until then, issue M1).
     return SeatOutcome.ALIGNED if revealed[0] == FINAL_RESULTS[segment_id] else SeatOutcome.MISALIGNED
 
 
@@ -202,7 +204,9 @@ async def test_every_round_shows_its_committee_votes_and_deadlines(story: Story,
                 assert seat.forfeited_units in (0, PENALTY_UNITS)  # forfeits with probability p_slash(r)
             else:
                 assert seat.forfeited_units == 0
-            assert seat.claimed == (outcome is SeatOutcome.ALIGNED and seat.auditor in claimants)
+            # Only the deciding round's aligned seats are paid (an escalated round's earn reputation).
+            rewarded = outcome is SeatOutcome.ALIGNED and FINAL_ROUND.get(segment_id) == round_id
+            assert seat.claimed == (rewarded and seat.auditor in claimants)
             assert seat.envelope is not None
             key = (segment_id, round_id, seat.index)
             assert (seat.envelope.cid, seat.envelope.publications) == (latest_envelope[key], publications[key])
@@ -272,7 +276,15 @@ async def test_auditors_are_what_the_registry_and_their_seats_say(story: Story, 
             expected[SeatOutcome.SILENT],
             expected[SeatOutcome.RELEASED],
         )
-        assert a.aligned == len(aligned.get(address, []))
+        # Rewarded seats are the deciding rounds' aligned seats; an escalated round's aligned seats
+        # earn reputation only (M1), so they are counted as aligned but not rewarded.
+        rewarded = aligned.get(address, [])
+        deciding = sum(
+            1
+            for _, g, r in held
+            if FINAL_ROUND.get(g) == r and expected_outcome(story, g, r, address) is SeatOutcome.ALIGNED
+        )
+        assert len(rewarded) == deciding <= a.aligned
         # Forfeits by reason: every silent seat, the misaligned seats whose roll fell under p_slash.
         reasons = Counter(f.reason for f in detail.forfeits)
         slashed_misaligned = sum(1 for s in detail.seats if s.outcome is SeatOutcome.MISALIGNED and s.forfeited_units)

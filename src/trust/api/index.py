@@ -578,10 +578,14 @@ class _Round:
     commits_complete: TxRef | None = None
     revealed: dict[str, tuple[bool, TxRef]] = field(default_factory=dict)
     forfeited: dict[str, int] = field(default_factory=dict)
+    slash_order: list[tuple[str, int]] = field(default_factory=list)
+    """The forfeits of the transaction that closed the round, in the order they were emitted."""
     envelopes: dict[int, EnvelopeRef] = field(default_factory=dict)
     reports: dict[int, EnvelopeRef] = field(default_factory=dict)
     closed: TxRef | None = None
     result: RoundResult | None = None
+    verdict: RoundResult | None = None
+    """For an escalated round: the segment's final verdict once known, which judges its revealed seats."""
     drawn_seq: int = -1
     closed_seq: int | None = None
 
@@ -594,9 +598,14 @@ class _Round:
         revealed = self.revealed.get(auditor)
         if revealed is None:
             return SeatOutcome.SILENT
-        if self.result in (RoundResult.ESCALATED, RoundResult.UNDETERMINED):
+        # An escalated round's revealed seats stay locked until the segment's verdict and are judged
+        # against it; released only when the segment ends undetermined.
+        judged_by = self.verdict if self.result is RoundResult.ESCALATED else self.result
+        if judged_by is None:
+            return SeatOutcome.PENDING
+        if judged_by is RoundResult.UNDETERMINED:
             return SeatOutcome.RELEASED
-        return SeatOutcome.ALIGNED if revealed[0] == (self.result is RoundResult.PASSED) else SeatOutcome.MISALIGNED
+        return SeatOutcome.ALIGNED if revealed[0] == (judged_by is RoundResult.PASSED) else SeatOutcome.MISALIGNED
 
 
 @dataclass(slots=True)
@@ -950,6 +959,9 @@ class ChainIndex:
             if info.status is SegmentStatus.UNDETERMINED:
                 segment.state = SegmentState.UNDETERMINED
                 segment.current.result = RoundResult.UNDETERMINED
+                for round_ in segment.rounds:  # the escalated rounds' revealed seats were released
+                    if round_.result is RoundResult.ESCALATED:
+                        round_.verdict = RoundResult.UNDETERMINED
             self._unresolved.discard((session_id, segment_id))
 
     # ------------------------------------------------------------------------------------ handlers
@@ -975,6 +987,14 @@ class ChainIndex:
         session.fee_wei = int(args["feeWei"])
         session.randomness_block = int(args["randomnessBlock"])
         session.params_version = int(args["paramsVersion"])
+        # Emitted when the last segment is registered: the segments are already known, and their
+        # first round draws from the randomness block fixed only now.
+        for segment in session.segments.values():
+            first = segment.rounds[0]
+            if first.randomness_block == 0:
+                first.randomness_block = session.randomness_block
+        if session.segment_count and len(session.segments) == session.segment_count:
+            session.state = SessionState.OPEN
 
     def _on_segment_registered(self, args: Mapping[str, Any], at: TxRef) -> None:
         session = self._sessions.get(int(args["sessionId"]))
@@ -993,7 +1013,7 @@ class ChainIndex:
             registered=at,
             rounds=[_Round(0, tier, None, session.randomness_block)],
         )
-        if len(session.segments) == session.segment_count:
+        if session.segment_count and len(session.segments) == session.segment_count:
             session.state = SessionState.OPEN
         if at.tx_hash != session.created.tx_hash:
             self._session_fees.pop(session.session_id, None)  # registerSegments may add to the fee
@@ -1059,11 +1079,43 @@ class ChainIndex:
         round_.closed_seq = self._seq
         round_.result = result
         self._closing_txs.add(at.tx_hash)
+        round_.slash_order = list(self._pending_slashes[1])
         for auditor, amount in self._pending_slashes[1]:
             round_.forfeited[auditor] = round_.forfeited.get(auditor, 0) + amount
         self._pending_slashes = (at.tx_hash, [])
         self._touch(round_.members)  # settlement unlocks every seat, forfeits and moves reputation
         return round_
+
+    def _judge_escalated(self, segment: _Segment) -> None:
+        """Gives the segment's verdict to its escalated rounds, and the forfeits of the deciding
+        transaction that belong to their seats: the contract settles the final round's seats first,
+        then every earlier round's revealed seats in round and seat order, so the slashes that
+        `_close_round` gave the final round are matched to the seats in that order."""
+        final = segment.current
+        earlier = [r for r in segment.rounds if r is not final and r.result is RoundResult.ESCALATED]
+        if not earlier:
+            return
+        verdict = final.result
+        for round_ in earlier:
+            round_.verdict = verdict
+        if verdict not in (RoundResult.PASSED, RoundResult.FAILED):
+            return
+        slashes = [(auditor, amount) for auditor, amount in final.slash_order]
+        order = [(final, m) for m in final.members if final.outcome(m) in (SeatOutcome.SILENT, SeatOutcome.MISALIGNED)]
+        order += [(r, m) for r in earlier for m in r.members if r.outcome(m) is SeatOutcome.MISALIGNED]
+        final.forfeited = {}
+        position = 0
+        for auditor, amount in slashes:
+            while position < len(order) and order[position][1] != auditor:
+                position += 1
+            if position == len(order):  # not a seat's forfeit (cannot happen); keep it on the final round
+                final.forfeited[auditor] = final.forfeited.get(auditor, 0) + amount
+                continue
+            owner = order[position][0]
+            owner.forfeited[auditor] = owner.forfeited.get(auditor, 0) + amount
+            position += 1
+        for round_ in earlier:
+            self._touch(round_.members)
 
     def _on_segment_escalated(self, args: Mapping[str, Any], at: TxRef) -> None:
         segment = self._segment(args)
@@ -1090,6 +1142,7 @@ class ChainIndex:
             result = RoundResult.FAILED
             self._unresolved.add((segment.session_id, segment.segment_id))
         self._close_round(segment, at, result)
+        self._judge_escalated(segment)
         segment.state = {
             RoundResult.PASSED: SegmentState.PASSED,
             RoundResult.FAILED: SegmentState.FAILED,

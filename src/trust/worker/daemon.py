@@ -1217,7 +1217,10 @@ class Worker:
         on_chain = await self.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
         aligned = False
         if round_now > seat.round:
-            outcome = f"escalated to round {round_now}; an undecided round pays no reward"
+            outcome = (
+                f"escalated to round {round_now}; a revealed seat stays locked until the segment's verdict and is "
+                "then judged against it (reputation, and a slash roll if it voted against it); no fee reward"
+            )
         elif status is SegmentStatus.UNDETERMINED:
             outcome = "undetermined after the last round"
         else:
