@@ -31,7 +31,6 @@ from trust.processes import free_port
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 MNEMONIC = "test test test test test test test test test test test junk"
-REQUESTER_INDEX = 6
 
 
 def _trust(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -51,8 +50,6 @@ def beacon_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         TRUST_BEACON__RANDOMNESS="beacon",
         TRUST_BEACON__POLL_SECONDS="0.2",
         TRUST_BEACON__BACKUP_DELAY_BLOCKS="1",
-        # Until the audit contract requests its blocks itself, the test account asks for them.
-        TRUST_BEACON__EXTRA_REQUESTERS=json.dumps([dev_account(MNEMONIC, REQUESTER_INDEX).address]),
         COLUMNS="200",
     )
     yield env
@@ -65,11 +62,12 @@ async def _draw(rpc_url: str, artifacts: dict[str, Artifact], deployments: Path)
         deployment = Deployment.load(deployments, chain.chain_id)
         protocol = Protocol.bind(chain, deployment)
         beacon = BeaconContract(chain, deployment.contracts["ThresholdBeacon"])
-        provider, requester = dev_account(MNEMONIC, 3), dev_account(MNEMONIC, REQUESTER_INDEX)
+        provider = dev_account(MNEMONIC, 3)
         spec = SegmentSpec(tier=1, weight=1, content_digest=os.urandom(32))
         session_id, _ = await protocol.audit.create_session(provider, os.urandom(32), [spec])
+        # The session opened in that call and the audit contract asked the beacon for its block:
+        # the signers answer the audit contract's own request.
         block = (await protocol.audit.segment(session_id, 0)).randomness_block
-        await beacon.request(requester, block)
         for _ in range(300):
             status, value = await beacon.randomness_at(block)
             if status is RandomnessStatus.READY:

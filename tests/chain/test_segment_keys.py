@@ -64,11 +64,13 @@ def sealed_trace(count: int, seed: int) -> Trace:
     rng = random.Random(seed)
     trace_id = new_trace_id(os.urandom)
     leaves, specs = [], []
+    # Weights anywhere in uint32, within the session's allowed spread (maxWeightRatio, 10 by default).
+    lightest = rng.randint(1, (2**32 - 1) // 10)
     for index in range(count):
         size = rng.choice([40, 1_000, 70_000, 600_000])
         segment = seal(f"n{index}", rng.randbytes(size), trace_id, new_key(os.urandom), os.urandom)
         cid = unixfs_cid(segment.blob)
-        tier, weight, critical = rng.choice([1, 2, 3]), rng.randint(1, 2**32 - 1), rng.random() < 0.3
+        tier, weight, critical = rng.choice([1, 2, 3]), rng.randint(lightest, 10 * lightest), rng.random() < 0.3
         leaves.append(
             merkle.SegmentLeaf(index, merkle.cid_bytes(cid), segment.ciphertext_digest, tier, weight, critical)
         )

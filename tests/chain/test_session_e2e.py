@@ -191,10 +191,12 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     for member in seg0.members:
         expected[member] = ema(expected[member], votes0[member])
     expected[silent] = ema(expected[silent], False)  # silent; the two revealers of the undecided round are unchanged
+    revealers1 = seg1.members[:2]
     for address in world.llm:
         info = await registry.auditor(address)
         assert info.reputation_wad == expected[address], address
-        assert info.locked == 0
+        # The undecided round's revealed seats stay locked until a later round decides (issue M1).
+        assert info.locked == (penalty if address in revealers1 else 0), address
         lost = penalty * slashed_auditors.count(address)
         assert info.stake == stakes[address] - lost
     assert await registry.claimable_tokens(world.insurance.address) == penalty * len(slashed)
@@ -219,12 +221,19 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     # Every seat revealed: finalization need not wait for the reveal deadline.
     second = await audit.finalize_segments(world.deployer, session_id, [1])
     slashed2 = [auditor for auditor, _ in audit.slashed_in(second)]
-    assert set(slashed2) <= {minority1}
+    # The verdict (Fail) also settles the first round's revealed seats: its Pass seat voted against
+    # it and may be slashed, its Fail seat is aligned.
+    assert set(slashed2) <= {minority1, revealers1[0]}
     for member in escalated.members:
         info = await registry.auditor(member)
         assert info.reputation_wad == ema(reputations[member], votes2[member] is False)
         assert info.stake == stakes[member] - penalty * slashed2.count(member)
         assert info.locked == 0
+    for member in revealers1:
+        info = await registry.auditor(member)
+        assert info.reputation_wad == ema(expected[member], votes1[member] is False), member
+        assert info.locked == 0
+        assert info.stake == stakes[member] - penalty * (slashed_auditors.count(member) + slashed2.count(member))
     assert (await audit.segment(session_id, 1)).status is SegmentStatus.FAILED
 
     valid, _ = await audit.finalize_trace(world.deployer, session_id)
