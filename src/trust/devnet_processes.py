@@ -44,6 +44,7 @@ from typing import Any
 from trust.auditors.local_model import HOME_SUBDIRECTORY, LocalModelServer
 from trust.beacon.processes import SignerState, beacon_down, beacon_status, beacon_up
 from trust.devnet import AuditorAccount, DevnetStatus, check_node_port, devnet_auditors, devnet_down, devnet_up
+from trust.private_files import write_private
 from trust.processes import command_line, option_value
 from trust.settings import Settings
 from trust.storage.node import IpfsNode, ipfs_down, ipfs_up
@@ -165,7 +166,7 @@ class _Files:
         }
 
     def save(self, record: dict[str, Any]) -> None:
-        _write_private(self.record, json.dumps(record, indent=2) + "\n")
+        write_private(self.record, json.dumps(record, indent=2) + "\n")
 
     def pages(self) -> dict[str, ReviewPage]:
         try:
@@ -177,18 +178,7 @@ class _Files:
 
     def save_pages(self, pages: Sequence[ReviewPage]) -> None:
         entries = [{"auditor": p.auditor, "url": p.url, "password": p.password} for p in pages]
-        _write_private(self.review_pages, json.dumps(entries, indent=2) + "\n")
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Writes `text` to `path` readable by its owner only (it may hold passwords), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+        write_private(self.review_pages, json.dumps(entries, indent=2) + "\n")
 
 
 def _port_free(host: str, port: int) -> bool:

@@ -19,7 +19,6 @@ deployed already); one with other numbers is an error naming the folder, never s
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import stat
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from eth_account.signers.local import LocalAccount
 
 from trust.beacon import bls
 from trust.errors import BeaconError
+from trust.private_files import write_private
 
 __all__ = ["GROUP_FILE", "SignerKey", "deal_group", "load_group", "load_signer", "signer_file"]
 
@@ -55,17 +55,6 @@ class SignerKey:
 
     def __repr__(self) -> str:
         return f"SignerKey(index={self.index}, operator={self.operator.address})"
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Atomically, readable by the owner only from the first byte (a share must never be world-readable)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path, what: str) -> object:
@@ -137,7 +126,7 @@ def deal_group(
     operators = [new_account() for _ in shares]
     for share, operator in zip(shares, operators, strict=True):
         record = {"index": share.index, "share": hex(share.secret), "operator_key": "0x" + bytes(operator.key).hex()}
-        _write_private(signer_file(directory, share.index), json.dumps(record, indent=2) + "\n")
+        write_private(signer_file(directory, share.index), json.dumps(record, indent=2) + "\n")
     group = bls.BeaconGroup(
         threshold=threshold,
         group_key=bls.public_key(secret),
@@ -145,5 +134,5 @@ def deal_group(
         operators=tuple(operator.address for operator in operators),
     )
     del secret  # the dealer forgets the group secret: only the shares remain
-    _write_private(path, json.dumps(group.to_json(), indent=2) + "\n")
+    write_private(path, json.dumps(group.to_json(), indent=2) + "\n")
     return group

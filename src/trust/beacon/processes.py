@@ -27,6 +27,7 @@ from typing import Any
 from trust.beacon.keys import load_group, signer_file
 from trust.beacon.signer import READY_LINE
 from trust.errors import BeaconError
+from trust.private_files import write_private
 from trust.processes import command_line, option_value, working_directory
 from trust.settings import Settings
 from trust.worker_processes import StartedProcess, running, start_process, stop_processes, wait_ready
@@ -71,13 +72,7 @@ class _Files:
         return record if isinstance(record, dict) else {}
 
     def save(self, record: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.record.with_name(self.record.name + ".tmp")
-        tmp.unlink(missing_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(record, indent=2) + "\n")
-        os.replace(tmp, self.record)
+        write_private(self.record, json.dumps(record, indent=2) + "\n")
 
     def recorded_pid(self, record: dict[str, Any], index: int) -> int | None:
         entry = record.get(str(index))
