@@ -239,11 +239,16 @@ KeystoreOption = Annotated[
 ]
 
 
-def _provider(settings: Settings, rpc_url: str, keystore: Path | None, password_file: Path | None) -> LocalAccount:
+def _provider(
+    home: Path | None, rpc_url: str | None, keystore: Path | None, password_file: Path | None
+) -> tuple[Settings, str, LocalAccount]:
+    """The settings of `home`, the RPC URL to use and the provider's wallet, for an escrow command."""
     from trust.sdk.provider import provider_account
 
+    settings = settings_for(home)
+    url = rpc_url or settings.effective_rpc_url
     password = keystore_password(password_file) if keystore else None
-    return provider_account(settings, rpc_url, keystore, password)
+    return settings, url, provider_account(settings, url, keystore, password)
 
 
 def _escrow_run(
@@ -275,9 +280,7 @@ def gateway_deposit_cmd(
     from trust.amounts import eth_text, parse_amount
 
     wei = parse_amount(amount, "--amount", unit="ETH")
-    settings = settings_for(home)
-    url = rpc_url or settings.effective_rpc_url
-    provider = _provider(settings, url, keystore, password_file)
+    settings, url, provider = _provider(home, rpc_url, keystore, password_file)
 
     async def act(escrow: EscrowContract) -> str:
         sent = await escrow.deposit(provider, wei)
@@ -302,9 +305,7 @@ def gateway_withdraw_cmd(
     from trust.amounts import eth_text, parse_amount
 
     wei = parse_amount(amount, "--amount", unit="ETH")
-    settings = settings_for(home)
-    url = rpc_url or settings.effective_rpc_url
-    provider = _provider(settings, url, keystore, password_file)
+    settings, url, provider = _provider(home, rpc_url, keystore, password_file)
 
     async def act(escrow: EscrowContract) -> str:
         available = (await escrow.account(provider.address)).available_wei
@@ -338,9 +339,7 @@ def gateway_authorize_cmd(
         raise ConfigError(f"--operator {operator!r} is not an Ethereum address (0x and 40 hex digits)")
     cap = parse_amount(max_per_charge, "--max-per-charge", unit="ETH", allow_zero=True)
     total = parse_amount(allowance, "--allowance", unit="ETH", allow_zero=True)
-    settings = settings_for(home)
-    url = rpc_url or settings.effective_rpc_url
-    provider = _provider(settings, url, keystore, password_file)
+    settings, url, provider = _provider(home, rpc_url, keystore, password_file)
 
     async def act(escrow: EscrowContract) -> str:
         sent = await escrow.authorize(provider, operator, cap, total)
