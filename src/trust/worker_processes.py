@@ -35,6 +35,7 @@ __all__ = [
     "StartedProcess",
     "log_tail",
     "running",
+    "runs_trust_run",
     "runs_worker",
     "start_process",
     "stop_processes",
@@ -210,17 +211,23 @@ def running(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
-def runs_worker(pid: int, keystore: Path) -> bool:
-    """Whether `pid` is a running `trust worker run` with `keystore`: a worker of this network."""
+def runs_trust_run(pid: int, group: str, option: str, path: Path) -> bool:
+    """Whether `pid` is a running `trust <group> run` whose `option` names the file `path`: a
+    process this home started, not another home's or a recycled pid."""
     args = command_line(pid)
-    if args is None or not running(pid) or "worker" not in args or "run" not in args:
+    if args is None or not running(pid) or group not in args or "run" not in args:
         return False
-    given = option_value(args, "--keystore")
+    given = option_value(args, option)
     if given is None:
         return False
-    # A relative keystore path is relative to the worker's own folder.
+    # A relative path is relative to the process's own folder.
     where = working_directory(pid) or Path.cwd()
-    return os.path.realpath(where / given) == os.path.realpath(keystore)
+    return os.path.realpath(where / given) == os.path.realpath(path)
+
+
+def runs_worker(pid: int, keystore: Path) -> bool:
+    """Whether `pid` is a running `trust worker run` with `keystore`: a worker of this network."""
+    return runs_trust_run(pid, "worker", "--keystore", keystore)
 
 
 def stop_processes(processes: Sequence[StartedProcess], timeout_seconds: float) -> None:

@@ -28,9 +28,8 @@ from trust.beacon.keys import load_group, signer_file
 from trust.beacon.signer import READY_LINE
 from trust.errors import BeaconError
 from trust.private_files import write_private
-from trust.processes import command_line, option_value, working_directory
 from trust.settings import Settings
-from trust.worker_processes import StartedProcess, running, start_process, stop_processes, wait_ready
+from trust.worker_processes import StartedProcess, runs_trust_run, start_process, stop_processes, wait_ready
 
 __all__ = ["SignerState", "beacon_down", "beacon_status", "beacon_up", "runs_signer", "signer_command"]
 
@@ -87,14 +86,7 @@ def signer_command(key_file: Path, rpc_url: str) -> list[str]:
 
 def runs_signer(pid: int, key_file: Path) -> bool:
     """Whether `pid` is a running `trust beacon run` with `key_file`."""
-    args = command_line(pid)
-    if args is None or not running(pid) or "beacon" not in args or "run" not in args:
-        return False
-    given = option_value(args, "--key-file")
-    if given is None:
-        return False
-    where = working_directory(pid) or Path.cwd()
-    return os.path.realpath(where / given) == os.path.realpath(key_file)
+    return runs_trust_run(pid, "beacon", "--key-file", key_file)
 
 
 def beacon_up(
