@@ -171,6 +171,9 @@ contract SegmentKeys is ISegmentKeys, Initializable, UUPSUpgradeable, OwnableUpg
             }
             emit KeyEnvelopePublished(sessionId, segmentId, round, i, members[i], envelopeCids[i]);
         }
+        // Delivered in time or not, on chain (issue M3): the seats' `claimUndelivered` is checked
+        // against this record.
+        audit_.recordDelivery(sessionId, segmentId, round);
     }
 
     function _leafHash(SegmentLeaf calldata leaf) private pure returns (bytes32) {

@@ -19,10 +19,12 @@ import {
     Seat,
     FLAG_CRITICAL,
     FLAG_CONTRADICTION,
+    FLAG_DELIVERED,
     SEAT_SEATED,
     SEAT_PASS,
     SEAT_FAIL,
     SEAT_CLAIMED,
+    SEAT_UNDELIVERED,
     seatKey
 } from "./types/AuditStorage.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
@@ -138,6 +140,30 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         }
     }
 
+    // ------------------------------------------------------------------ key delivery (M3)
+
+    /// @inheritdoc ITRUSTAudit
+    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external returns (bool onTime) {
+        if (msg.sender != _store.segmentKeys) revert AuditNotSegmentKeys(msg.sender);
+        Segment storage g = _votingSegment(sessionId, segmentId);
+        // SegmentKeys checked the round against `segment`; a mismatch here is a bug there.
+        if (round != g.round) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+        onTime = Tally.recordDelivery(g, _store.sessionParams[sessionId], sessionId, segmentId);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function claimUndelivered(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external nonReentrant {
+        Tally.releaseUndelivered(_store, msg.sender, sessionId, segmentId, _votingSegment(sessionId, segmentId), seatIndex);
+    }
+
+    /// @notice Names the contract that publishes key envelopes and records their delivery here
+    ///         (owner only; the deployment sets it to the `SegmentKeys` proxy).
+    function setSegmentKeys(address segmentKeys_) external onlyOwner {
+        if (segmentKeys_ == address(0)) revert AuditZeroAddress();
+        emit SegmentKeysChanged(_store.segmentKeys, segmentKeys_);
+        _store.segmentKeys = segmentKeys_;
+    }
+
     // ------------------------------------------------------------------ finalization
 
     /// @inheritdoc ITRUSTAudit
@@ -187,7 +213,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     /// @inheritdoc ITRUSTAudit
     function slashAuditor(address auditor, uint256 amount, string calldata reason) external onlyOwner {
         uint256 taken = _store.registry.slash(auditor, amount, _store.params.insuranceFund(), reason);
-        emit AuditorSlashed(auditor, taken);
+        emit AuditorSlashed(0, auditor, taken);
     }
 
     /// @notice Replaces the randomness source (owner only), for example with an on-chain VRF.
@@ -247,7 +273,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             commitDeadline: g.commitDeadline,
             revealDeadline: g.commitDeadline == 0 ? 0 : uint48(_revealDeadline(sessionId, g)),
             randomnessBlock: uint64(CommitteeSelection.randomnessBlockOf(_store.sessions[sessionId], g)),
-            contentDigest: g.contentDigest
+            contentDigest: g.contentDigest,
+            delivered: g.flags & FLAG_DELIVERED != 0,
+            deliveryDeadline: uint48(Tally.deliveryDeadline(g, _store.sessionParams[sessionId]))
         });
     }
 
@@ -262,13 +290,15 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         // A claimed seat voted with the outcome of its (final) round.
         bool vote = state == SEAT_PASS
             || (state == SEAT_CLAIMED && _store.segments[sessionId][segmentId].status == SegmentStatus.Passed);
+        bool revealed = state == SEAT_PASS || state == SEAT_FAIL || state == SEAT_CLAIMED;
         v = SeatView({
             auditor: st.auditor,
             weight: st.weight,
-            committed: st.commitment != bytes32(0) || state >= SEAT_PASS,
-            revealed: state >= SEAT_PASS,
+            committed: st.commitment != bytes32(0) || revealed,
+            revealed: revealed,
             vote: vote,
-            claimed: state == SEAT_CLAIMED
+            claimed: state == SEAT_CLAIMED,
+            undelivered: state == SEAT_UNDELIVERED
         });
     }
 
@@ -322,6 +352,11 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     /// @notice The contracts this one works with.
     function dependencies() external view returns (address registry, address params, address randomness) {
         return (address(_store.registry), address(_store.params), address(_store.randomness));
+    }
+
+    /// @notice The contract that records key deliveries (`setSegmentKeys`).
+    function segmentKeys() external view returns (address) {
+        return _store.segmentKeys;
     }
 
     // ------------------------------------------------------------------ internals
@@ -398,7 +433,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
         }
         st.commitment = commitment; // a later commit in the window replaces an earlier one
-        emit VoteCommitted(sessionId, segmentId, msg.sender);
+        emit VoteCommitted(sessionId, segmentId, g.round, msg.sender);
     }
 
     function _reveal(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bool vote, bytes32 salt)
@@ -419,7 +454,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         st.commitment = bytes32(0); // opened: no longer needed
         g.revealedCount += 1; // at most committeeSize, a uint8
         g.entropy ^= uint72(uint256(salt));
-        emit VoteRevealed(sessionId, segmentId, msg.sender, vote);
+        emit VoteRevealed(sessionId, segmentId, g.round, msg.sender, vote);
     }
 
     function _authorizeUpgrade(address) internal override onlyOwner {}

@@ -28,7 +28,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.StakeForfeited(alice, 50e18, insurance, "governance");
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(alice, 50e18);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, 50e18);
         slash(alice, 50e18);
         assertEq(registry.stakeOf(alice), 150e18);
         assertEq(registry.totalStake(), 150e18);
@@ -75,7 +75,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.StakeForfeited(alice, 192e18, insurance, "governance");
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(alice, 192e18);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, 192e18);
         slash(alice, 193e18);
         IAuditorRegistry.AuditorInfo memory a = info(alice);
         assertEq(a.stake, PENALTY, "only the locked stake is left");
@@ -85,7 +85,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         assertEq(registry.eligibleCount(1), 2, "below the minimum: no longer drawn");
         // Nothing within reach: a further slash takes nothing.
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(alice, 0);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, 0);
         slash(alice, 1);
         assertEq(info(alice).stake, PENALTY);
         assertEq(registry.claimableTokens(insurance), 192e18);
@@ -102,7 +102,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.StakeForfeited(alice, 200e18, insurance, "governance");
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(alice, 200e18);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, 200e18);
         slash(alice, 200e18 + 1);
         assertEq(registry.stakeOf(alice), 0);
         assertEq(registry.claimableTokens(insurance), 200e18);
@@ -129,7 +129,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         amount = bound(amount, 1, available + 1e18);
         uint256 taken = amount < available ? amount : available;
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(alice, taken);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, taken);
         slash(alice, amount);
         uint256 fromStake = taken < stakeBefore ? taken : stakeBefore;
         assertEq(registry.stakeOf(alice), stakeBefore - fromStake);

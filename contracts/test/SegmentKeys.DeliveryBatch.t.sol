@@ -143,14 +143,14 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         }
         vm.recordLogs();
         batch(id, sets);
-        assertEq(vm.getRecordedLogs().length, 3 + 7 + 5 + 5, "one event per seat of every set, nothing else");
+        assertEq(keysLogs().length, 3 + 7 + 5 + 5, "one event per seat of every set, nothing else");
     }
 
     function test_publishEnvelopesBatch_namesTheRoundOfEachSet() public {
         ISegmentKeys.EnvelopeSet[] memory sets = sets2(setFor(id, 0, "r1-"), setFor(id, 2, "r0-"));
         vm.recordLogs();
         batch(id, sets);
-        Vm.Log[] memory logs = vm.getRecordedLogs();
+        Vm.Log[] memory logs = keysLogs();
         assertEq(logs.length, 7 + 3);
         assertPublishedAt(logs, 0, id, 0, 1, audit.committee(id, 0), sets[0].envelopeCids);
         assertPublishedAt(logs, 7, id, 2, 0, audit.committee(id, 2), sets[1].envelopeCids);
@@ -162,7 +162,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         address[] memory members = audit.committee(id, 2);
         vm.recordLogs();
         batch(id, sets);
-        Vm.Log[] memory logs = vm.getRecordedLogs();
+        Vm.Log[] memory logs = keysLogs();
         assertEq(logs.length, 6);
         assertPublishedAt(logs, 0, id, 2, 0, members, sets[0].envelopeCids);
         assertPublishedAt(logs, 3, id, 2, 0, members, sets[1].envelopeCids);
@@ -172,9 +172,9 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         ISegmentKeys.EnvelopeSet memory set = setFor(id, 4, "one-");
         vm.recordLogs();
         publish(id, set.segmentId, set.round, set.envelopeCids);
-        Vm.Log[] memory single = vm.getRecordedLogs();
+        Vm.Log[] memory single = keysLogs();
         batch(id, sets2(set, set));
-        Vm.Log[] memory batched = vm.getRecordedLogs();
+        Vm.Log[] memory batched = keysLogs();
         assertEq(batched.length, 2 * single.length);
         for (uint256 i; i < batched.length; ++i) {
             assertLogEq(batched[i], single[i % single.length]);
@@ -187,7 +187,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         set.envelopeCids[2] = bytesOfLength(128);
         vm.recordLogs();
         batch(id, sets2(set, setFor(id, 4, "")));
-        assertEq(vm.getRecordedLogs().length, 3 + 5);
+        assertEq(keysLogs().length, 3 + 5);
     }
 
     // ------------------------------------------------------------------ gas
@@ -216,7 +216,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         vm.recordLogs();
         batch(sessionId, sets);
         vm.snapshotGasLastCall("SegmentKeys", "publishEnvelopesBatch_50x3");
-        assertEq(vm.getRecordedLogs().length, 150);
+        assertEq(keysLogs().length, 150);
     }
 
     /// @notice The dearest batch `MAX_BATCH_ENVELOPES` allows: one-seat committees of distinct
@@ -291,7 +291,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         // Just under the bound, a correct batch goes through.
         vm.recordLogs();
         batch(sessionId, repeatedSets(maximum / 3, 3));
-        assertEq(vm.getRecordedLogs().length, 255);
+        assertEq(keysLogs().length, 255);
     }
 
     function test_publishEnvelopesBatch_revertsForUnknownSession() public {
@@ -422,14 +422,14 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
                 );
             if (!ok) (failed, firstError) = (true, returned);
         }
-        Vm.Log[] memory single = vm.getRecordedLogs();
+        Vm.Log[] memory single = keysLogs();
         vm.revertToStateAndDelete(before);
         vm.recordLogs();
 
         vm.prank(caller);
         (bool batchOk, bytes memory batchReturned) =
             address(keys).call(abi.encodeCall(ISegmentKeys.publishEnvelopesBatch, (sessionId, sets)));
-        Vm.Log[] memory batched = vm.getRecordedLogs();
+        Vm.Log[] memory batched = keysLogs();
         assertEq(failed, fault >= 4, "a planted fault fails, and only then");
         if (failed) {
             assertFalse(batchOk, "the batch fails where a single call fails");

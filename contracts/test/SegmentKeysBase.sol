@@ -29,9 +29,24 @@ abstract contract SegmentKeysBase is TRUSTAuditBase {
                 )
             )
         );
+        audit.setSegmentKeys(address(keys));
     }
 
     // ------------------------------------------------------------------ delivery helpers
+
+    /// @notice The recorded logs that `keys` emitted (the audit contract's `EnvelopesDelivered`,
+    ///         one per set, left out), clearing the record as `vm.getRecordedLogs` does.
+    function keysLogs() internal returns (Vm.Log[] memory logs) {
+        Vm.Log[] memory all = vm.getRecordedLogs();
+        logs = new Vm.Log[](all.length);
+        uint256 n = 0;
+        for (uint256 i; i < all.length; ++i) {
+            if (all[i].emitter == address(keys)) logs[n++] = all[i];
+        }
+        assembly ("memory-safe") {
+            mstore(logs, n)
+        }
+    }
 
     /// @notice `count` distinct binary CIDv1s (raw codec, sha2-256): 36 bytes each, as the provider
     ///         publishes them.

@@ -225,7 +225,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         vm.expectEmit(address(registry));
         emit IAuditorRegistry.StakeForfeited(c, PENALTY, insurance, "no reveal");
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(c, PENALTY);
+        emit ITRUSTAudit.AuditorSlashed(id, c, PENALTY);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 2 of 3 equal stakes: 66.7% >= 66%
         audit.finalizeSegment(id, 0);
@@ -266,7 +266,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         castVotes(id, 0, addrs(a, b), bools(true, false));
         toRevealEnd(id, 0);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(c, PENALTY);
+        emit ITRUSTAudit.AuditorSlashed(id, c, PENALTY);
         assertFalse(audit.finalizeSegment(id, 0));
 
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
@@ -561,7 +561,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         castVotes(id, 0, voters, choices);
         toRevealEnd(id, 0);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(t2[6], PENALTY);
+        emit ITRUSTAudit.AuditorSlashed(id, t2[6], PENALTY);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.SegmentFinalized(id, 0, false);
         assertFalse(audit.finalizeSegment(id, 0));

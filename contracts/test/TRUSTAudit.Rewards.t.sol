@@ -713,7 +713,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.expectEmit(address(registry));
         emit IAuditorRegistry.StakeForfeited(a, 100e18, insurance, "plagiarised reasoning");
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(a, 100e18);
+        emit ITRUSTAudit.AuditorSlashed(0, a, 100e18);
         audit.slashAuditor(a, 100e18, "plagiarised reasoning");
         assertEq(registry.auditor(a).stake, 900e18);
         assertEq(registry.totalStake(), totalBefore - 100e18);
@@ -726,7 +726,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(registry.auditor(a).locked, PENALTY);
         // Asked for everything, the slash takes all it may (issue L3) and says how much.
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(a, 1_000e18 - PENALTY);
+        emit ITRUSTAudit.AuditorSlashed(0, a, 1_000e18 - PENALTY);
         audit.slashAuditor(a, 1_000e18, "everything");
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
         assertEq(info.stake, PENALTY);

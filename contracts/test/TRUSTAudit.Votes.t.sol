@@ -55,7 +55,7 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
     function test_commitVote_recordsCommitment() public {
         bytes32 commitment = audit.commitmentOf(id, 0, 0, a, true, "salt");
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteCommitted(id, 0, a);
+        emit ITRUSTAudit.VoteCommitted(id, 0, 0, a);
         vm.prank(a);
         audit.commitVote(id, 0, commitment);
         vm.snapshotGasLastCall("TRUSTAudit", "commitVote");
@@ -146,7 +146,7 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         toRevealWindow();
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Reveal));
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteRevealed(id, 0, a, true);
+        emit ITRUSTAudit.VoteRevealed(id, 0, 0, a, true);
         revealWith(a, 0, true, "salt");
         vm.snapshotGasLastCall("TRUSTAudit", "revealVote");
 
@@ -162,7 +162,7 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         commitWith(b, 0, false, bytes32(0)); // a zero salt is a salt like any other
         toRevealWindow();
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteRevealed(id, 0, b, false);
+        emit ITRUSTAudit.VoteRevealed(id, 0, 0, b, false);
         revealWith(b, 0, false, bytes32(0));
         ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, seatIndexOf(id, 0, b));
         assertTrue(st.revealed);
@@ -316,9 +316,9 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         batch[0] = seatCommit(0, seatIndexOf(id, 0, a), audit.commitmentOf(id, 0, 0, a, true, "s0"));
         batch[1] = seatCommit(1, seatIndexOf(id, 1, a), audit.commitmentOf(id, 1, 0, a, false, "s1"));
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteCommitted(id, 0, a);
+        emit ITRUSTAudit.VoteCommitted(id, 0, 0, a);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteCommitted(id, 1, a);
+        emit ITRUSTAudit.VoteCommitted(id, 1, 0, a);
         vm.prank(a);
         audit.commitVotes(batch);
         vm.snapshotGasLastCall("TRUSTAudit", "commitVotes_2");
@@ -399,9 +399,9 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         batch[0] = seatReveal(0, seatIndexOf(id, 0, a), true, "s0");
         batch[1] = seatReveal(1, seatIndexOf(id, 1, a), false, "s1");
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteRevealed(id, 0, a, true);
+        emit ITRUSTAudit.VoteRevealed(id, 0, 0, a, true);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteRevealed(id, 1, a, false);
+        emit ITRUSTAudit.VoteRevealed(id, 1, 0, a, false);
         vm.prank(a);
         audit.revealVotes(batch);
         vm.snapshotGasLastCall("TRUSTAudit", "revealVotes_2");
@@ -463,7 +463,7 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         vm.warp(block.timestamp + 10 minutes);
         bytes32 commitment = audit.commitmentOf(id, 0, 0, c, false, "sc");
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.VoteCommitted(id, 0, c);
+        emit ITRUSTAudit.VoteCommitted(id, 0, 0, c);
         vm.prank(c);
         audit.commitVote(id, 0, commitment);
         vm.snapshotGasLastCall("TRUSTAudit", "commitVote_closesWindow");

@@ -133,12 +133,13 @@ async def submit(
     tamper: Sequence[int] = (),
     reply_key: bytes | None = None,
     profiles: Mapping[str, SegmentProfile] | None = None,
+    deliver: bool = True,
 ) -> tuple[int, StoredTrace, list[CommitteeDrawn]]:
     """The provider's side: store, register, draw and deliver the keys (with `reply_key` in every
     grant: the seats then report to it). `profiles` default to tier 1 for every node of an HDAG.
     Segments in `tamper` are replaced on IPFS by a copy with one ciphertext byte flipped, registered
     under the copy's CID (so the chain and the envelope agree on where it lies, but not on what it
-    holds)."""
+    holds). `deliver=False` withholds every key envelope (a provider burning the seats, issue M3)."""
     if profiles is None:
         assert isinstance(graph, Hdag), "pass the profiles of a CIG"
         profiles = tier1_profiles(graph)
@@ -153,6 +154,8 @@ async def submit(
             leaves[index] = dataclasses.replace(leaves[index], cid=merkle.cid_bytes(cid))
         stored = StoredTrace.build(stored.trace_id, segments, leaves, stored.context)
     session_id, committees = await open_session(network, stored)
+    if not deliver:
+        return session_id, stored, committees
     await deliver_keys(
         network.protocol, kubo, network.provider, session_id, graph, stored, committees, reply_key=reply_key
     )

@@ -154,6 +154,34 @@ async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
     assert (await network.protocol.audit.segment(session_id, leaf)).status is not SegmentStatus.PASSED
 
 
+async def test_withheld_envelopes_are_claimed_undelivered_and_burn_no_stake(
+    network: Network, kubo: KuboClient, workers: list[Worker]
+) -> None:
+    # The provider opens the session and publishes no key envelope (issue M3). Past each round's
+    # delivery deadline every worker claims its seats: released at once, R credited from the fee.
+    audit = network.protocol.audit
+    registry = network.protocol.registry
+    addresses = [w.identity.address for w in workers]
+    before = {a: (await registry.auditor(a)).stake for a in addresses}
+    session_id, _, _ = await submit(network, kubo, products(), deliver=False)
+
+    async def claimed() -> bool:
+        states = [s.state for w in workers for s in w.store.seats()]
+        return len(states) == 3 * SEGMENTS and all(state is SeatState.ABSTAINED for state in states)
+
+    await _run_until(workers, None, claimed, timeout=120)
+    params = await audit.session_params(session_id)
+    for worker in workers:
+        for seat in worker.store.seats():
+            info = await audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+            assert info.undelivered and not info.committed
+        assert [e.event for e in worker.store.recent(200)].count("undelivered") == SEGMENTS
+    for address in addresses:
+        account = await registry.auditor(address)
+        assert account.locked == 0 and account.stake == before[address], "released, nothing forfeited"
+        assert await audit.claimable(address) >= SEGMENTS * params["rewardPerSeatWei"]
+
+
 async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
     network: Network, kubo: KuboClient, tmp_path: Path
 ) -> None:

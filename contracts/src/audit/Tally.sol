@@ -14,9 +14,11 @@ import {
     BPS,
     FLAG_CRITICAL,
     FLAG_CONTRADICTION,
+    FLAG_DELIVERED,
     SEAT_SEATED,
     SEAT_PASS,
     SEAT_FAIL,
+    SEAT_UNDELIVERED,
     seatKey
 } from "../types/AuditStorage.sol";
 import {ParamsLib} from "../libraries/ParamsLib.sol";
@@ -45,6 +47,63 @@ library Tally {
             }
             _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
         }
+    }
+
+    /// @notice Releases seat `seatIndex` of the segment's current round because no key envelope
+    ///         was delivered for it in time (see `ITRUSTAudit.claimUndelivered`): unlocks its stake
+    ///         and credits its auditor R out of the session's fee.
+    function releaseUndelivered(
+        AuditStorage storage $,
+        address caller,
+        uint256 sessionId,
+        uint256 segmentId,
+        Segment storage g,
+        uint256 seatIndex
+    ) external {
+        Params storage p = $.sessionParams[sessionId];
+        uint256 deadline = deliveryDeadline(g, p);
+        if (block.timestamp <= deadline) {
+            revert ITRUSTAudit.AuditDeliveryPending(sessionId, segmentId, block.timestamp, deadline);
+        }
+        uint8 round = g.round;
+        if (g.flags & FLAG_DELIVERED != 0) revert ITRUSTAudit.AuditEnvelopesDelivered(sessionId, segmentId, round);
+        Seat storage st = $.seats[sessionId][seatKey(segmentId, round, seatIndex)];
+        if (seatIndex >= g.committeeSize || st.auditor != caller) {
+            revert ITRUSTAudit.AuditNotSeated(sessionId, segmentId, caller);
+        }
+        // A committed seat saw enough to vote; a revealed or released one is no longer seated.
+        if (st.state != SEAT_SEATED || st.commitment != bytes32(0)) {
+            revert ITRUSTAudit.AuditSeatCommitted(sessionId, segmentId, seatIndex);
+        }
+        st.state = SEAT_UNDELIVERED;
+        Session storage s = $.sessions[sessionId];
+        uint256 fee = s.feeWei;
+        uint256 compensation = p.rewardPerSeatWei < fee ? p.rewardPerSeatWei : fee;
+        s.feeWei = uint96(fee - compensation); // <= feeWei, a uint96
+        $.claimableWei[caller] += compensation;
+        emit ITRUSTAudit.SeatUndelivered(sessionId, segmentId, round, seatIndex, caller, compensation);
+        SeatSettlement[] memory one = new SeatSettlement[](1);
+        one[0] = SeatSettlement(caller, SeatOutcome.Released, 0);
+        _settle($, sessionId, one, p, address(0));
+    }
+
+    /// @notice The end of the first half of the current round's commit window, as drawn: key
+    ///         envelopes published later do not count as delivered. Zero before the draw.
+    function deliveryDeadline(Segment storage g, Params storage p) internal view returns (uint256) {
+        uint256 commitDeadline = g.commitDeadline;
+        if (commitDeadline == 0) return 0;
+        return commitDeadline - p.commitWindowSeconds / 2;
+    }
+
+    /// @notice Records the provider's key envelopes of the segment's current round; they count as
+    ///         delivered when published by the delivery deadline (see `ITRUSTAudit.recordDelivery`).
+    function recordDelivery(Segment storage g, Params storage p, uint256 sessionId, uint256 segmentId)
+        internal
+        returns (bool onTime)
+    {
+        onTime = block.timestamp <= deliveryDeadline(g, p);
+        if (onTime) g.flags |= FLAG_DELIVERED;
+        emit ITRUSTAudit.EnvelopesDelivered(sessionId, segmentId, g.round, onTime);
     }
 
     /// @notice Records the trace verdict once every segment is final.
@@ -103,7 +162,7 @@ library Tally {
         if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
             seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
         }
-        _settle($, seats, p, beneficiary);
+        _settle($, sessionId, seats, p, beneficiary);
 
         if (outcome == ITRUSTAudit.SegmentStatus.Voting) {
             _escalate($, sessionId, segmentId, g, p);
@@ -150,12 +209,18 @@ library Tally {
                 $, sessionId, segmentId, g, new SeatSettlement[](0), ITRUSTAudit.SegmentStatus.Undetermined
             );
             // Released seats forfeit nothing: the beneficiary is never paid here.
-            _settle($, earlier, $.sessionParams[sessionId], address(0));
+            _settle($, sessionId, earlier, $.sessionParams[sessionId], address(0));
         }
         record(s, sessionId, segmentId, g, ITRUSTAudit.SegmentStatus.Undetermined);
     }
 
-    function _settle(AuditStorage storage $, SeatSettlement[] memory seats, Params storage p, address beneficiary) private {
+    function _settle(
+        AuditStorage storage $,
+        uint256 sessionId,
+        SeatSettlement[] memory seats,
+        Params storage p,
+        address beneficiary
+    ) private {
         if (seats.length == 0) return;
         uint256 forfeited = $.registry.settleSeats(
             seats,
@@ -168,7 +233,7 @@ library Tally {
             })
         );
         for (uint256 i; i < seats.length; ++i) {
-            if (forfeited & (1 << i) != 0) emit ITRUSTAudit.AuditorSlashed(seats[i].auditor, p.penaltyPerSeat);
+            if (forfeited & (1 << i) != 0) emit ITRUSTAudit.AuditorSlashed(sessionId, seats[i].auditor, p.penaltyPerSeat);
         }
     }
 
@@ -246,20 +311,27 @@ library Tally {
         bool decided = outcome != ITRUSTAudit.SegmentStatus.Undetermined;
         uint8 alignedState = outcome == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL;
         uint72 entropy = g.entropy;
+        uint256 n = 0; // seats to settle: all but those released by `releaseUndelivered`
         for (uint256 i; i < states.length; ++i) {
             uint8 state = states[i];
+            if (state == SEAT_UNDELIVERED) continue;
+            SeatSettlement memory seat = seats[n++];
+            seat.auditor = seats[i].auditor;
             if (state == SEAT_SEATED) {
-                seats[i].outcome = SeatOutcome.Silent;
+                seat.outcome = SeatOutcome.Silent;
             } else if (!decided) {
-                seats[i].outcome = SeatOutcome.Released;
+                seat.outcome = SeatOutcome.Released;
             } else if (state == alignedState) {
-                seats[i].outcome = SeatOutcome.Aligned;
+                seat.outcome = SeatOutcome.Aligned;
             } else {
-                seats[i].outcome = SeatOutcome.Misaligned;
+                seat.outcome = SeatOutcome.Misaligned;
                 // Uniform in [0, 10_000): the slash roll of eq. 3.9, from the draw seed and every
                 // revealed salt, which no auditor knew in full when it committed.
-                seats[i].slashRollBps = uint16(uint256(keccak256(abi.encode(entropy, i))) % BPS);
+                seat.slashRollBps = uint16(uint256(keccak256(abi.encode(entropy, i))) % BPS);
             }
+        }
+        assembly ("memory-safe") {
+            mstore(seats, n)
         }
     }
 
@@ -270,14 +342,16 @@ library Tally {
         returns (SeatSettlement[] memory seats, uint8[] memory states, ITRUSTAudit.SegmentStatus outcome)
     {
         uint256 size = g.committeeSize;
-        uint8 round = g.round;
         seats = new SeatSettlement[](size);
         states = new uint8[](size);
         uint256 total = 0;
         uint256 passWeight = 0;
         uint256 failWeight = 0;
+        uint256 undelivered = 0;
+        mapping(uint256 => Seat) storage sessionSeats = $.seats[sessionId];
+        uint256 firstKey = seatKey(segmentId, g.round, 0); // seat i's key is firstKey | i
         for (uint256 i; i < size; ++i) {
-            Seat storage st = $.seats[sessionId][seatKey(segmentId, round, i)];
+            Seat storage st = sessionSeats[firstKey | i];
             uint256 w = st.weight;
             uint8 state = st.state;
             seats[i].auditor = st.auditor;
@@ -285,11 +359,16 @@ library Tally {
             total += w;
             if (state == SEAT_PASS) passWeight += w;
             else if (state == SEAT_FAIL) failWeight += w;
+            else if (state == SEAT_UNDELIVERED) ++undelivered;
         }
         uint256 tau = p.tauBps;
         if (passWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Passed;
         else if (failWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Failed;
-        else if (round + 1 < p.maxRounds) outcome = ITRUSTAudit.SegmentStatus.Voting;
+        // A round that most seats could not audit for want of key envelopes is not escalated
+        // (issue M3): a larger committee would only be drawn into the same trap. The claims are
+        // verifiable, so honest seats alone can stop the escalation, and only when the provider
+        // delivered nothing in time.
+        else if (g.round + 1 < p.maxRounds && undelivered * 2 <= size) outcome = ITRUSTAudit.SegmentStatus.Voting;
         else outcome = ITRUSTAudit.SegmentStatus.Undetermined;
     }
 
@@ -303,6 +382,7 @@ library Tally {
         uint40 randomnessBlock = (block.number + p.randomnessDelayBlocks).toUint40();
         g.round = round;
         g.tier = tier;
+        g.flags &= ~FLAG_DELIVERED; // the new round's seats need their own envelopes
         g.committeeSize = size;
         g.status = ITRUSTAudit.SegmentStatus.AwaitingDraw;
         g.revealedCount = 0;

@@ -102,6 +102,11 @@ interface ITRUSTAudit {
         uint48 revealDeadline;
         uint64 randomnessBlock;
         bytes32 contentDigest;
+        /// @dev The provider published this round's key envelopes by `deliveryDeadline` (M3).
+        bool delivered;
+        /// @dev The end of the first half of the round's commit window (zero before the draw):
+        ///      with no envelopes by then, each uncommitted seat may `claimUndelivered`.
+        uint48 deliveryDeadline;
     }
 
     struct SeatView {
@@ -111,6 +116,8 @@ interface ITRUSTAudit {
         bool revealed;
         bool vote;
         bool claimed;
+        /// @dev Released by `claimUndelivered`: no key envelope reached the seat in time.
+        bool undelivered;
     }
 
     /// @notice A seat of a session, named by segment and index in the segment's final committee.
@@ -139,11 +146,15 @@ interface ITRUSTAudit {
     // ------------------------------------------------------------------ events (Listing 1 first)
 
     event SessionCreated(uint256 indexed sessionId, bytes32 traceRoot);
-    event VoteCommitted(uint256 indexed sessionId, uint256 segmentId, address auditor);
-    event VoteRevealed(uint256 indexed sessionId, uint256 segmentId, address auditor, bool vote);
+    /// @dev Listing 1's events, with the round and the auditor indexed, so that a reader can
+    ///      rebuild every seat's history from events alone (and a worker filter its own votes).
+    event VoteCommitted(uint256 indexed sessionId, uint256 segmentId, uint8 round, address indexed auditor);
+    event VoteRevealed(uint256 indexed sessionId, uint256 segmentId, uint8 round, address indexed auditor, bool vote);
     event SegmentFinalized(uint256 indexed sessionId, uint256 segmentId, bool passed);
     event TraceFinalized(uint256 indexed sessionId, bool valid);
-    event AuditorSlashed(address indexed auditor, uint256 amount);
+    /// @dev `sessionId` is the session whose settlement forfeited the stake, zero for a governance
+    ///      slash (`slashAuditor`); `amount` is what was taken.
+    event AuditorSlashed(uint256 indexed sessionId, address indexed auditor, uint256 amount);
 
     /// @notice Details of a new session that Listing 1's `SessionCreated` does not carry.
     event SessionOpened(
@@ -195,6 +206,21 @@ interface ITRUSTAudit {
     /// @notice The randomness source changed.
     event RandomnessSourceChanged(address previous, address current);
     event RewardsClaimed(uint256 indexed sessionId, address indexed auditor, uint256 seats, uint256 amountWei);
+    /// @notice The provider's key envelopes of a round were recorded; `onTime` when by the round's
+    ///         delivery deadline (only then do they count as delivered, see `claimUndelivered`).
+    event EnvelopesDelivered(uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, bool onTime);
+    /// @notice A seat was released because no key envelope was delivered for its round in time;
+    ///         `compensationWei` was credited to the auditor out of the provider's fee.
+    event SeatUndelivered(
+        uint256 indexed sessionId,
+        uint256 indexed segmentId,
+        uint8 round,
+        uint256 seatIndex,
+        address indexed auditor,
+        uint256 compensationWei
+    );
+    /// @notice The contract allowed to record envelope deliveries changed.
+    event SegmentKeysChanged(address previous, address current);
 
     // ------------------------------------------------------------------ errors
 
@@ -227,6 +253,10 @@ interface ITRUSTAudit {
     error AuditNotDistributed(uint256 sessionId, SessionStatus status);
     error AuditSeatNotRewarded(uint256 sessionId, uint256 segmentId, uint256 seatIndex, address caller);
     error AuditZeroAddress();
+    error AuditNotSegmentKeys(address caller);
+    error AuditDeliveryPending(uint256 sessionId, uint256 segmentId, uint256 nowSeconds, uint256 deliveryDeadline);
+    error AuditEnvelopesDelivered(uint256 sessionId, uint256 segmentId, uint8 round);
+    error AuditSeatCommitted(uint256 sessionId, uint256 segmentId, uint256 seatIndex);
 
     // ------------------------------------------------------------------ Listing 1
 
@@ -331,6 +361,27 @@ interface ITRUSTAudit {
 
     /// @notice Pays the caller's credited ETH (the treasury and insurance shares).
     function withdraw() external;
+
+    /// @notice Records that the provider published the key envelopes of a segment's current round
+    ///         (the `SegmentKeys` contract only, from `publishEnvelopes`). Before the round's
+    ///         delivery deadline the round counts as delivered; after it, the envelopes are still
+    ///         published for whoever can use them, but seats may still claim `claimUndelivered`.
+    /// @return onTime Whether the delivery counted. Emits `EnvelopesDelivered`.
+    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external returns (bool onTime);
+
+    /// @notice A seat's claim that the provider delivered no key envelope for its round (issue M3):
+    ///         verifiable on chain, since deliveries are recorded (`recordDelivery`). Allowed to the
+    ///         seat's auditor after the round's delivery deadline (half the commit window after the
+    ///         draw) while the round is still voting, when the seat has not committed and the round
+    ///         was not delivered in time. Releases the seat's locked stake at once (no forfeit, no
+    ///         reputation change) and credits the auditor R (`rewardPerSeatWei`) out of the
+    ///         session's fee, which the provider escrowed when it opened the session: the fee is
+    ///         the provider's bond. The seat still counts in its round's tally against both
+    ///         outcomes, so withholding envelopes from some seats cannot hand the decision to the
+    ///         others; a round in which more than half of the seats claimed never escalates: it
+    ///         ends Undetermined, so a provider cannot drag larger committees into the trap.
+    /// @dev Emits `SeatUndelivered`.
+    function claimUndelivered(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external;
 
     /// @notice Pays the caller the reward of its aligned seats in a distributed session.
     /// @dev Each seat is claimed once. Reverts with `AuditSeatNotRewarded` for a seat that is not

@@ -10,6 +10,9 @@ import {Params} from "./Params.sol";
 /// @dev Segment flags.
 uint8 constant FLAG_CRITICAL = 1;
 uint8 constant FLAG_CONTRADICTION = 2;
+/// @dev The provider published the current round's key envelopes by the round's delivery
+///      deadline (issue M3): cleared when the segment escalates, as each round has its own seats.
+uint8 constant FLAG_DELIVERED = 4;
 
 /// @dev Seat states.
 uint8 constant SEAT_EMPTY = 0;
@@ -18,6 +21,10 @@ uint8 constant SEAT_PASS = 2;
 uint8 constant SEAT_FAIL = 3;
 /// @dev An aligned seat whose reward was claimed.
 uint8 constant SEAT_CLAIMED = 4;
+/// @dev A seat released because the provider delivered no key envelope for its round by the
+///      delivery deadline (issue M3): its stake was unlocked and it was compensated when it
+///      claimed; it still counts in its round's tally, against both outcomes, like a silent seat.
+uint8 constant SEAT_UNDELIVERED = 5;
 
 /// @dev Slot layout:
 ///      0: provider 160 | segmentCount 16 | registeredCount 16 | finalizedCount 16 | status 8 | valid 8
@@ -111,6 +118,9 @@ struct AuditStorage {
     /// @dev Keyed by `seatKey(segmentId, round, index)`.
     mapping(uint256 sessionId => mapping(uint256 seatKey => Seat)) seats;
     mapping(address account => uint256) claimableWei;
+    /// @dev The contract that publishes key envelopes (`SegmentKeys`) and reports each round's
+    ///      delivery here (`recordDelivery`). Appended: the slots above keep their places.
+    address segmentKeys;
 }
 
 /// @dev Basis points: 10_000 = 1.

@@ -46,7 +46,7 @@ contract L3SlashDodgeTest is TRUSTAuditBase {
         vm.prank(target);
         registry.requestUnstake(STAKE); // everything, at once
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(target, STAKE);
+        emit ITRUSTAudit.AuditorSlashed(0, target, STAKE);
         execute();
         IAuditorRegistry.AuditorInfo memory a = registry.auditor(target);
         assertEq(a.stake, 0);
@@ -71,7 +71,7 @@ contract L3SlashDodgeTest is TRUSTAuditBase {
 
         vm.warp(block.timestamp + 30 minutes);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.AuditorSlashed(target, STAKE - PENALTY);
+        emit ITRUSTAudit.AuditorSlashed(0, target, STAKE - PENALTY);
         vm.prank(governor);
         timelock.execute(address(audit), 0, proposal, bytes32(0), salt);
         IAuditorRegistry.AuditorInfo memory a = registry.auditor(target);

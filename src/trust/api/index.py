@@ -21,12 +21,13 @@ What comes from where:
   events indexed; auditor and session views are cached and re-read only after an event touched them.
 
 Attribution that events leave implicit, and how it is made:
-- `VoteCommitted` and `VoteRevealed` carry no round: a vote can only be cast in the segment's
-  current round, so they belong to the round of the latest `CommitteeDrawn` of the segment.
-- `AuditorSlashed` names no session: finalizing a segment emits one per forfeited seat right before
-  its `SegmentFinalized` or `SegmentEscalated`, in the same transaction, so the slashes are held per
-  transaction and given to the next segment event of that transaction. A slash with no segment event
-  after it is a governance slash; it still shows in the auditor's forfeits (`StakeForfeited`).
+- `VoteCommitted` and `VoteRevealed` name the session, segment, round and (indexed) auditor.
+- `AuditorSlashed` names the session (zero for a governance slash, which shows only in the
+  auditor's forfeits, `StakeForfeited`) but not the segment: finalizing a segment emits one per
+  forfeited seat right before its `SegmentFinalized` or `SegmentEscalated`, in the same transaction,
+  so the slashes are held per transaction and given to the next segment event of that transaction.
+- `SeatUndelivered` releases a seat whose provider delivered no key envelope in time (issue M3);
+  the seat shows as "undelivered" and is not settled again when its round closes.
 
 A reorganization is detected by the hash of the last indexed block: when it changed, the model is
 rebuilt from the deployment block. `confirmations` keeps the newest blocks out of the model on
@@ -178,7 +179,9 @@ class SeatOutcome(enum.StrEnum):
     aligned: revealed the decided outcome (reputation up, a share of the auditors' fee pool);
     misaligned: revealed the other outcome (reputation down, forfeits P with probability p_slash(r));
     silent: never revealed (forfeits P, reputation down); released: revealed in an undecided round
-    (lock returned, no change); pending: the round is not settled yet.
+    (lock returned, no change); undelivered: released by its auditor's claim that the provider
+    delivered no key envelope in time (lock returned, no change, compensated with R from the fee);
+    pending: the round is not settled yet.
     """
 
     PENDING = "pending"
@@ -186,6 +189,7 @@ class SeatOutcome(enum.StrEnum):
     MISALIGNED = "misaligned"
     SILENT = "silent"
     RELEASED = "released"
+    UNDELIVERED = "undelivered"
 
 
 class AuditorSort(enum.StrEnum):
@@ -577,6 +581,8 @@ class _Round:
     committed_at: dict[str, TxRef] = field(default_factory=dict)
     commits_complete: TxRef | None = None
     revealed: dict[str, tuple[bool, TxRef]] = field(default_factory=dict)
+    undelivered: dict[str, TxRef] = field(default_factory=dict)
+    """Seats released by `claimUndelivered` (no key envelope in time), settled at the claim."""
     forfeited: dict[str, int] = field(default_factory=dict)
     slash_order: list[tuple[str, int]] = field(default_factory=list)
     """The forfeits of the transaction that closed the round, in the order they were emitted."""
@@ -593,6 +599,8 @@ class _Round:
         return self.members.index(auditor) if auditor in self.members else -1
 
     def outcome(self, auditor: str) -> SeatOutcome:
+        if auditor in self.undelivered:
+            return SeatOutcome.UNDELIVERED
         if self.result is None:
             return SeatOutcome.PENDING
         revealed = self.revealed.get(auditor)
@@ -809,6 +817,7 @@ class ChainIndex:
             (audit.VoteCommitted(), self._on_vote_committed),
             (audit.VoteRevealed(), self._on_vote_revealed),
             (audit.AuditorSlashed(), self._on_auditor_slashed),
+            (audit.SeatUndelivered(), self._on_seat_undelivered),
             (audit.SegmentEscalated(), self._on_segment_escalated),
             (audit.SegmentFinalized(), self._on_segment_finalized),
             (audit.TraceFinalized(), self._on_trace_finalized),
@@ -1071,7 +1080,18 @@ class ChainIndex:
         round_.events.append(VoteEvent("reveal", auditor, round_.seat_of(auditor), vote, at))
 
     def _on_auditor_slashed(self, args: Mapping[str, Any], at: TxRef) -> None:
+        if int(args["sessionId"]) == 0:
+            return  # a governance slash: the auditor's `StakeForfeited` records it
         self._pending_slashes[1].append((to_checksum_address(args["auditor"]), int(args["amount"])))
+
+    def _on_seat_undelivered(self, args: Mapping[str, Any], at: TxRef) -> None:
+        segment = self._segment(args)
+        if segment is None:
+            return
+        round_ = segment.round(int(args["round"]))
+        auditor = to_checksum_address(args["auditor"])
+        round_.undelivered[auditor] = at
+        self._touch((auditor,))  # its lock was returned
 
     def _close_round(self, segment: _Segment, at: TxRef, result: RoundResult) -> _Round:
         round_ = segment.current
@@ -1562,7 +1582,7 @@ class ChainIndex:
             aligned=outcomes[SeatOutcome.ALIGNED],
             misaligned=outcomes[SeatOutcome.MISALIGNED],
             silent=outcomes[SeatOutcome.SILENT],
-            released=outcomes[SeatOutcome.RELEASED],
+            released=outcomes[SeatOutcome.RELEASED] + outcomes[SeatOutcome.UNDELIVERED],
             forfeited_units=sum(f.amount_units for f in state.forfeits),
             rewards_claimed_wei=sum(c.amount_wei for c in state.claims),
             rewards_claimable_wei=claimable,

@@ -179,6 +179,9 @@ async def deploy_protocol(
     keys_proxy, keys_impl = await _proxied(chain, deployer, "SegmentKeys", [deployer.address, audit_proxy])
     registry = chain.contract("AuditorRegistry", registry_proxy)
     await chain.transact(registry.functions.setAuditContract(audit_proxy), deployer)
+    # SegmentKeys records each round's key delivery in TRUSTAudit (issue M3, `claimUndelivered`).
+    audit = chain.contract("TRUSTAudit", audit_proxy)
+    await chain.transact(audit.functions.setSegmentKeys(keys_proxy), deployer)
     escrow = await chain.deploy(ESCROW_CONTRACT, deployer)
     return Deployment(
         chain_id=chain.chain_id,

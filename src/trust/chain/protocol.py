@@ -280,6 +280,14 @@ class AuditContract:
         fn = self.contract.functions.revealVote(session_id, segment_id, vote, salt)
         return await self.chain.transact(fn, auditor)
 
+    async def claim_undelivered(
+        self, auditor: LocalAccount, session_id: int, segment_id: int, seat_index: int
+    ) -> SentTransaction:
+        """`claimUndelivered`: releases a seat whose round got no key envelope by its delivery
+        deadline, and credits the auditor R out of the provider's fee (issue M3)."""
+        fn = self.contract.functions.claimUndelivered(session_id, segment_id, seat_index)
+        return await self.chain.transact(fn, auditor)
+
     # -- finalization and money
     async def finalize_segments(
         self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]

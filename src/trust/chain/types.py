@@ -208,6 +208,11 @@ class SegmentInfo:
     reveal_deadline: int
     randomness_block: int
     content_digest: bytes
+    delivered: bool = False
+    """The provider published this round's key envelopes by `delivery_deadline` (issue M3)."""
+    delivery_deadline: int = 0
+    """Half the round's commit window after its draw (0 before the draw): with no envelopes by
+    then, an uncommitted seat may `claimUndelivered`."""
 
     @classmethod
     def from_chain(cls, segment_id: int, raw: Any) -> SegmentInfo:
@@ -225,6 +230,8 @@ class SegmentInfo:
             reveal_deadline=raw.revealDeadline,
             randomness_block=raw.randomnessBlock,
             content_digest=bytes(raw.contentDigest),
+            delivered=raw.delivered,
+            delivery_deadline=raw.deliveryDeadline,
         )
 
 
@@ -236,6 +243,8 @@ class SeatInfo:
     revealed: bool
     vote: bool
     claimed: bool
+    undelivered: bool = False
+    """Released by `claimUndelivered`: no key envelope reached the seat in time."""
 
     @classmethod
     def from_chain(cls, raw: Any) -> SeatInfo:
@@ -246,6 +255,7 @@ class SeatInfo:
             revealed=raw.revealed,
             vote=raw.vote,
             claimed=raw.claimed,
+            undelivered=raw.undelivered,
         )
 
 

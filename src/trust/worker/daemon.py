@@ -171,6 +171,9 @@ class Worker:
         self._on_event = on_event
         self._address = to_checksum_address(identity.address)
         self._audits: dict[SeatKey, asyncio.Task[None]] = {}
+        # Chain time after which a seat still without its key envelope next asks the chain whether
+        # the provider delivered it (issue M3: an undelivered seat claims its release).
+        self._delivery_checks: dict[SeatKey, float] = {}
         self._slots = EdfSlots(settings.audits_in_parallel)
         # Capacity and backpressure (see `_steer`).
         tier = int(auditor.tier)
@@ -636,16 +639,59 @@ class Worker:
             if self._unavailable is not None:
                 continue  # held until the auditor can work again (or its window closes: `_recover`)
             if seat.envelope_cid is None and self.adversary not in (Adversary.RANDOM, Adversary.COPY):
-                if now.timestamp + self.settings.commit_margin_seconds >= seat.commit_deadline:
+                if self._delivery_checks.get(seat.key, 0.0) <= chain_now:
+                    self._audits[seat.key] = asyncio.create_task(self._claim_if_undelivered(seat))
+                elif now.timestamp + self.settings.commit_margin_seconds >= seat.commit_deadline:
                     self._finish(
                         seat.key,
                         SeatState.ABSTAINED,
                         "abstained",
-                        "no key envelope was published for this seat before the commit window closed; "
-                        "the provider withheld it",
+                        "no key envelope reached this worker before the commit window closed, although the "
+                        "provider published one on chain in time",
                     )
                 continue
             self._audits[seat.key] = asyncio.create_task(self._audit(seat))
+
+    async def _claim_if_undelivered(self, seat: SeatRecord) -> None:
+        """A seat without its key envelope: once the round's delivery deadline passed with no
+        delivery recorded on chain, `claimUndelivered` releases the seat's stake (nothing forfeited)
+        and credits R out of the provider's fee (issue M3). Before the deadline, or when the chain
+        says the envelopes were delivered (their event is on its way), it only notes when to look
+        again."""
+        try:
+            await self._claim_undelivered(seat)
+        except (ChainError, ContractReverted) as exc:
+            # Looked at again in a few seconds; the commit margin still ends the wait.
+            self._delivery_checks[seat.key] = self._chain_now() + 5.0
+            self.log.warning("%s: claiming the undelivered seat failed: %s", seat.key, exc)
+        finally:
+            self._audits.pop(seat.key, None)
+            self._wake.set()
+
+    async def _claim_undelivered(self, seat: SeatRecord) -> bool:
+        """Claims the seat's release if its round is past the delivery deadline with no delivery
+        recorded; returns whether it did. Otherwise notes when to look again."""
+        segment = await self.protocol.audit.segment(seat.session_id, seat.segment_id)
+        if segment.round != seat.round or segment.status is not SegmentStatus.VOTING or segment.delivered:
+            # Over, or delivered: the envelope's event comes with a later tick (or never, and the
+            # commit margin ends the wait).
+            self._delivery_checks[seat.key] = math.inf
+            return False
+        if self._chain_now() <= segment.delivery_deadline:
+            self._delivery_checks[seat.key] = float(segment.delivery_deadline + 1)
+            return False
+        sent = await self.protocol.audit.claim_undelivered(
+            self.identity.account, seat.session_id, seat.segment_id, seat.seat_index
+        )
+        self._delivery_checks.pop(seat.key, None)
+        self._finish(
+            seat.key,
+            SeatState.ABSTAINED,
+            "undelivered",
+            f"the provider delivered no key envelope for this round by its delivery deadline: claimed in "
+            f"{sent.tx_hash}, the seat's stake is released and R is credited from the provider's fee",
+        )
+        return True
 
     def _chain_now(self) -> float:
         """The chain's time now (seconds): the latest block's timestamp as the last tick read it,
@@ -792,7 +838,13 @@ class Worker:
             if info.revealed:
                 self._finish(seat.key, SeatState.REVEALED, "revealed", "found revealed on chain", vote=info.vote)
                 return
+            if info.undelivered:
+                self._finish(seat.key, SeatState.ABSTAINED, "undelivered", "found released on chain (no key envelope)")
+                return
             if not info.committed:
+                # A round whose envelopes never came may still be claimed until it is finalized.
+                if seat.envelope_cid is None and await self._claim_undelivered(seat):
+                    return
                 self._finish(seat.key, SeatState.MISSED, "missed", "the commit window closed before this worker voted")
                 return
             salt = self._salt(seat)
