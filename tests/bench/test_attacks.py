@@ -15,26 +15,31 @@ from trust.settings import Settings
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
-async def test_whale_and_front_run_are_defended_and_open_findings_say_so() -> None:
-    report = await run_attacks(Settings(), only=["L4", "H2", "M3"], measure_gas=False)
+async def test_whale_front_run_and_withheld_envelopes_are_defended_and_open_findings_say_so() -> None:
+    report = await run_attacks(Settings(), only=["L4", "L2", "H2", "M3"], measure_gas=False)
     assert report.to_json() == {
-        "attacks": {"H2": DEFENDED, "M3": OPEN, "L4": DEFENDED},  # in the order, whatever was asked
+        # in the order, whatever was asked
+        "attacks": {"H2": DEFENDED, "M3": DEFENDED, "L2": OPEN, "L4": DEFENDED},
         "gas_per_seat": None,
     }
-    assert not report.all_defended  # M3 is open: the run fails until it is built
-    h2, m3, l4 = report.outcomes
+    assert not report.all_defended  # L2 is open: the run fails until it is built
+    h2, m3, l2, l4 = report.outcomes
     # What was measured on chain, not assumed: the whale's seat weighs its bonded 100 tokens ...
     assert "the whale's seat weighs 100 tokens, its bonded stake (not 1,000,000)" in h2.steps
     assert any(
         step.startswith("unbonding the rest while the seat is open: refused (RegistryHasOpenSeats") for step in h2.steps
     )
     assert h2.steps[-1] == "the whale voted Fail, the honest seats Pass: the segment passed"
+    # ... the seats of a withheld segment claimed their release, and nobody lost stake ...
+    assert "each claim released its seat's stake at once" in m3.steps
+    assert "the round, undelivered, ended Undetermined instead of escalating: nobody else was drawn in" in m3.steps
+    assert m3.steps[-1].startswith("no stake forfeited, no reputation moved; each seat was credited 6")
     # ... and both batches went through after a front-run.
     assert [s.split(";")[1].strip() for s in l4.steps] == [
         "the keeper's draw of [0, 1, 2] went through (all 3 voting)",
         "the keeper's finalization of [0, 1, 2] went through (all passed)",
     ]
-    assert m3.reason == OPEN_FINDINGS["M3"] and not m3.steps
+    assert l2.reason == OPEN_FINDINGS["L2"] and not l2.steps
 
 
 async def test_grinding_and_slash_dodging_are_defended() -> None:

@@ -65,7 +65,6 @@ OPEN = "open"
 
 #: Findings with no defence in the contracts yet (docs/protocol.md's table), with the reason.
 OPEN_FINDINGS: dict[str, str] = {
-    "M3": "no provider bond and no seat-level 'no valid envelope' claim: withheld envelopes still burn honest seats",
     "L1": "staker rewards are not streamed and stake has no minimum age: just-in-time stake takes a share",
     "L2": "seats are not proportional to locked stake across accounts: splitting stake still wins more seats",
 }
@@ -169,6 +168,12 @@ class Arena:
     async def mine(self, blocks: int = 1) -> None:
         for _ in range(blocks):
             await self.chain.rpc("evm_mine", [])
+
+    async def warp_past(self, timestamp: int) -> None:
+        """Mines one block whose timestamp is after `timestamp` (the chain's clock only moves forward)."""
+        latest = await self.chain.rpc("eth_getBlockByNumber", ["latest", False])
+        await self.chain.rpc("evm_setNextBlockTimestamp", [max(int(latest["timestamp"], 16), timestamp) + 1])
+        await self.mine()
 
     async def mine_to(self, block_number: int) -> None:
         """Mines until `block_number` is the latest block."""
@@ -509,6 +514,52 @@ async def m2_skip_budget(arena: Arena) -> Checks:
     return c
 
 
+async def m3_withheld_envelopes(arena: Arena) -> Checks:
+    """The provider opens a session and publishes no key envelope, so that every seat is silent."""
+    c = Checks()
+    honest = await arena.auditors(1, 100, 3)
+    await arena.auditors(2, 1_000, 7)  # a next tier to escalate into, had the round escalated
+    session_id = await arena.open_session([_spec()])
+    await arena.draw(session_id, [0])
+    members = await arena.audit.committee(session_id, 0)
+    wallets = _wallets(honest)
+    registry = arena.protocol.registry
+    before = {m: await registry.auditor(m) for m in members}
+    fee = (await arena.audit.session(session_id)).fee_wei
+    segment = await arena.audit.segment(session_id, 0)
+    c.saw(f"3 honest tier-1 auditors seated; the provider publishes no key envelope (fee {fee} wei)")
+    await arena.warp_past(segment.delivery_deadline)
+    claims = [arena.audit.claim_undelivered(wallets[m], session_id, 0, index) for index, m in enumerate(members)]
+    errors = [await refused(claim) for claim in claims]
+    if not c.expect(
+        errors == [None] * len(members),
+        "past the delivery deadline (half the commit window) each seat claimed 'no envelope', checked on chain",
+        f"the claims were refused: {errors}",
+    ):
+        return c
+    locked = [(await registry.auditor(m)).locked for m in members]
+    c.expect(all(x == 0 for x in locked), "each claim released its seat's stake at once", f"still locked: {locked}")
+    await arena.warp_past((await arena.audit.segment(session_id, 0)).reveal_deadline)
+    await arena.audit.finalize_segments(arena.keeper, session_id, [0])
+    segment = await arena.audit.segment(session_id, 0)
+    c.expect(
+        segment.status == SegmentStatus.UNDETERMINED and segment.round == 0,
+        "the round, undelivered, ended Undetermined instead of escalating: nobody else was drawn in",
+        f"segment {segment.status.name} in round {segment.round}: the trap grew",
+    )
+    lost = [before[m].stake - (await registry.auditor(m)).stake for m in members]
+    moved = [(await registry.auditor(m)).reputation_wad - before[m].reputation_wad for m in members]
+    paid = [await arena.audit.claimable(m) for m in members]
+    rest = (await arena.audit.session(session_id)).fee_wei
+    c.expect(
+        all(x == 0 for x in lost) and all(x == 0 for x in moved) and all(p > 0 for p in paid),
+        f"no stake forfeited, no reputation moved; each seat was credited {paid[0]} wei (R) out of the provider's "
+        f"fee ({rest} wei left of {fee})",
+        f"forfeited {[_tokens(x) for x in lost]}, reputation moved {moved}, credited {paid}",
+    )
+    return c
+
+
 async def m4_round_too_big(arena: Arena) -> Checks:
     """Governance sets committees of 127 seats, whose settlement would exceed a transaction's gas cap."""
     c = Checks()
@@ -629,6 +680,9 @@ ATTACKS: dict[str, Attack] = {
     "H3": Attack("block-hash randomness", h3_block_hash, "a threshold BLS beacon seeds the draw", "beacon"),
     "M1": Attack("free veto", m1_veto, "a vetoer is judged against the later round's verdict"),
     "M2": Attack("sybils exhaust the skip budget", m2_skip_budget, "deserters pay P; the draw retries"),
+    "M3": Attack(
+        "providers burn honest stake", m3_withheld_envelopes, "undelivered seats claim their release, paid from the fee"
+    ),
     "M4": Attack("a round too big to finalize", m4_round_too_big, "validate bounds the settlement gas"),
     "M5": Attack("the provider's weights decide validity", m5_weights, "weights spread at most maxWeightRatio"),
     "L3": Attack("dodging a governance slash", l3_slash_dodge, "a slash takes what is within reach"),
