@@ -149,15 +149,19 @@ def worker_withdraw_cmd(
     password_file: PasswordFileOption = None,
     home: HomeOption = None,
 ) -> None:
-    """Claim the rewards of every aligned seat and the staker reward."""
+    """Claim the rewards of every aligned seat, the staker reward and the compensation of seats whose
+    key envelope never came."""
     from trust.chain.wallets import load_keystore
     from trust.worker.runner import withdraw
 
     settings = settings_for(home)
     account = load_keystore(keystore, keystore_password(password_file))
     with console.status("claiming rewards"):
-        seats, staker = asyncio.run(withdraw(settings, account, rpc_url=rpc))
-    console.print(f"seat rewards: {eth_text(seats)}; staker reward: {eth_text(staker)}")
+        seats, staker, credited = asyncio.run(withdraw(settings, account, rpc_url=rpc))
+    console.print(
+        f"seat rewards: {eth_text(seats)}; staker reward: {eth_text(staker)}; "
+        f"undelivered seats' compensation: {eth_text(credited)}"
+    )
 
 
 # -- joining and leaving: registration and stake, without running the worker ---------------------

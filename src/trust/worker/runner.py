@@ -186,8 +186,10 @@ def _taken_out_before(path: Path) -> bool:
         return taken_out_by_worker(store)
 
 
-async def withdraw(settings: Settings, account: LocalAccount, *, rpc_url: str | None = None) -> tuple[int, int]:
-    """Claims every aligned seat's reward and the staker reward: (seat rewards, staker reward) in wei."""
+async def withdraw(settings: Settings, account: LocalAccount, *, rpc_url: str | None = None) -> tuple[int, int, int]:
+    """Claims every aligned seat's reward, the staker reward and what the audit contract credited the
+    auditor (R for each seat released by `claimUndelivered`): (seat rewards, staker reward, credited)
+    in wei."""
     async with AsyncExitStack() as stack:
         protocol = await _connect(settings, stack, rpc_url)
         path = state_path(settings, account.address, protocol.chain.chain_id)
@@ -202,4 +204,7 @@ async def withdraw(settings: Settings, account: LocalAccount, *, rpc_url: str | 
         staker = await protocol.registry.pending_staker_reward(account.address)
         if staker > 0:
             await protocol.registry.claim_staker_reward(account)
-        return seats, staker
+        credited = await protocol.audit.claimable(account.address)
+        if credited > 0:
+            await protocol.audit.withdraw(account)
+        return seats, staker, credited
