@@ -18,13 +18,13 @@ a pool of 20, adversaries that flip their honest vote). What is asserted:
   gained (ETH up, payoff positive), with every aligned seat's reward claimed by its own worker.
 
 Why 120 segments per rho, though they make this the slowest test of the suite (about seven minutes
-on two cores): the power to reject the shift up falls fast with fewer segments, 99.08% at 110,
-97.0% at 100, 92.9% at 90, 85.5% at 80 and 66.1% at 60 (same exact sum), so a smaller run would fail
-for want of power in 1% to 34% of runs, or prove less. Those sums also give the chance that the segment comparisons alone fail with a
-correct model: 1.12% at 120 (the Wilson interval is not exact at these counts; the trace comparisons
-add a little). Auditing all twelve traces of a phase at once instead of eight then four gained
-nothing measurable on a busy two-core machine (158 s against 164 s for the first phase): the time
-goes into work per seat, not into waiting out windows.
+on two cores): the power to reject the shift up falls fast with fewer segments, 99.08% at 110, 97.0%
+at 100, 92.9% at 90, 85.5% at 80 and 66.1% at 60 (same exact sum), so a smaller run would fail for
+want of power in 1% to 34% of runs, or prove less. Those sums also give the chance that the segment
+comparisons alone fail with a correct model: 1.12% at 120 (the Wilson interval is not exact at these
+counts; the trace comparisons add a little). Auditing all twelve traces of a phase at once instead
+of eight then four gained nothing measurable on a busy two-core machine (158 s against 164 s for the
+first phase): the time goes into work per seat, not into waiting out windows.
 """
 
 from __future__ import annotations
