@@ -9,6 +9,11 @@ import {IProtocolParams} from "./interfaces/IProtocolParams.sol";
 import {Params} from "./types/Params.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
 
+/// @dev The one view of OpenZeppelin's `TimelockController` this contract reads.
+interface ITimelockDelay {
+    function getMinDelay() external view returns (uint256);
+}
+
 /// @title ProtocolParams
 /// @notice The single home of every TRUST protocol parameter (tau, beta, gamma, p_min, p_max, R, P,
 ///         k per tier, windows, minimum stakes, fee split, unbonding delay, maximum rounds).
@@ -32,8 +37,8 @@ contract ProtocolParams is IProtocolParams, Initializable, UUPSUpgradeable, Owna
         external
         initializer
     {
-        __Ownable_init(owner_);
         _setParams(_current, initial); // all zero before the first version
+        __Ownable_init(owner_); // after the parameters: the owner's delay is checked against them
         _setRecipients(treasury_, insuranceFund_);
     }
 
@@ -67,8 +72,32 @@ contract ProtocolParams is IProtocolParams, Initializable, UUPSUpgradeable, Owna
         _setRecipients(treasury_, insuranceFund_);
     }
 
+    /// @dev Ownership moves only to a governor whose delay the current unbonding delay outlasts.
+    function _transferOwnership(address newOwner) internal override {
+        _checkUnbondingOutlasts(_current.unbondingDelaySeconds, newOwner);
+        super._transferOwnership(newOwner);
+    }
+
+    /// @dev Reverts when `governor` is a timelock (it answers `getMinDelay`) whose delay is at least
+    ///      `unbondingDelaySeconds` (finding L3): a slash scheduled there must find the stake that its
+    ///      target started unbonding when it saw the slash coming still within reach. The timelock
+    ///      can change its own delay later (`updateDelay`, through itself); the unbonding delay is
+    ///      checked again at every parameter change. An owner that is no timelock has no delay.
+    function _checkUnbondingOutlasts(uint256 unbondingDelaySeconds, address governor) private view {
+        if (governor.code.length == 0) return;
+        // A low-level call: an owner with a fallback that returns nothing (a multisig) must not
+        // make the ownership transfer revert on decoding.
+        (bool ok, bytes memory answer) = governor.staticcall(abi.encodeCall(ITimelockDelay.getMinDelay, ()));
+        if (!ok || answer.length != 32) return; // not a timelock
+        uint256 delay = abi.decode(answer, (uint256));
+        if (delay != 0 && unbondingDelaySeconds <= delay) {
+            revert ProtocolParamsUnbondingWithinTimelock(unbondingDelaySeconds, delay);
+        }
+    }
+
     function _setParams(Params memory previous, Params calldata next) private {
         next.validate();
+        _checkUnbondingOutlasts(next.unbondingDelaySeconds, owner());
         _current = next;
         emit ParamsUpdated(++_version, previous, next);
     }

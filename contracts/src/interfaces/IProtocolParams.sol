@@ -16,6 +16,9 @@ interface IProtocolParams {
 
     /// @notice A recipient was the zero address.
     error ProtocolParamsZeroRecipient();
+    /// @notice The unbonding delay must outlast the owning timelock's delay (finding L3): a slash waiting
+    ///         in the timelock then always finds the unbonding stake still within reach.
+    error ProtocolParamsUnbondingWithinTimelock(uint256 unbondingDelaySeconds, uint256 timelockDelaySeconds);
 
     /// @notice The current parameters.
     function params() external view returns (Params memory);

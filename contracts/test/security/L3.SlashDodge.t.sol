@@ -4,6 +4,10 @@ pragma solidity ^0.8.28;
 import {TRUSTAuditBase} from "../TRUSTBase.sol";
 import {ITRUSTAudit} from "../../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../../src/interfaces/IAuditorRegistry.sol";
+import {IProtocolParams} from "../../src/interfaces/IProtocolParams.sol";
+import {ProtocolParams} from "../../src/ProtocolParams.sol";
+import {Params} from "../../src/types/Params.sol";
+import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 
 /// @notice Issue L3, dodging a governance slash. Governance proposes, through the timelock (one day),
 ///         to slash an auditor's whole stake of 1,000 tokens; the auditor sees the proposal and,
@@ -87,5 +91,47 @@ contract L3SlashDodgeTest is TRUSTAuditBase {
         audit.finalizeSegment(id, 0);
         assertEq(registry.auditor(target).stake, 0);
         assertEq(registry.claimableTokens(insurance), STAKE);
+    }
+
+    /// @dev The unbonding delay must outlast the timelock's: a parameter change that would let
+    ///      unbonding stake leave before a queued slash executes is refused.
+    function test_L3_unbondingDelayWithinTheTimelockIsRefused() public {
+        Params memory p = defaultParams();
+        p.unbondingDelaySeconds = uint32(TIMELOCK_DELAY);
+        bytes memory change = abi.encodeCall(ProtocolParams.setParams, (p));
+        bytes32 id = keccak256("short unbonding");
+        vm.prank(governor);
+        timelock.schedule(address(params), 0, change, bytes32(0), id, TIMELOCK_DELAY);
+        vm.warp(block.timestamp + TIMELOCK_DELAY);
+        vm.prank(governor);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IProtocolParams.ProtocolParamsUnbondingWithinTimelock.selector, TIMELOCK_DELAY, TIMELOCK_DELAY
+            )
+        );
+        timelock.execute(address(params), 0, change, bytes32(0), id);
+        p.unbondingDelaySeconds = uint32(TIMELOCK_DELAY + 1);
+        governed(address(params), abi.encodeCall(ProtocolParams.setParams, (p)));
+        assertEq(params.params().unbondingDelaySeconds, TIMELOCK_DELAY + 1);
+    }
+
+    /// @dev Nor can ownership move to a timelock slower than the unbonding delay; an owner that is
+    ///      no timelock (an account, a contract without `getMinDelay`) has no delay to outlast.
+    function test_L3_ownershipMovesOnlyToATimelockTheUnbondingDelayOutlasts() public {
+        address[] memory members = new address[](1);
+        members[0] = governor;
+        TimelockController slow = new TimelockController(30 days, members, members, address(0));
+        bytes memory move = abi.encodeWithSignature("transferOwnership(address)", address(slow));
+        bytes32 id = keccak256("slow governor");
+        vm.prank(governor);
+        timelock.schedule(address(params), 0, move, bytes32(0), id, TIMELOCK_DELAY);
+        vm.warp(block.timestamp + TIMELOCK_DELAY);
+        vm.prank(governor);
+        vm.expectRevert(
+            abi.encodeWithSelector(IProtocolParams.ProtocolParamsUnbondingWithinTimelock.selector, 7 days, 30 days)
+        );
+        timelock.execute(address(params), 0, move, bytes32(0), id);
+        governed(address(params), abi.encodeWithSignature("transferOwnership(address)", address(registry)));
+        assertEq(params.owner(), address(registry), "a contract without getMinDelay has no delay");
     }
 }
