@@ -15,13 +15,14 @@ from eth_account.signers.local import LocalAccount
 
 from tests.api.story import PASSWORD, PROTOCOL, serve
 from trust.api.explorer import create_explorer_app
-from trust.api.index import ChainIndex, SegmentState, SessionState
+from trust.api.index import ChainIndex, SeatOutcome, SegmentState, SessionState
 from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
 from trust.chain.types import SegmentSpec
+from trust.chain.wallets import load_keystore
 from trust.devnet import dev_account, provision_auditors
 from trust.settings import GovernanceSettings
 
@@ -35,6 +36,7 @@ class Net:
     chain: ChainClient
     protocol: Protocol
     provider: LocalAccount
+    auditors: dict[str, LocalAccount]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -47,8 +49,9 @@ async def net(
         deployment = await deploy_protocol(chain, deployer, PROTOCOL, GovernanceSettings())
         protocol = Protocol.bind(chain, deployment)
         keystores: Path = tmp_path_factory.mktemp("keystores")
-        await provision_auditors(protocol, deployer, [1, 1, 1], keystores, PASSWORD, scrypt_n=2**10)
-        yield Net(chain, protocol, dev_account(mnemonic, 3))
+        provisioned = await provision_auditors(protocol, deployer, [1, 1, 1], keystores, PASSWORD, scrypt_n=2**10)
+        wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in provisioned}
+        yield Net(chain, protocol, dev_account(mnemonic, 3), wallets)
 
 
 async def open_session(net: Net, root: bytes, segments: int = 2) -> int:
@@ -158,3 +161,26 @@ async def test_a_replaced_chain_is_read_again_from_the_start(net: Net) -> None:
     assert report.rebuilt and report.from_block == net.protocol.deployment.block_number
     assert (await index.session(replacement)).session.trace_root == b"\x06" * 32
     assert index.session_count == (await net.protocol.audit.contract.functions.sessionCount().call())
+
+
+async def test_seats_released_for_want_of_a_key_envelope_show_as_undelivered(net: Net) -> None:
+    """The provider publishes no key envelope; past the delivery deadline each seat claims its release
+    (issue M3). The index shows the seats undelivered, not silent, and nothing forfeited."""
+    audit = net.protocol.audit
+    session_id = await open_session(net, b"\x05" * 32, segments=1)
+    randomness = (await audit.session(session_id)).randomness_block
+    while await net.chain.block_number() <= randomness:
+        await net.chain.rpc("evm_mine", [])
+    await audit.assign_auditors(net.provider, session_id, [0])
+    segment = await audit.segment(session_id, 0)
+    assert not segment.delivered and segment.delivery_deadline < segment.commit_deadline
+    await net.chain.rpc("evm_setNextBlockTimestamp", [segment.delivery_deadline + 1])
+    await net.chain.rpc("evm_mine", [])
+    members = await audit.committee(session_id, 0)
+    for seat_index, member in enumerate(members):
+        await audit.claim_undelivered(net.auditors[member], session_id, 0, seat_index)
+    index = ChainIndex(net.protocol)
+    await index.refresh()
+    seats = (await index.segment(session_id, 0)).rounds[0].seats
+    assert [s.outcome for s in seats] == [SeatOutcome.UNDELIVERED] * len(members)
+    assert all(s.forfeited_units == 0 for s in seats)
