@@ -80,6 +80,14 @@ async def test_three_workers_vote_a_session_end_to_end(
     assert statuses == [SegmentStatus.FAILED if i in WRONG else SegmentStatus.PASSED for i in range(SEGMENTS)]
     session = await audit.session(session_id)
     assert session.status is SessionStatus.DISTRIBUTED and session.aligned_seats == 3 * SEGMENTS
+    # Every seat revealed, so every round was finalized early: the workers settled the session then,
+    # not after the reveal windows (chain time of the distribution against the rounds' deadlines).
+    (distributed,) = await audit.contract.events.RewardsDistributed().get_logs(
+        from_block=0, argument_filters={"sessionId": session_id}
+    )
+    distributed_at = (await network.protocol.chain.w3.eth.get_block(distributed["blockNumber"]))["timestamp"]
+    reveal_deadlines = [(await audit.segment(session_id, i)).reveal_deadline for i in range(SEGMENTS)]
+    assert distributed_at < max(reveal_deadlines), (distributed_at, reveal_deadlines)
     for worker in workers:
         seats = worker.store.seats()
         assert [s.vote for s in seats] == VOTES

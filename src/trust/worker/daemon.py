@@ -1299,10 +1299,16 @@ class Worker:
         recorded = {s.session_id for s in seats if s.outcome is not None}
         for session_id in sorted(recorded - unsettled - self._settled_sessions):
             mine = [s for s in seats if s.session_id == session_id]
-            last_deadline = max(s.reveal_deadline for s in mine)
-            if now.timestamp < last_deadline + FINALIZE_STAGGER_SECONDS * min(s.seat_index for s in mine):
+            stagger = FINALIZE_STAGGER_SECONDS * min(s.seat_index for s in mine)
+            if now.timestamp < max(s.commit_deadline for s in mine) + stagger:
                 continue
             session = await self.protocol.audit.session(session_id)
+            # Before the last reveal deadline only a session whose every segment is final can be
+            # settled: rounds whose seats all revealed are finalized early, and waiting out their
+            # reveal windows would hold the trace's verdict, the fee and the rewards for nothing.
+            early = session.status is not SessionStatus.OPEN or session.finalized_count == session.segment_count
+            if now.timestamp < max(s.reveal_deadline for s in mine) + stagger and not early:
+                continue
             try:
                 if session.status is SessionStatus.OPEN and session.finalized_count == session.segment_count:
                     valid, sent = await self.protocol.audit.finalize_trace(self.identity.account, session_id)
