@@ -143,12 +143,12 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     // ------------------------------------------------------------------ key delivery (M3)
 
     /// @inheritdoc ITRUSTAudit
-    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external returns (bool onTime) {
+    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external {
         if (msg.sender != _store.segmentKeys) revert AuditNotSegmentKeys(msg.sender);
         Segment storage g = _votingSegment(sessionId, segmentId);
         // SegmentKeys checked the round against `segment`; a mismatch here is a bug there.
         if (round != g.round) revert AuditWrongSegmentStatus(sessionId, segmentId, g.status);
-        onTime = Tally.recordDelivery(g, _store.sessionParams[sessionId], sessionId, segmentId);
+        Tally.recordDelivery(g, _store.sessionParams[sessionId], sessionId, segmentId);
     }
 
     /// @inheritdoc ITRUSTAudit

@@ -97,11 +97,8 @@ library Tally {
 
     /// @notice Records the provider's key envelopes of the segment's current round; they count as
     ///         delivered when published by the delivery deadline (see `ITRUSTAudit.recordDelivery`).
-    function recordDelivery(Segment storage g, Params storage p, uint256 sessionId, uint256 segmentId)
-        internal
-        returns (bool onTime)
-    {
-        onTime = block.timestamp <= deliveryDeadline(g, p);
+    function recordDelivery(Segment storage g, Params storage p, uint256 sessionId, uint256 segmentId) internal {
+        bool onTime = block.timestamp <= deliveryDeadline(g, p);
         if (onTime) g.flags |= FLAG_DELIVERED;
         emit ITRUSTAudit.EnvelopesDelivered(sessionId, segmentId, g.round, onTime);
     }

@@ -366,8 +366,8 @@ interface ITRUSTAudit {
     ///         (the `SegmentKeys` contract only, from `publishEnvelopes`). Before the round's
     ///         delivery deadline the round counts as delivered; after it, the envelopes are still
     ///         published for whoever can use them, but seats may still claim `claimUndelivered`.
-    /// @return onTime Whether the delivery counted. Emits `EnvelopesDelivered`.
-    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external returns (bool onTime);
+    /// @dev Emits `EnvelopesDelivered`, which says whether the delivery counted (`onTime`).
+    function recordDelivery(uint256 sessionId, uint256 segmentId, uint8 round) external;
 
     /// @notice A seat's claim that the provider delivered no key envelope for its round (issue M3):
     ///         verifiable on chain, since deliveries are recorded (`recordDelivery`). Allowed to the
