@@ -237,6 +237,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         Auditor storage au = _auditors[msg.sender];
         _checkpoint(msg.sender, au);
         uint256 owed = _accruedRewardWei[msg.sender];
+        // Exactly nothing accrued (the amount depends on the time only through the stream's floors).
+        // slither-disable-next-line incorrect-equality
         if (owed == 0) revert RegistryNothingToClaim(msg.sender);
         _accruedRewardWei[msg.sender] = 0;
         emit StakerRewardClaimed(msg.sender, owed);
@@ -553,7 +555,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     function _checkpoint(address account, Auditor storage au) private {
         uint256 accumulator = _advance();
         uint256 paid = _rewardPerStakePaidWad[account];
-        if (accumulator == paid) return;
+        if (accumulator <= paid) return; // the accumulator only grows: nothing new since the last checkpoint
         _accruedRewardWei[account] += uint256(au.stake) * (accumulator - paid) / ParamsLib.WAD;
         _rewardPerStakePaidWad[account] = accumulator;
     }
@@ -568,7 +570,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         uint256 idleWei;
         uint256 until;
         (accumulator, spentWei, idleWei, until) = _release(st);
-        if (until == st.updatedAt) return accumulator;
+        // `<=`: until never precedes updatedAt; equal when this timestamp already released.
+        if (until <= st.updatedAt) return accumulator;
         _stream.updatedAt = uint48(until); // until <= periodFinish, a uint48
         if (spentWei != 0) {
             _rewardPerStakeWad = accumulator;
