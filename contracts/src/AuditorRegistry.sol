@@ -25,7 +25,9 @@ import {SortitionTree} from "./libraries/SortitionTree.sol";
 ///      the only party that can upgrade it, grant tier-3 credentials, or point it at a new audit
 ///      contract. Token flows:
 ///        staked tokens  = sum of stakes + sum of unbonding amounts + sum of claimable forfeits,
-///      which the invariant suite checks against the token balance.
+///      which the invariant suite checks against the token balance; and ETH:
+///        ETH held = stakers' rewards accrued and pending + still streaming + carried + surplus,
+///      where the surplus is the fractions of a wei that each staker's floored share leaves.
 contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, OwnableUpgradeable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
     using SafeCast for uint256;
@@ -65,6 +67,15 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     ///      it no longer lands in (members seated or passed over), sorted by where they start in
     ///      the tree as of the snapshot block, and the members passed over because they unbonded
     ///      after the snapshot (to be charged).
+    /// @dev The stakers' reward stream (issue L1), one slot: rateWad 160 | periodFinish 48 |
+    ///      updatedAt 48, read by every checkpoint. `rateWad` is wei per second times 1e18; the
+    ///      accumulator `_rewardPerStakeWad` holds what was released up to `updatedAt`.
+    struct RewardStream {
+        uint160 rateWad;
+        uint48 periodFinish;
+        uint48 updatedAt;
+    }
+
     struct Taken {
         address[] members;
         uint96[] weights;
@@ -86,13 +97,22 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
     mapping(uint8 tier => uint256) private _eligibleCounts;
     uint256 private _totalStake;
 
-    // Stakers' share of fees: a reward-per-stake accumulator (Synthetix StakingRewards).
+    // Stakers' share of fees: a reward-per-stake accumulator, streamed over time (Synthetix
+    // StakingRewards; see `_release`).
     uint256 private _rewardPerStakeWad;
-    uint256 private _unallocatedRewardWei;
+    /// @dev Wei waiting for the next notification (streamed while nobody staked). This slot held
+    ///      the undistributed remainder before streaming, which the next notification streams too.
+    uint256 private _carriedRewardWei;
     mapping(address account => uint256) private _rewardPerStakePaidWad;
     mapping(address account => uint256) private _accruedRewardWei;
 
     mapping(address account => uint256) private _claimableTokens;
+
+    // Appended with the streamed stakers' share (issue L1): every slot above keeps its place, and
+    // the OpenZeppelin parents keep theirs in ERC-7201 namespaces (no __gap to collide with).
+    RewardStream private _stream;
+    /// @dev Wei notified and not yet released into the accumulator (see `StakerRewardStream`).
+    uint256 private _streamingWei;
 
     modifier onlyAudit() {
         if (msg.sender != _audit) revert RegistryNotAuditContract(msg.sender);
@@ -217,6 +237,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         Auditor storage au = _auditors[msg.sender];
         _checkpoint(msg.sender, au);
         uint256 owed = _accruedRewardWei[msg.sender];
+        // Exactly nothing accrued (the amount depends on the time only through the stream's floors).
+        // slither-disable-next-line incorrect-equality
         if (owed == 0) revert RegistryNothingToClaim(msg.sender);
         _accruedRewardWei[msg.sender] = 0;
         emit StakerRewardClaimed(msg.sender, owed);
@@ -383,21 +405,24 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
     /// @inheritdoc IAuditorRegistry
     function notifyStakerReward() external payable onlyAudit {
-        uint256 amount = msg.value + _unallocatedRewardWei;
-        uint256 stakeTotal = _totalStake;
-        if (stakeTotal == 0) {
-            // Nobody to pay yet: carried into the next notification.
-            _unallocatedRewardWei = amount;
-            emit StakerRewardNotified(msg.value, _rewardPerStakeWad);
-            return;
+        uint256 accumulator = _advance();
+        // The rest of the running period and what was carried join the new amount: one rate, one
+        // full period from now (a notification never shortens what is already streaming).
+        uint256 streaming = _streamingWei + msg.value;
+        uint256 carried = _carriedRewardWei;
+        if (carried != 0) {
+            streaming += carried;
+            _carriedRewardWei = 0;
         }
-        uint256 increment = amount * ParamsLib.WAD / stakeTotal; // floor: never pays out more than received
-        _rewardPerStakeWad += increment;
-        // Ceil: the fraction of a wei that the increment promises stakers is allocated, not carried;
-        // carrying it would promise it again with the next notification, until the pending rewards
-        // exceed the ETH held. increment * stakeTotal <= amount * WAD, so this is at most `amount`.
-        _unallocatedRewardWei = amount - Math.mulDiv(increment, stakeTotal, ParamsLib.WAD, Math.Rounding.Ceil);
-        emit StakerRewardNotified(msg.value, _rewardPerStakeWad);
+        _streamingWei = streaming;
+        uint256 finish = block.timestamp + ParamsLib.STAKER_REWARD_PERIOD_SECONDS;
+        // Floor: the fraction of a wei per second it drops stays in `_streamingWei` and is paid with
+        // the period's last release (see `_release`).
+        uint256 rateWad = streaming * ParamsLib.WAD / ParamsLib.STAKER_REWARD_PERIOD_SECONDS;
+        _stream = RewardStream({
+            rateWad: rateWad.toUint160(), periodFinish: finish.toUint48(), updatedAt: block.timestamp.toUint48()
+        });
+        emit StakerRewardNotified(msg.value, streaming, rateWad, finish, accumulator);
     }
 
     // ------------------------------------------------------------------ views
@@ -466,8 +491,27 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
     /// @inheritdoc IAuditorRegistry
     function pendingStakerReward(address account) external view returns (uint256) {
+        (uint256 accumulator,,,) = _release(_stream);
         return _accruedRewardWei[account]
-            + uint256(_auditors[account].stake) * (_rewardPerStakeWad - _rewardPerStakePaidWad[account]) / ParamsLib.WAD;
+            + uint256(_auditors[account].stake) * (accumulator - _rewardPerStakePaidWad[account]) / ParamsLib.WAD;
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function stakerRewardStream() external view returns (StakerRewardStream memory stream) {
+        RewardStream memory st = _stream;
+        (uint256 accumulator, uint256 spentWei, uint256 idleWei,) = _release(st);
+        stream = StakerRewardStream({
+            rateWad: st.rateWad,
+            periodFinish: st.periodFinish,
+            streamingWei: _streamingWei - spentWei - idleWei,
+            carriedWei: _carriedRewardWei + idleWei,
+            rewardPerStakeWad: accumulator
+        });
+    }
+
+    /// @inheritdoc IAuditorRegistry
+    function rewardPerStakeWad() external view returns (uint256 accumulator) {
+        (accumulator,,,) = _release(_stream);
     }
 
     /// @inheritdoc IAuditorRegistry
@@ -506,13 +550,70 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         _totalStake += amount;
     }
 
-    /// @dev Brings the staker-reward accounting of `account` up to date; call before its stake changes.
+    /// @dev Brings the staker-reward accounting of `account` up to date; call before its stake changes
+    ///      (and before `_totalStake` changes: the stream up to now is paid at the old total).
     function _checkpoint(address account, Auditor storage au) private {
-        uint256 accumulator = _rewardPerStakeWad;
+        uint256 accumulator = _advance();
         uint256 paid = _rewardPerStakePaidWad[account];
-        if (accumulator == paid) return;
+        if (accumulator <= paid) return; // the accumulator only grows: nothing new since the last checkpoint
         _accruedRewardWei[account] += uint256(au.stake) * (accumulator - paid) / ParamsLib.WAD;
         _rewardPerStakePaidWad[account] = accumulator;
+    }
+
+    /// @dev Releases the stream up to now into the accumulator (or, while nobody stakes, into the
+    ///      carried amount) and returns the accumulator. After the first call at a timestamp, later
+    ///      ones in the same block find nothing to release and write nothing: a settlement's
+    ///      forfeits after the first pay one more warm read each.
+    function _advance() private returns (uint256 accumulator) {
+        RewardStream memory st = _stream;
+        uint256 spentWei;
+        uint256 idleWei;
+        uint256 until;
+        (accumulator, spentWei, idleWei, until) = _release(st);
+        // `<=`: until never precedes updatedAt; equal when this timestamp already released.
+        if (until <= st.updatedAt) return accumulator;
+        _stream.updatedAt = uint48(until); // until <= periodFinish, a uint48
+        if (spentWei != 0) {
+            _rewardPerStakeWad = accumulator;
+            _streamingWei -= spentWei;
+        }
+        if (idleWei != 0) {
+            _streamingWei -= idleWei;
+            _carriedRewardWei += idleWei;
+        }
+    }
+
+    /// @dev The stream from `st.updatedAt` to now (capped at the period's end): the accumulator
+    ///      after it, the wei it pays stakers (`spentWei`), the wei released while nobody staked
+    ///      (`idleWei`, carried to the next notification instead of paid in a lump to whoever stakes
+    ///      next) and the time it reaches. A release is what is streaming less what the rest of the
+    ///      period will pay (`rateWad` x seconds left, over 1e18), so the period's last release pays
+    ///      everything left. The accumulator's increment floors (stakers are never promised more
+    ///      than was released) and `spentWei` ceils it, so the fraction of a wei the increment
+    ///      promises counts as paid; the rest of the release (less than stake total / 1e18 + 1 wei)
+    ///      stays streaming and is due at the next release. Hence the pending rewards never exceed
+    ///      what was notified less what is streaming or carried: always backed by the ETH held.
+    function _release(RewardStream memory st)
+        private
+        view
+        returns (uint256 accumulator, uint256 spentWei, uint256 idleWei, uint256 until)
+    {
+        accumulator = _rewardPerStakeWad;
+        uint256 finish = st.periodFinish;
+        until = block.timestamp < finish ? block.timestamp : finish;
+        if (until <= st.updatedAt) return (accumulator, 0, 0, st.updatedAt);
+        // Everything streaming beyond what the rest of the period pays is due: the rate's share of
+        // the time since the last release, and what earlier releases could not pay (so their floors
+        // do not pile up into a lump at the period's end). Ceil: never due early.
+        uint256 streaming = _streamingWei;
+        uint256 scheduled = Math.mulDiv(st.rateWad, finish - until, ParamsLib.WAD, Math.Rounding.Ceil);
+        uint256 releaseWei = streaming > scheduled ? streaming - scheduled : 0;
+        uint256 stakeTotal = _totalStake;
+        if (stakeTotal == 0) return (accumulator, 0, releaseWei, until);
+        uint256 increment = releaseWei * ParamsLib.WAD / stakeTotal;
+        accumulator += increment;
+        // increment * stakeTotal <= releaseWei * WAD, so this is at most `releaseWei`.
+        spentWei = Math.mulDiv(increment, stakeTotal, ParamsLib.WAD, Math.Rounding.Ceil);
     }
 
     /// @dev Puts the auditor's draw weight in line with the current rules: its stake when it may be

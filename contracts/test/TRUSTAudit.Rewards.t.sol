@@ -258,8 +258,10 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 before = address(registry).balance;
         audit.distributeRewards(id);
         assertEq(address(registry).balance - before, 0.1 ether);
+        assertEq(registry.pendingStakerReward(big), 0, "streamed: nothing until time passes");
 
-        // 0.1 ether over 10_000 tokens of stake.
+        // 0.1 ether over 10_000 tokens of stake, once its stream (a week) has run.
+        vm.warp(block.timestamp + ParamsLib.STAKER_REWARD_PERIOD_SECONDS);
         assertEq(registry.pendingStakerReward(a), 0.01 ether);
         assertEq(registry.pendingStakerReward(b), 0.01 ether);
         assertEq(registry.pendingStakerReward(c), 0.02 ether);

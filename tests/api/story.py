@@ -279,12 +279,18 @@ async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
         if auditor != story.unclaimed:
             story.claims[auditor] = await audit.claim_rewards(world.wallets[auditor], session_id, seats)
     story.staker_claimer = world.tier2[0]
+    # The stakers' share streams over a week from the distribution: an hour of it is claimable.
+    await chain.rpc("evm_increaseTime", [STAKER_STREAM_WAIT_SECONDS])
+    await chain.rpc("evm_mine", [])
     story.staker_claim = await world.protocol.registry.claim_staker_reward(world.wallets[story.staker_claimer])
     story.governance_slashed = world.tier2[1]
     slash = audit.contract.functions.slashAuditor(story.governance_slashed, GOVERNANCE_SLASH_UNITS, GOVERNANCE_REASON)
     await chain.transact(slash, world.deployer)
     return story
 
+
+STAKER_STREAM_WAIT_SECONDS = 3_600
+"""How long the story waits after the distribution before an auditor claims its stakers' share."""
 
 CRITIQUE = "5 mg per kg is not the dose the question states (<b>2 mg</b> per kg); the step's premise is wrong."
 """The published critique: markup in it must show as text."""

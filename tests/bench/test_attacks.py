@@ -57,6 +57,17 @@ async def test_grinding_and_slash_dodging_are_defended() -> None:
     )
 
 
+async def test_just_in_time_staking_is_defended() -> None:
+    """L1 stakes in front of a real `distributeRewards`, leaves a block later, and waits out the stream."""
+    report = await run_attacks(Settings(), only=["L1"], measure_gas=False)
+    assert report.to_json()["attacks"] == {"L1": DEFENDED}
+    assert "L1" not in OPEN_FINDINGS
+    (l1,) = report.outcomes
+    assert l1.steps[1].startswith("an attacker staked 9,500 tokens (95% of the stake) just before the distribution")
+    assert l1.steps[2].startswith("the attacker earned ") and l1.steps[2].endswith("under 0.01% of the stakers' share")
+    assert l1.steps[3].startswith("once the stream ended, the auditors staked throughout held ")
+
+
 async def test_unknown_findings_are_refused_before_any_chain_starts() -> None:
     with pytest.raises(ValueError, match=r"unknown finding\(s\) H9: pick from H1, H2, H3, M1"):
         await run_attacks(Settings(), only=["H2", "H9"], measure_gas=False)

@@ -245,7 +245,7 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
 
     # The fee split: 70% to aligned seats, 15% treasury, 10% stakers, 5% insurance.
     registry_eth_before = await chain.balance(registry.address)
-    await audit.distribute_rewards(world.deployer, session_id)
+    distributed = await audit.distribute_rewards(world.deployer, session_id)
     auditors_wei = fee * 7_000 // 10_000
     per_seat = auditors_wei // 8
     treasury_wei = fee * 1_500 // 10_000 + (auditors_wei - per_seat * 8)
@@ -280,7 +280,16 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     # Everything the provider paid is accounted for: claimed, withdrawn, with the registry, or owed.
     assert await chain.balance(audit.address) == insurance_wei
 
-    # Stakers' share: pro rata to stake (at the time it was credited).
+    # Stakers' share: streamed over the reward period (a week) from the distribution, pro rata to
+    # stake and to the time it is staked; no stake changed since, so once the period is over each
+    # staker has its pro-rata share of the whole amount.
+    stream = await registry.staker_reward_stream()
+    distributed_at = int((await chain.w3.eth.get_block(distributed.block_number))["timestamp"])
+    assert stream.period_finish == distributed_at + 7 * 24 * 3600
+    assert stream.rate_wad == stakers_wei * WAD // (7 * 24 * 3600)
+    now = int((await chain.w3.eth.get_block("latest"))["timestamp"])
+    await chain.rpc("evm_increaseTime", [stream.period_finish - now])
+    await chain.rpc("evm_mine", [])
     total_stake = sum([(await registry.auditor(a)).stake for a in world.llm + world.human])
     for address in world.llm + world.human:
         stake = (await registry.auditor(address)).stake

@@ -25,6 +25,24 @@ interface IAuditorRegistry {
         string metadataURI;
     }
 
+    /// @notice The stakers' share of fees as it is streamed (issue L1): each notification is paid
+    ///         out over `ParamsLib.STAKER_REWARD_PERIOD_SECONDS`, pro rata to stake and to the time
+    ///         it was staked. Figures as of now (the stream advanced to this block's time).
+    struct StakerRewardStream {
+        /// @dev Wei per second, times 1e18, paid out until `periodFinish`.
+        uint256 rateWad;
+        /// @dev When the running period ends (unix seconds; in the past once it ended).
+        uint256 periodFinish;
+        /// @dev Wei received and not yet paid into the accumulator: the rest of the running
+        ///      period, plus the fractions of a wei the accumulator could not express (they are
+        ///      paid with the period's last release or roll into the next notification).
+        uint256 streamingWei;
+        /// @dev Wei waiting for the next notification: what was streamed while nobody staked.
+        uint256 carriedWei;
+        /// @dev The accumulator: wei per token of stake, times 1e18, earned since deployment.
+        uint256 rewardPerStakeWad;
+    }
+
     event AuditorRegistered(address indexed auditor, uint8 indexed tier, bytes32 encryptionKey, string metadataURI);
     event ProfileUpdated(address indexed auditor, bytes32 encryptionKey, string metadataURI);
     event Staked(address indexed auditor, uint256 amount, uint256 stake, uint256 totalStake);
@@ -36,7 +54,12 @@ interface IAuditorRegistry {
     event AuditContractChanged(address previous, address current);
     event ReputationUpdated(address indexed auditor, uint256 reputationWad);
     event StakeForfeited(address indexed auditor, uint256 amount, address indexed beneficiary, string reason);
-    event StakerRewardNotified(uint256 amountWei, uint256 rewardPerStakeWad);
+    /// @notice The stakers' share of a fee arrived (`amountWei`): with the rest of the running
+    ///         period and what was carried, `streamingWei` is now paid out at `rateWad` (wei per
+    ///         second, times 1e18) until `periodFinish`; `rewardPerStakeWad` is the accumulator now.
+    event StakerRewardNotified(
+        uint256 amountWei, uint256 streamingWei, uint256 rateWad, uint256 periodFinish, uint256 rewardPerStakeWad
+    );
     event StakerRewardClaimed(address indexed auditor, uint256 amountWei);
     event TokensClaimed(address indexed account, uint256 amount);
     /// @notice The auditor's draw weight (its stake while it may be drawn, else zero) changed.
@@ -96,7 +119,7 @@ interface IAuditorRegistry {
     /// @notice The availability switch: an unavailable auditor is never drawn.
     function setAvailable(bool available) external;
 
-    /// @notice Claims the caller's share of the stakers' fee share (ETH).
+    /// @notice Claims the caller's share of the stakers' fee share (ETH), as streamed up to now.
     function claimStakerReward() external;
 
     /// @notice Claims staking tokens credited to the caller (forfeits, for the insurance fund).
@@ -162,7 +185,12 @@ interface IAuditorRegistry {
         external
         returns (uint256 taken);
 
-    /// @notice Adds the stakers' share of a fee, to be claimed pro rata to stake.
+    /// @notice Adds the stakers' share of a fee to the stream: it and the rest of the running
+    ///         period are paid out evenly over the next `ParamsLib.STAKER_REWARD_PERIOD_SECONDS`,
+    ///         pro rata to stake and to the time it is staked (issue L1: stake that arrives just
+    ///         before a notification earns only for the seconds it stays).
+    /// @dev Only the audit contract. Emits `StakerRewardNotified`. What was streamed while nobody
+    ///      staked (carried) joins the new period.
     function notifyStakerReward() external payable;
 
     // ---- views ----
@@ -180,7 +208,14 @@ interface IAuditorRegistry {
     /// @notice An auditor's draw weight at the end of past block `blockNumber`: its odds and voting
     ///         weight in a draw whose randomness block it is.
     function drawWeightAt(address account, uint256 blockNumber) external view returns (uint256);
+    /// @notice The stakers' share `account` can claim now: accrued up to this block's time.
     function pendingStakerReward(address account) external view returns (uint256);
+    /// @notice The stakers' reward stream now: rate, period end, what is still streaming or carried,
+    ///         and the accumulator.
+    function stakerRewardStream() external view returns (StakerRewardStream memory);
+    /// @notice The accumulator now (wei per token of stake, times 1e18): a staker's reward between
+    ///         two moments is its stake times the accumulator's growth, over 1e18.
+    function rewardPerStakeWad() external view returns (uint256);
     function claimableTokens(address account) external view returns (uint256);
     function stakingToken() external view returns (address);
     function auditContract() external view returns (address);

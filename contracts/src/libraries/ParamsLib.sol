@@ -36,6 +36,12 @@ library ParamsLib {
     /// @notice How many times a round's committee is drawn, each time with fresh randomness, while
     ///         its tier cannot seat it; after that the segment ends Undetermined.
     uint256 internal constant MAX_DRAW_ATTEMPTS = 3;
+    /// @notice How long each notification of the stakers' share streams (issue L1). A week: a
+    ///         staker who joins just before a notification and leaves just after earns its seconds
+    ///         over a week's (12 s of a week is 0.002%); it spans many sessions, so the rate is
+    ///         smooth; and it is no longer than the default unbonding delay, so a staker who waits
+    ///         out the whole stream holds its stake at risk about as long as it takes to leave.
+    uint256 internal constant STAKER_REWARD_PERIOD_SECONDS = 7 days;
 
     /// @notice A parameter lies outside the range the protocol can run with.
     /// @param name The parameter's field name in `Params`.

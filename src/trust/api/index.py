@@ -798,6 +798,7 @@ class ChainIndex:
         self._head_time = 0
         self._closing_txs: set[str] = set()  # transactions that settled a round (seat forfeits)
         self._notifications: list[tuple[int, TxRef, int]] = []  # (seq, at, rewardPerStakeWad after)
+        self._stream_finish = 0  # the stakers' reward period's end (unix seconds), from the last notification
         self._initial_reputations: list[tuple[int, int, int]] = []  # (seq, before, after) per ParamsUpdated
         self._current_params: dict[str, int] | None = None
 
@@ -865,6 +866,7 @@ class ChainIndex:
                 self._reset()
                 rebuilt = True
             await self._resolve_finals()
+            time_before = self._head_time
             latest = await self._block("latest")
             target = _int(latest["number"]) - self.confirmations
             first = self._next_block
@@ -885,6 +887,8 @@ class ChainIndex:
                 else:
                     head = await self._block(self.head_block)
                     self._head_hash, self._head_time = bytes(head["hash"]), _int(head["timestamp"])
+            if self._head_time > time_before and time_before < self._stream_finish:
+                self._auditor_views.clear()  # the stakers' share streams: every pending reward grew
             return RefreshReport(first, self._next_block - 1, requests, logs, rebuilt)
 
     async def _block(self, number: int | Literal["latest"]) -> Mapping[str, Any]:
@@ -1268,7 +1272,8 @@ class ChainIndex:
 
     def _on_staker_reward_notified(self, args: Mapping[str, Any], at: TxRef) -> None:
         self._notifications.append((self._seq, at, int(args["rewardPerStakeWad"])))
-        self._auditor_views.clear()  # every staker's pending reward grew
+        self._stream_finish = int(args["periodFinish"])
+        self._auditor_views.clear()  # the stream's rate changed
 
     def _on_auditor_touched(self, args: Mapping[str, Any], at: TxRef) -> None:
         self._touch([to_checksum_address(args["auditor"])])
@@ -1663,10 +1668,13 @@ class ChainIndex:
         transaction that settled a round) comes out of the stake; a governance slash takes the free
         stake first (stake less the locks of the seats open at that moment) and the rest from the
         unbonding tokens, as `AuditorRegistry.slash` does. Stakers' share: the registry's
-        accumulator (`StakerRewardNotified.rewardPerStakeWad`) times the stake, checkpointed
-        (rounded down) before every stake change, as `_checkpoint` does, so the last point equals
-        `pendingStakerReward` plus the claims. Reputation: the initial reputation of the parameters
-        in force at registration, then every `ReputationUpdated`.
+        accumulator times the stake, checkpointed (rounded down) before every stake change, as
+        `_checkpoint` does. The accumulator streams with time (each notification is paid out over
+        the reward period), so it is read at each point's block (`rewardPerStakeWad`; it advances
+        once per block time, before any stake change in that block, so every event of a block sees
+        the same value): a point equals `pendingStakerReward` at its block plus the claims.
+        Reputation: the initial reputation of the parameters in force at registration, then every
+        `ReputationUpdated`.
         """
         items: list[tuple[int, TxRef, str, int, int | None]] = [
             (state.registered_seq, state.registered, "registered", 0, None)
@@ -1684,12 +1692,16 @@ class ChainIndex:
                 items.append((session.distributed_seq, session.fee_split.at, "rewards distributed", earned, None))
         items.sort(key=lambda item: item[0])
 
-        acc = max((a for seq, _, a in self._notifications if seq < state.registered_seq), default=0)
-        paid = acc
+        blocks = sorted({at.block_number for _, at, _, _, _ in items})
+        registry = self.protocol.registry
+        reads = [partial(registry.reward_per_stake_wad, block=b) for b in blocks]
+        accumulators = dict(zip(blocks, await _bounded(self.view_concurrency, reads), strict=True))
+        acc = paid = accumulators[state.registered.block_number]  # registering checkpoints
         accrued = stake = unbonding = seat_rewards = staker_claimed = claimed = 0
         reputation = await self._initial_reputation(state.registered_seq)
         points: list[AuditorHistoryPoint] = []
         for seq, at, event, amount, stake_after in items:
+            acc = accumulators[at.block_number]
             if event in ("staked", "unstake requested", "forfeit", "stakers' share claimed"):
                 accrued += stake * (acc - paid) // WAD  # the registry's _checkpoint, rounding down
                 paid = acc
@@ -1708,8 +1720,6 @@ class ChainIndex:
                     stake, unbonding = stake - taken, unbonding - (amount - taken)
             elif event == "reputation":
                 reputation = amount
-            elif event == "stakers' reward":
-                acc = amount
             elif event == "stakers' share claimed":
                 staker_claimed += amount
                 claimed += amount

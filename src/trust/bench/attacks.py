@@ -65,7 +65,6 @@ OPEN = "open"
 
 #: Findings with no defence in the contracts yet (docs/protocol.md's table), with the reason.
 OPEN_FINDINGS: dict[str, str] = {
-    "L1": "staker rewards are not streamed and stake has no minimum age: just-in-time stake takes a share",
     "L2": "seats are not proportional to locked stake across accounts: splitting stake still wins more seats",
 }
 
@@ -598,6 +597,48 @@ async def m5_weights(arena: Arena) -> Checks:
     return c
 
 
+async def l1_just_in_time_stake(arena: Arena) -> Checks:
+    """A staker sees a session's `distributeRewards` coming, stakes just before it and leaves just after."""
+    c = Checks()
+    honest = await arena.auditors(1, 100, 5)
+    c.saw("tier 1: 5 auditors of 100 tokens, staked before the session")
+    session_id = await arena.open_session([_spec()])
+    await arena.draw(session_id, [0])
+    members = await arena.audit.committee(session_id, 0)
+    await arena.vote(session_id, 0, _wallets(honest), dict.fromkeys(members, True))
+    await arena.audit.finalize_segments(arena.keeper, session_id, [0])
+    await arena.audit.finalize_trace(arena.keeper, session_id)
+    registry = arena.protocol.registry
+    # Seen in the mempool: the attacker's stake lands in the block before the distribution.
+    attacker = await arena.auditor(1, 9_500)
+    held_before = await arena.chain.balance(registry.address)
+    await arena.audit.distribute_rewards(arena.keeper, session_id)
+    share = await arena.chain.balance(registry.address) - held_before
+    await arena.chain.rpc("evm_increaseTime", [12])
+    await registry.request_unstake(attacker, 9_500 * TOKEN)
+    taken = await registry.pending_staker_reward(attacker.address)
+    c.saw(
+        f"an attacker staked 9,500 tokens (95% of the stake) just before the distribution of {share:,} wei "
+        "to stakers, and asked to unstake a block (12 s) later"
+    )
+    c.expect(
+        taken * 10_000 < share,
+        f"the attacker earned {taken:,} wei: its seconds of the stream, under 0.01% of the stakers' share",
+        f"the attacker earned {taken:,} wei of the {share:,} wei stakers' share for seconds of stake",
+    )
+    stream = await registry.staker_reward_stream()
+    now = int((await arena.chain.w3.eth.get_block("latest"))["timestamp"])
+    await arena.chain.rpc("evm_increaseTime", [max(stream.period_finish - now, 0) + 1])
+    await arena.mine()
+    kept = sum([await registry.pending_staker_reward(a.address) for a in honest])
+    c.expect(
+        kept + taken <= share and kept * 100 >= (share - taken) * 99,
+        f"once the stream ended, the auditors staked throughout held {kept:,} wei: the rest of the share",
+        f"the auditors staked throughout held {kept:,} wei of the {share - taken:,} wei left",
+    )
+    return c
+
+
 async def l3_slash_dodge(arena: Arena) -> Checks:
     """An auditor sees a governance slash in the timelock and unbonds, or holds less than the amount."""
     c = Checks()
@@ -685,6 +726,9 @@ ATTACKS: dict[str, Attack] = {
     ),
     "M4": Attack("a round too big to finalize", m4_round_too_big, "validate bounds the settlement gas"),
     "M5": Attack("the provider's weights decide validity", m5_weights, "weights spread at most maxWeightRatio"),
+    "L1": Attack(
+        "just-in-time staking takes the stakers' share", l1_just_in_time_stake, "the share streams over a week"
+    ),
     "L3": Attack("dodging a governance slash", l3_slash_dodge, "a slash takes what is within reach"),
     "L4": Attack("a front-run finalize reverts a batch", l4_front_run_batch, "batches skip what is done"),
 }

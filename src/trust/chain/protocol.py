@@ -21,6 +21,7 @@ from multiformats import CID
 from web3.contract.async_contract import AsyncContract
 from web3.exceptions import ContractLogicError, Web3RPCError
 from web3.logs import DISCARD
+from web3.types import BlockIdentifier
 
 from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.deployment import Deployment
@@ -36,6 +37,7 @@ from trust.chain.types import (
     SegmentInfo,
     SegmentSpec,
     SessionInfo,
+    StakerRewardStream,
 )
 from trust.errors import ChainError, VerificationError
 from trust.privacy.merkle import SegmentLeaf
@@ -662,8 +664,19 @@ class RegistryContract:
         address = to_checksum_address(account)
         return AuditorInfo.from_chain(address, await self.chain.call(self.contract.functions.auditor(address)))
 
-    async def pending_staker_reward(self, account: str) -> int:
-        return int(await self.chain.call(self.contract.functions.pendingStakerReward(to_checksum_address(account))))
+    async def pending_staker_reward(self, account: str, *, block: BlockIdentifier = "latest") -> int:
+        """The stakers' share `account` can claim, streamed up to `block`'s time (wei)."""
+        fn = self.contract.functions.pendingStakerReward(to_checksum_address(account))
+        return int(await self.chain.call(fn, block=block))
+
+    async def staker_reward_stream(self) -> StakerRewardStream:
+        """The stakers' reward stream now: rate, period end, what is still streaming or carried."""
+        return StakerRewardStream.from_chain(await self.chain.call(self.contract.functions.stakerRewardStream()))
+
+    async def reward_per_stake_wad(self, *, block: BlockIdentifier = "latest") -> int:
+        """The reward accumulator at the end of `block` (wei per token unit of stake, times 1e18).
+        Every checkpoint in a block reads the same value: the stream advances once per timestamp."""
+        return int(await self.chain.call(self.contract.functions.rewardPerStakeWad(), block=block))
 
     async def claimable_tokens(self, account: str) -> int:
         return int(await self.chain.call(self.contract.functions.claimableTokens(to_checksum_address(account))))

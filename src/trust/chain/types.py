@@ -25,6 +25,7 @@ __all__ = [
     "SegmentStatus",
     "SessionInfo",
     "SessionStatus",
+    "StakerRewardStream",
 ]
 
 
@@ -297,6 +298,32 @@ class AuditorInfo:
             reputation_wad=raw.reputationWad,
             encryption_key=bytes(raw.encryptionKey),
             metadata_uri=raw.metadataURI,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StakerRewardStream:
+    """The registry's stakers' reward stream (`stakerRewardStream()`): each notification of the
+    stakers' share is paid out evenly until `period_finish` (unix seconds), pro rata to stake and
+    to the time it is staked, so stake that arrives just before a notification earns only its
+    seconds. `rate_wad` is wei per second times 1e18; `streaming_wei` is still to be paid out,
+    `carried_wei` (streamed while nobody staked) waits for the next notification;
+    `reward_per_stake_wad` is the accumulator (wei per token unit of stake, times 1e18)."""
+
+    rate_wad: int
+    period_finish: int
+    streaming_wei: int
+    carried_wei: int
+    reward_per_stake_wad: int
+
+    @classmethod
+    def from_chain(cls, raw: Any) -> StakerRewardStream:
+        return cls(
+            rate_wad=int(raw.rateWad),
+            period_finish=int(raw.periodFinish),
+            streaming_wei=int(raw.streamingWei),
+            carried_wei=int(raw.carriedWei),
+            reward_per_stake_wad=int(raw.rewardPerStakeWad),
         )
 
 

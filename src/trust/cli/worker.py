@@ -214,6 +214,9 @@ def _render_position(position: StakePosition) -> None:
     console.print(f"  wallet:       {_tokens_line(position.token_balance)}, {_eth(position.eth_balance_wei)}")
     if position.pending_reward_wei:
         console.print(f"  staker reward: {_eth(position.pending_reward_wei)} (`trust worker withdraw` claims it)")
+    if position.reward_stream_finish > position.now:
+        until = _utc(position.reward_stream_finish)
+        console.print(f"  stakers' share: streaming until {until}; stake earns it for the time it stays staked")
 
 
 def _eth(wei: int) -> str:

@@ -116,6 +116,10 @@ class StakePosition:
     token_balance: int
     eth_balance_wei: int
     pending_reward_wei: int
+    """The stakers' share claimable now: it streams (each fee's share is paid out over a week, pro
+    rata to stake and to the time staked), so it grows while the auditor stays staked."""
+    reward_stream_finish: int
+    """When the running stream of the stakers' share ends (unix seconds; in the past when none runs)."""
 
     @property
     def unlocked(self) -> int:
@@ -186,6 +190,9 @@ class StakePosition:
             "token_balance": format_tokens(self.token_balance),
             "eth_balance_wei": str(self.eth_balance_wei),
             "pending_staker_reward_wei": str(self.pending_reward_wei),
+            "staker_reward_streaming_until": self.reward_stream_finish
+            if self.reward_stream_finish > self.now
+            else None,
             "chain_time": self.now,
         }
 
@@ -205,6 +212,7 @@ async def stake_position(protocol: Protocol, address: str) -> StakePosition:
         token_balance=await protocol.token.balance_of(address),
         eth_balance_wei=await protocol.chain.balance(address),
         pending_reward_wei=await registry.pending_staker_reward(address),
+        reward_stream_finish=(await registry.staker_reward_stream()).period_finish,
     )
 
 
