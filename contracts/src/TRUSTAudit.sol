@@ -25,7 +25,9 @@ import {
     SEAT_FAIL,
     SEAT_CLAIMED,
     SEAT_UNDELIVERED,
-    seatKey
+    SEAT_ABSTAINED,
+    seatKey,
+    countCommitted
 } from "./types/AuditStorage.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
 import {SessionLifecycle} from "./audit/SessionLifecycle.sol";
@@ -138,6 +140,22 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             SeatReveal calldata r = reveals[i];
             _reveal(r.sessionId, r.segmentId, _votingSegment(r.sessionId, r.segmentId), r.seatIndex, r.vote, r.salt);
         }
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function abstain(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external {
+        Segment storage g = _votingSegment(sessionId, segmentId);
+        if (block.timestamp > g.commitDeadline) {
+            revert AuditOutsideCommitWindow(sessionId, segmentId, block.timestamp, g.commitDeadline);
+        }
+        Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
+        if (st.state != SEAT_SEATED || st.commitment != bytes32(0)) {
+            revert AuditSeatCommitted(sessionId, segmentId, seatIndex);
+        }
+        st.state = SEAT_ABSTAINED;
+        countCommitted(g);
+        g.revealedCount += 1; // at most committeeSize, a uint8
+        emit VoteAbstained(sessionId, segmentId, g.round, msg.sender);
     }
 
     // ------------------------------------------------------------------ key delivery (M3)
@@ -298,7 +316,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             revealed: revealed,
             vote: vote,
             claimed: state == SEAT_CLAIMED,
-            undelivered: state == SEAT_UNDELIVERED
+            undelivered: state == SEAT_UNDELIVERED,
+            abstained: state == SEAT_ABSTAINED
         });
     }
 
@@ -422,16 +441,13 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             revert AuditOutsideCommitWindow(sessionId, segmentId, block.timestamp, g.commitDeadline);
         }
         Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
+        // An abstained or released seat is done with the round.
+        if (st.state != SEAT_SEATED) revert AuditSeatCommitted(sessionId, segmentId, seatIndex);
         // A seat's commitment is zero until its first commit (reveals, which clear it, only come
-        // after the window), so this counts each seat once.
-        if (st.commitment == bytes32(0)) {
-            uint8 committed = g.committedCount + 1; // at most committeeSize, a uint8
-            g.committedCount = committed;
-            // Every seat holds a commitment: none can change any more, so nothing a reveal shows can
-            // be copied. Close the window now instead of making everyone wait out the deadline;
-            // reveals are accepted from this block on, and the reveal window starts here.
-            if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
-        }
+        // after the window), so this counts each seat once. When every seat holds a commitment
+        // (or abstained), none can change any more, so nothing a reveal shows can be copied: the
+        // window closes now instead of making everyone wait out the deadline.
+        if (st.commitment == bytes32(0)) countCommitted(g);
         st.commitment = commitment; // a later commit in the window replaces an earlier one
         emit VoteCommitted(sessionId, segmentId, g.round, msg.sender);
     }

@@ -684,4 +684,62 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
             }
         }
     }
+
+    // ------------------------------------------------------------------ abstain
+
+    function test_abstain_closesBothWindowsEarlyAndSettlesAsSilent() public {
+        uint256 index = seatIndexOf(id, 0, c);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteAbstained(id, 0, 0, c);
+        vm.prank(c);
+        audit.abstain(id, 0, index);
+        ITRUSTAudit.SeatView memory st = audit.seat(id, 0, 0, index);
+        assertTrue(st.abstained);
+        assertFalse(st.committed || st.revealed);
+        commitWith(a, 0, true, "sa");
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Commit), "b has not acted yet");
+        commitWith(b, 0, true, "sb");
+        // Every seat committed or abstained: the commit window closed with b's commit.
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1);
+        revealWith(a, 0, true, "sa");
+        revealWith(b, 0, true, "sb");
+        // Every seat revealed or abstained: the round can be finalized at once.
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        uint256 stakeBefore = registry.auditor(c).stake;
+        assertTrue(audit.finalizeSegment(id, 0), "a and b hold 2/3 of the weight: passed");
+        assertEq(registry.auditor(c).stake, stakeBefore - 8e18, "an abstained seat forfeits P as a silent one");
+        assertEq(registry.auditor(c).locked, 8e18, "only its seat on segment 1 is still locked");
+    }
+
+    function test_abstain_onlyAnUncommittedSeatInTheCommitWindow() public {
+        uint256 index = seatIndexOf(id, 0, a);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, id, 0, outsider));
+        audit.abstain(id, 0, index);
+        commitWith(a, 0, true, "sa");
+        vm.prank(a);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatCommitted.selector, id, 0, index));
+        audit.abstain(id, 0, index);
+        uint256 indexB = seatIndexOf(id, 0, b);
+        vm.prank(b);
+        audit.abstain(id, 0, indexB);
+        // Abstaining is final: no commit afterwards, no second abstention.
+        bytes32 commitment = audit.commitmentOf(id, 0, 0, b, true, "sb");
+        vm.prank(b);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatCommitted.selector, id, 0, indexB));
+        audit.commitVote(id, 0, commitment);
+        vm.prank(b);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatCommitted.selector, id, 0, indexB));
+        audit.abstain(id, 0, indexB);
+        toRevealWindow();
+        uint256 indexC = seatIndexOf(id, 0, c);
+        vm.prank(c);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITRUSTAudit.AuditOutsideCommitWindow.selector, id, 0, block.timestamp, commitDeadline
+            )
+        );
+        audit.abstain(id, 0, indexC);
+    }
 }
+

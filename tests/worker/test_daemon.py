@@ -326,7 +326,8 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
 ) -> None:
     """A tier-2 model answering garbage (`JudgmentError` after the auditor's own attempts) is not an
     outage: the seat abstains with the reason at once instead of spending the worker's retries (and
-    the shared model's time) on the same answers, and nothing is committed for it."""
+    the shared model's time) on the same answers, nothing is committed for it, and the abstention
+    is recorded on chain (`abstain`)."""
     from tests.openai_stub import openai_stub
     from trust.auditors.llm import LlmAuditor
     from trust.llm import LlmClient
@@ -354,3 +355,8 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
     assert {s.state for s in seats} == {SeatState.ABSTAINED}
     assert all(s.attempts == 0 and s.commitment is None for s in seats)
     assert len(reasons) == SEGMENTS and all(r.startswith("no judgment: tier-2 judge") for r in reasons), reasons
+    assert all("not recorded on chain" not in r for r in reasons), reasons
+    # Said on chain (`abstain`), so the other seats need not wait out the windows for this one.
+    for seat in seats:
+        info = await network.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
+        assert info.abstained and not info.committed

@@ -19,7 +19,9 @@ import {
     SEAT_PASS,
     SEAT_FAIL,
     SEAT_UNDELIVERED,
-    seatKey
+    SEAT_ABSTAINED,
+    seatKey,
+    countCommitted
 } from "../types/AuditStorage.sol";
 import {ParamsLib} from "../libraries/ParamsLib.sol";
 
@@ -76,6 +78,10 @@ library Tally {
             revert ITRUSTAudit.AuditSeatCommitted(sessionId, segmentId, seatIndex);
         }
         st.state = SEAT_UNDELIVERED;
+        // Done with the round: within the commit window it counts as committed (the window closes
+        // once every seat acted), and it never reveals.
+        if (block.timestamp <= g.commitDeadline) countCommitted(g);
+        g.revealedCount += 1; // at most committeeSize, a uint8
         Session storage s = $.sessions[sessionId];
         uint256 fee = s.feeWei;
         uint256 compensation = p.rewardPerSeatWei < fee ? p.rewardPerSeatWei : fee;
@@ -298,7 +304,9 @@ library Tally {
             // Only silent seats settle now; revealed ones wait for the verdict (`_withEarlierRounds`).
             uint256 kept = 0;
             for (uint256 i; i < states.length; ++i) {
-                if (states[i] == SEAT_SEATED) seats[kept++] = SeatSettlement(seats[i].auditor, SeatOutcome.Silent, 0);
+                if (states[i] == SEAT_SEATED || states[i] == SEAT_ABSTAINED) {
+                    seats[kept++] = SeatSettlement(seats[i].auditor, SeatOutcome.Silent, 0);
+                }
             }
             assembly ("memory-safe") {
                 mstore(seats, kept)
@@ -314,7 +322,7 @@ library Tally {
             if (state == SEAT_UNDELIVERED) continue;
             SeatSettlement memory seat = seats[n++];
             seat.auditor = seats[i].auditor;
-            if (state == SEAT_SEATED) {
+            if (state == SEAT_SEATED || state == SEAT_ABSTAINED) {
                 seat.outcome = SeatOutcome.Silent;
             } else if (!decided) {
                 seat.outcome = SeatOutcome.Released;

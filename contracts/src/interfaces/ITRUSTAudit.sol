@@ -118,6 +118,8 @@ interface ITRUSTAudit {
         bool claimed;
         /// @dev Released by `claimUndelivered`: no key envelope reached the seat in time.
         bool undelivered;
+        /// @dev Said in the commit window that it will not vote (`abstain`): settled as silent.
+        bool abstained;
     }
 
     /// @notice A seat of a session, named by segment and index in the segment's final committee.
@@ -219,6 +221,8 @@ interface ITRUSTAudit {
         address indexed auditor,
         uint256 compensationWei
     );
+    /// @notice A seat said it will not vote in this round (`abstain`).
+    event VoteAbstained(uint256 indexed sessionId, uint256 segmentId, uint8 round, address indexed auditor);
     /// @notice The contract allowed to record envelope deliveries changed.
     event SegmentKeysChanged(address previous, address current);
 
@@ -361,6 +365,14 @@ interface ITRUSTAudit {
 
     /// @notice Pays the caller's credited ETH (the treasury and insurance shares).
     function withdraw() external;
+
+    /// @notice The seat's auditor says, within the commit window and before committing, that it
+    ///         will not vote this round (an auditor that cannot decide: tier 1 never guesses).
+    /// @dev Settled exactly as a silent seat (it forfeits P, reputation down): abstaining buys
+    ///      nothing but time for everyone else. The seat counts as committed, so the commit window
+    ///      closes once every seat has committed or abstained, and as done for the reveals, so the
+    ///      round can be finalized once every other seat revealed. Emits `VoteAbstained`.
+    function abstain(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external;
 
     /// @notice Records that the provider published the key envelopes of a segment's current round
     ///         (the `SegmentKeys` contract only, from `publishEnvelopes`). Before the round's

@@ -25,6 +25,9 @@ uint8 constant SEAT_CLAIMED = 4;
 ///      delivery deadline (issue M3): its stake was unlocked and it was compensated when it
 ///      claimed; it still counts in its round's tally, against both outcomes, like a silent seat.
 uint8 constant SEAT_UNDELIVERED = 5;
+/// @dev A seat whose auditor said in the commit window that it will not vote (`abstain`): settled
+///      as a silent seat (it forfeits P), but it lets the commit and reveal windows close early.
+uint8 constant SEAT_ABSTAINED = 6;
 
 /// @dev Slot layout:
 ///      0: provider 160 | segmentCount 16 | registeredCount 16 | finalizedCount 16 | status 8 | valid 8
@@ -71,7 +74,10 @@ struct Session {
 ///      1: contentDigest
 ///      The reveal deadline is commitDeadline + the session's reveal window. `committedCount`
 ///      counts the round's seats that committed at least once; when it reaches the committee size
-///      the commit window closes early (commitDeadline = that block's timestamp - 1). `entropy` is
+///      the commit window closes early (commitDeadline = that block's timestamp - 1); a seat that
+///      abstains, or is released for want of a key envelope within the window, counts as well.
+///      `revealedCount` counts the seats done with the round: revealed, abstained or released; when
+///      it reaches the committee size the round can be finalized at once. `entropy` is
 ///      the low 72 bits of the draw seed, XORed with every revealed salt: slash rolls come from
 ///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 72
 ///      leave 2^72 values no seat can steer). `drawAttempts` counts the round's draws that found
@@ -121,6 +127,15 @@ struct AuditStorage {
     /// @dev The contract that publishes key envelopes (`SegmentKeys`) and reports each round's
     ///      delivery here (`recordDelivery`). Appended: the slots above keep their places.
     address segmentKeys;
+}
+
+/// @dev Counts one more seat of the round as committed (or done without a vote) and, when it is
+///      the last, closes the commit window now: every seat has acted, so no commitment can change
+///      and reveals may start (the reveal window starts here). Only within the commit window.
+function countCommitted(Segment storage g) {
+    uint8 committed = g.committedCount + 1; // at most committeeSize, a uint8
+    g.committedCount = committed;
+    if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
 }
 
 /// @dev Basis points: 10_000 = 1.

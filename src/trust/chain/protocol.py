@@ -282,6 +282,13 @@ class AuditContract:
         fn = self.contract.functions.revealVote(session_id, segment_id, vote, salt)
         return await self.chain.transact(fn, auditor)
 
+    async def abstain(
+        self, auditor: LocalAccount, session_id: int, segment_id: int, seat_index: int
+    ) -> SentTransaction:
+        """`abstain`: the seat will not vote this round (settled as silent); lets the windows close
+        early once every other seat has acted."""
+        return await self.chain.transact(self.contract.functions.abstain(session_id, segment_id, seat_index), auditor)
+
     async def claim_undelivered(
         self, auditor: LocalAccount, session_id: int, segment_id: int, seat_index: int
     ) -> SentTransaction:

@@ -246,6 +246,8 @@ class SeatInfo:
     claimed: bool
     undelivered: bool = False
     """Released by `claimUndelivered`: no key envelope reached the seat in time."""
+    abstained: bool = False
+    """Said in the commit window that it will not vote (`abstain`): settled as silent."""
 
     @classmethod
     def from_chain(cls, raw: Any) -> SeatInfo:
@@ -257,6 +259,7 @@ class SeatInfo:
             vote=raw.vote,
             claimed=raw.claimed,
             undelivered=raw.undelivered,
+            abstained=raw.abstained,
         )
 
 

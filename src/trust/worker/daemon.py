@@ -668,6 +668,16 @@ class Worker:
             self._audits.pop(seat.key, None)
             self._wake.set()
 
+    async def _abstain(self, seat: SeatRecord, detail: str, node_id: str | None) -> None:
+        """Records that the seat will not vote and says so on chain (`abstain`): the seat is settled
+        as silent either way, but the others need not wait out the commit and reveal windows for
+        it. A refused or failed abstention is only logged: the seat stays silent all the same."""
+        try:
+            await self.protocol.audit.abstain(self.identity.account, seat.session_id, seat.segment_id, seat.seat_index)
+        except (ChainError, ContractReverted) as exc:
+            detail += f" (the abstention was not recorded on chain: {exc})"
+        self._finish(seat.key, SeatState.ABSTAINED, "abstained", detail, node_id=node_id)
+
     async def _claim_undelivered(self, seat: SeatRecord) -> bool:
         """Claims the seat's release if its round is past the delivery deadline with no delivery
         recorded; returns whether it did. Otherwise notes when to look again."""
@@ -761,7 +771,7 @@ class Worker:
                 # The model answered and kept answering no judgment: asking again in a minute would
                 # spend the seat's attempts (and the shared model's time) for the same answers.
                 self._measured(self._clock() - slot_at)
-                self._finish(seat.key, SeatState.ABSTAINED, "abstained", f"no judgment: {exc}", node_id=node_id)
+                await self._abstain(seat, f"no judgment: {exc}", node_id)
                 return
             except TimeoutError:
                 if not window.expired():
@@ -777,9 +787,7 @@ class Worker:
         if self.adversary is None or self.adversary.audits:
             self._measured(finished_at - slot_at)
         if not verdict.decided:
-            self._finish(
-                seat.key, SeatState.ABSTAINED, "abstained", f"not applicable: {verdict.critique}", node_id=node_id
-            )
+            await self._abstain(seat, f"not applicable: {verdict.critique}", node_id)
             return
         self.store.update(
             seat.key,
