@@ -14,9 +14,9 @@ import {ProtocolInvariantTest} from "./ProtocolInvariants.t.sol";
 ///         these rounds, all seats silent (each forfeits), fits the EIP-7825 gas cap.
 /// @dev A run's calls cost several times those of `ProtocolInvariantTest` (43-seat commits and
 ///      reveals, 64-seat settlements), so it runs far fewer of them: CI time is budgeted.
-/// forge-config: default.invariant.runs = 6
+/// forge-config: default.invariant.runs = 4
 /// forge-config: default.invariant.depth = 48
-/// forge-config: ci.invariant.runs = 8
+/// forge-config: ci.invariant.runs = 4
 /// forge-config: ci.invariant.depth = 64
 contract LargeCommitteeInvariantTest is ProtocolInvariantTest {
     uint8 internal constant LARGEST_TIER1_COMMITTEE = 21;
