@@ -4,6 +4,9 @@ pragma solidity ^0.8.28;
 import {CommonBase} from "forge-std/Base.sol";
 import {StdUtils} from "forge-std/StdUtils.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
+import {ERC1967Utils} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Utils.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
 
 import {TRUSTAudit} from "../../../src/TRUSTAudit.sol";
 import {AuditorRegistry} from "../../../src/AuditorRegistry.sol";
@@ -31,6 +34,12 @@ import {Params} from "../../../src/types/Params.sol";
 ///      once its randomness is known, and it charges the lock only to members that unstaked after
 ///      the randomness block and cannot back a seat (issue M2). Seat rewards are modelled per
 ///      aligned seat of a decided segment's final round.
+///
+///      Governance acts as a deployment's does: every protocol contract is owned by a
+///      TimelockController, and each governance action (parameters, slashes, upgrades) is scheduled
+///      there and executed once its delay has passed (the clock moves by the delay). Upgrades swap a
+///      proxy between two implementations of the same code mid-run; every invariant must hold across
+///      them, and the state each proxy shows must be the same before and after.
 contract ProtocolHandler is CommonBase, StdUtils {
     uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_SEGMENTS = 2;
@@ -89,6 +98,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint64 reputationWad;
     }
 
+    /// @notice What backed a seat when it was drawn (see `_backing`).
+    struct SeatBacking {
+        uint256 stakeAtDraw;
+        uint256 lostAtDraw;
+    }
+
     /// @dev A revealed seat of a round that escalated: locked until the segment's verdict (M1).
     struct DeferredSeat {
         address auditor;
@@ -112,7 +127,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
     AuditorRegistry public immutable registry;
     ProtocolParams public immutable params;
     IERC20 public immutable token;
-    address public immutable owner;
+    /// @dev Owns every protocol contract; the handler proposes and executes through it.
+    TimelockController public immutable timelock;
+    /// @dev Whoever deployed the handler: the only caller of `setImplementations`.
+    address internal immutable _deployer;
     address public immutable provider;
     address public immutable stranger;
     address public immutable treasury;
@@ -208,6 +226,28 @@ contract ProtocolHandler is CommonBase, StdUtils {
     uint256 public ghost_openingViolations;
     uint256 public ghost_claimMismatches;
 
+    // ---- stake behind seats (issue H2)
+    /// @dev Stake each auditor lost as a penalty (forfeits at settlement, governance slashes of its
+    ///      bonded stake), cumulative: the only ways its bonded stake may shrink while it holds a seat.
+    mapping(address auditor => uint256) public ghost_stakeLost;
+    /// @dev Unstake requests accepted from an auditor that held an open seat (must stay zero:
+    ///      the stake a seat weighs cannot leave before the seat settles).
+    uint256 public ghost_unstakesWhileSeated;
+    /// @dev Per drawn seat: its member's bonded stake at the draw and `ghost_stakeLost` then.
+    mapping(bytes32 seatKey => SeatBacking) internal _backing;
+
+    // ---- upgrades
+    /// @dev Per upgradeable proxy (0 audit, 1 registry, 2 params): two implementations of the same
+    ///      code that `upgrade` swaps between.
+    address[2][3] internal _implementations;
+    /// @dev Upgrades after which a proxy showed other state than before, pointed at another
+    ///      implementation than the one governance chose, or upgrades accepted from a stranger.
+    uint256 public ghost_upgradeViolations;
+    uint256 internal _governanceNonce;
+    /// @dev In how many quarters of the segments tier 1 is picked (the rest split between tiers
+    ///      2 and 3).
+    uint256 internal _tier1Quarters = 2;
+
     // ---- call counts (callSummary)
     mapping(bytes32 action => uint256) public calls;
     bytes32[] internal _actionNames;
@@ -216,7 +256,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         TRUSTAudit audit_,
         AuditorRegistry registry_,
         ProtocolParams params_,
-        address owner_,
+        TimelockController timelock_,
         address provider_,
         address stranger_,
         address[] memory auditors_,
@@ -226,7 +266,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
         registry = registry_;
         params = params_;
         token = IERC20(registry_.stakingToken());
-        owner = owner_;
+        timelock = timelock_;
+        _deployer = msg.sender;
         provider = provider_;
         stranger = stranger_;
         treasury = params_.treasury();
@@ -298,6 +339,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         vm.prank(a);
         try registry.requestUnstake(amount) {
+            if (ghost_openSeats[a] != 0) ghost_unstakesWhileSeated += 1;
             unbondingBlockOf[a] = block.number;
             _synced(a);
             _count("requestUnstake");
@@ -382,17 +424,17 @@ contract ProtocolHandler is CommonBase, StdUtils {
             amount = _bound(amount, 1, available);
         }
         uint256 expected = amount < available ? amount : available;
-        vm.prank(owner);
-        try audit.slashAuditor(a, amount, "invariant") {
+        if (_govern(address(audit), abi.encodeCall(TRUSTAudit.slashAuditor, (a, amount, "invariant")))) {
             IAuditorRegistry.AuditorInfo memory afterSlash = registry.auditor(a);
             uint256 taken = uint256(info.stake) + info.unbonding - afterSlash.stake - afterSlash.unbonding;
             if (taken != expected || afterSlash.locked != info.locked || afterSlash.stake < afterSlash.locked) {
                 ghost_overSlashesAccepted += 1;
             }
             ghost_slashed += taken;
+            ghost_stakeLost[a] += uint256(info.stake) - afterSlash.stake;
             _synced(a);
             _count(tooMuch ? bytes32("governanceSlash (more than held)") : bytes32("governanceSlash"));
-        } catch {
+        } else {
             _count("governanceSlash (reverted)");
         }
     }
@@ -402,9 +444,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         Params memory p = params.params();
         uint96[3] memory penalties = [uint96(5e18), 8e18, 13e18];
         p.penaltyPerSeat = penalties[choice % 3];
-        vm.prank(owner);
-        params.setParams(p);
-        _count("setPenalty");
+        _count(_govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p))) ? bytes32("setPenalty") : bytes32("setPenalty (reverted)"));
     }
 
     /// @dev Governance moves every tier's minimum stake. Nobody is re-evaluated by it: an auditor
@@ -415,9 +455,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint96[3] memory tier2 = [uint96(200e18), 300e18, 450e18];
         uint96[3] memory tier3 = [uint96(300e18), 450e18, 600e18];
         (p.minStakeTier1, p.minStakeTier2, p.minStakeTier3) = (tier1[choice % 3], tier2[choice % 3], tier3[choice % 3]);
-        vm.prank(owner);
-        params.setParams(p);
-        _count("setMinStakes");
+        _count(
+            _govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p)))
+                ? bytes32("setMinStakes")
+                : bytes32("setMinStakes (reverted)")
+        );
     }
 
     /// @dev Anyone re-evaluates the auditors whose bit is set in `mask` (and, with bit 255, the
@@ -442,6 +484,108 @@ contract ProtocolHandler is CommonBase, StdUtils {
             _count("syncDrawWeights");
         } catch {
             _count("syncDrawWeights (reverted)");
+        }
+    }
+
+    // =================================================================== upgrades
+
+    /// @notice Gives the handler the implementations `upgrade` swaps between: per proxy (audit,
+    ///         registry, params), the one behind it now and a fresh one of the same code.
+    function setImplementations(address[2][3] calldata implementations) external {
+        require(msg.sender == _deployer, "handler: deployer only");
+        _implementations = implementations;
+    }
+
+    /// @notice Sets in how many quarters of new segments tier 1 is picked (1 to 3; 2 by default).
+    function setTier1Quarters(uint256 quarters) external {
+        require(msg.sender == _deployer && quarters >= 1 && quarters <= 3, "handler: deployer only, 1-3");
+        _tier1Quarters = quarters;
+    }
+
+    /// @notice Governance upgrades one proxy (`which` % 3: audit, registry, params) to the other
+    ///         implementation of the same code, through the timelock. Everything the proxy shows
+    ///         (sessions, seats' members and stakes, balances, parameters) must read the same after
+    ///         as before, and the proxy must point at the implementation governance chose. A
+    ///         stranger's upgrade must fail.
+    function upgrade(uint256 which) external {
+        which %= 3;
+        address proxy = which == 0 ? address(audit) : which == 1 ? address(registry) : address(params);
+        address current = implementationOf(proxy);
+        address next = current == _implementations[which][0] ? _implementations[which][1] : _implementations[which][0];
+
+        vm.prank(stranger);
+        try UUPSUpgradeable(proxy).upgradeToAndCall(next, "") {
+            ghost_upgradeViolations += 1;
+        } catch {}
+
+        bytes32 before = stateFingerprint();
+        if (!_govern(proxy, abi.encodeCall(UUPSUpgradeable.upgradeToAndCall, (next, "")))) {
+            ghost_upgradeViolations += 1; // governance can always upgrade to a valid implementation
+            _count("upgrade (reverted)");
+            return;
+        }
+        if (implementationOf(proxy) != next || stateFingerprint() != before) ghost_upgradeViolations += 1;
+        _count(which == 0 ? bytes32("upgrade audit") : which == 1 ? bytes32("upgrade registry") : bytes32("upgrade params"));
+    }
+
+    /// @notice The implementation behind an ERC-1967 proxy.
+    function implementationOf(address proxy) public view returns (address) {
+        return address(uint160(uint256(vm.load(proxy, ERC1967Utils.IMPLEMENTATION_SLOT))));
+    }
+
+    /// @notice A digest of everything the three proxies show about the actors and sessions of
+    ///         the run: the audit contract's sessions, segments, committees and seats (current
+    ///         round), credited ETH and wiring; the registry's auditors, balances, totals and
+    ///         draw weights; the parameters, treasury and insurance fund; and every balance.
+    function stateFingerprint() public view returns (bytes32 h) {
+        (address registry_, address params_, address randomness_) = audit.dependencies();
+        h = keccak256(
+            abi.encode(audit.sessionCount(), registry_, params_, randomness_, audit.owner(), address(audit).balance)
+        );
+        for (uint256 k; k < _sessionIds.length; ++k) {
+            uint256 id = _sessionIds[k];
+            h = keccak256(abi.encode(h, audit.session(id), audit.sessionParams(id)));
+            for (uint256 j; j < _inputs[id].length; ++j) {
+                ITRUSTAudit.SegmentView memory g = audit.segment(id, j);
+                address[] memory members = audit.committee(id, j);
+                h = keccak256(abi.encode(h, g, members));
+                for (uint256 i; i < members.length; ++i) {
+                    h = keccak256(abi.encode(h, audit.seat(id, j, g.round, i)));
+                }
+            }
+        }
+        h = keccak256(abi.encode(h, registry.totalStake(), registry.owner(), registry.auditContract(), address(registry).balance));
+        for (uint8 tier = 1; tier <= 3; ++tier) {
+            h = keccak256(abi.encode(h, registry.eligibleCount(tier), registry.eligibleStake(tier)));
+        }
+        for (uint256 i; i < _everyone.length; ++i) {
+            address a = _everyone[i];
+            h = keccak256(
+                abi.encode(
+                    h,
+                    registry.auditor(a),
+                    registry.claimableTokens(a),
+                    registry.pendingStakerReward(a),
+                    audit.claimable(a),
+                    token.balanceOf(a)
+                )
+            );
+        }
+        h = keccak256(abi.encode(h, params.params(), params.treasury(), params.insuranceFund(), params.owner()));
+    }
+
+    /// @dev Schedules `data` on `target` in the timelock, waits out its delay and executes it, as
+    ///      governance does on a deployment; returns whether the call went through.
+    function _govern(address target, bytes memory data) internal returns (bool) {
+        bytes32 salt = bytes32(++_governanceNonce);
+        uint256 delay = timelock.getMinDelay();
+        timelock.schedule(target, 0, data, bytes32(0), salt, delay);
+        vm.warp(block.timestamp + delay);
+        try timelock.execute(target, 0, data, bytes32(0), salt) {
+            return true;
+        } catch {
+            timelock.cancel(timelock.hashOperation(target, 0, data, bytes32(0), salt));
+            return false;
         }
     }
 
@@ -775,12 +919,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
-    function _segmentInputs(uint256 seed, uint256 n) internal pure returns (ITRUSTAudit.SegmentInput[] memory inputs) {
+    function _segmentInputs(uint256 seed, uint256 n) internal view returns (ITRUSTAudit.SegmentInput[] memory inputs) {
         inputs = new ITRUSTAudit.SegmentInput[](n);
         for (uint256 i; i < n; ++i) {
             uint256 r = uint256(keccak256(abi.encode(seed, i)));
-            // Tier 1 half the time, tiers 2 and 3 a quarter each.
-            uint8 tier = r % 4 < 2 ? 1 : uint8(r % 4);
+            // Tier 1 in `_tier1Quarters` of four (half by default), tiers 2 and 3 the rest.
+            uint8 tier = r % 4 < _tier1Quarters ? 1 : uint8(2 + (r >> 40) % 2);
             inputs[i] = ITRUSTAudit.SegmentInput({
                 tier: tier,
                 weight: uint32(1 + (r >> 8) % 10),
@@ -880,7 +1024,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
             if (expected > type(uint88).max) expected = type(uint88).max;
             uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
             if (atBlock == 0 || seatWeight != expected) ghost_committeeViolations += 1;
-            _expectedSeatWeight[_seatKey(r.sessionId, r.segmentId, g.round, i)] = expected;
+            bytes32 key = _seatKey(r.sessionId, r.segmentId, g.round, i);
+            _expectedSeatWeight[key] = expected;
+            _backing[key] = SeatBacking(bonded, ghost_stakeLost[m]);
         }
         if (members.length != g.committeeSize || g.randomnessBlock != before.randomnessBlock) {
             ghost_committeeViolations += 1;
@@ -1169,6 +1315,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(e.auditor);
             uint256 lost = uint256(e.stakeBefore) - info.stake;
             ghost_forfeited += lost;
+            ghost_stakeLost[e.auditor] += lost;
             if (lost != 0) _synced(e.auditor); // only a forfeit re-evaluates the draw weight
             bool ok = lost >= e.exactLoss && lost <= e.exactLoss + e.mayLose && (lost - e.exactLoss) % p.penaltyPerSeat == 0
                 && info.reputationWad == e.reputation;
@@ -1288,6 +1435,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
         for (uint256 i; i < _everyone.length; ++i) {
             if (tierOf[_everyone[i]] == tier) total += weightAt(_everyone[i], blockNumber);
         }
+    }
+
+    /// @notice What backed a drawn seat at its draw: its member's bonded stake and `ghost_stakeLost`.
+    function seatBacking(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index)
+        external
+        view
+        returns (SeatBacking memory)
+    {
+        return _backing[_seatKey(sessionId, segmentId, round, index)];
     }
 
     /// @notice The weight a drawn seat must carry (see `_expectedSeatWeight`).

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ParamsLib} from "../../src/libraries/ParamsLib.sol";
+import {Params} from "../../src/types/Params.sol";
+import {ProtocolInvariantTest} from "./ProtocolInvariants.t.sol";
+
+/// @notice Every protocol invariant again, at the largest committees `ParamsLib.validate` allows
+///         (issue M4): two rounds, a tier-1 segment seating 21 members and, escalated, 43 of
+///         tier 2, so that the deciding round settles 64 seats at once (its own and the revealed
+///         seats it deferred); 22 would be refused. Tier 2 has 60 auditors, enough to seat the
+///         escalated round; tier 1 has 30. Tier-2 and tier-3 segments (a quarter of them) keep
+///         their small committees. `invariant_everySessionEnds` checks that every draw and finalization of
+///         these rounds, all seats silent (each forfeits), fits the EIP-7825 gas cap.
+/// @dev A run's calls cost several times those of `ProtocolInvariantTest` (43-seat commits and
+///      reveals, 64-seat settlements), so it runs far fewer of them: CI time is budgeted.
+/// forge-config: default.invariant.runs = 4
+/// forge-config: default.invariant.depth = 48
+/// forge-config: ci.invariant.runs = 4
+/// forge-config: ci.invariant.depth = 64
+contract LargeCommitteeInvariantTest is ProtocolInvariantTest {
+    uint8 internal constant LARGEST_TIER1_COMMITTEE = 21;
+    uint8 internal constant ROUNDS = 2;
+
+    function tierSizes() internal pure override returns (uint256, uint256, uint256) {
+        return (30, 60, 10);
+    }
+
+    function invariantParams() internal pure override returns (Params memory p) {
+        p = super.invariantParams();
+        p.maxRounds = ROUNDS;
+        p.committeeSizeTier1 = LARGEST_TIER1_COMMITTEE;
+    }
+
+    function setUp() public override {
+        super.setUp();
+        handler.setTier1Quarters(3); // most segments draw the large committees
+        // At the edge: one seat more in the first round and `validate` refuses the parameters.
+        Params memory p = invariantParams();
+        assertTrue(ParamsLib.isValid(p), "largest committee refused");
+        p.committeeSizeTier1 += 1;
+        assertFalse(ParamsLib.isValid(p), "not the largest committee validate allows");
+    }
+}
