@@ -96,6 +96,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
         bool vote;
         uint96 stake;
         uint64 reputationWad;
+        /// @dev Released by `claimUndelivered` before the round ended: settled already.
+        bool released;
     }
 
     /// @notice What backed a seat when it was drawn (see `_backing`).
@@ -518,8 +520,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
             ghost_upgradeViolations += 1;
         } catch {}
 
+        // Scheduled and waited out as `_govern` does; the state is read after the wait, since some
+        // views move with time alone (the stakers' share streams).
+        bytes memory data = abi.encodeCall(UUPSUpgradeable.upgradeToAndCall, (next, ""));
+        bytes32 salt = bytes32(++_governanceNonce);
+        timelock.schedule(proxy, 0, data, bytes32(0), salt, timelock.getMinDelay());
+        vm.warp(block.timestamp + timelock.getMinDelay());
         bytes32 before = stateFingerprint();
-        if (!_govern(proxy, abi.encodeCall(UUPSUpgradeable.upgradeToAndCall, (next, "")))) {
+        try timelock.execute(proxy, 0, data, bytes32(0), salt) {}
+        catch {
             ghost_upgradeViolations += 1; // governance can always upgrade to a valid implementation
             _count("upgrade (reverted)");
             return;
@@ -1090,6 +1099,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
         for (uint256 i; i < members.length; ++i) {
             uint256 mode = (behaviour >> (4 * (i % 16))) & 15;
             if (mode == 0) continue;
+            if (mode == 15) {
+                _abstainSeat(r, round, i, members[i]);
+                continue;
+            }
             bytes32 salt = keccak256(abi.encode(behaviour, r.sessionId, r.segmentId, round, i));
             _commitSeat(r, round, i, members[i], mode, mode <= 3 ? !majority : majority, salt, batch);
         }
@@ -1131,6 +1144,64 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         if (closed) ghost_commitsAfterClose += 1;
         _recordCommit(r, round, index, !garbage, vote, salt);
+    }
+
+    /// @dev The seat says it will not vote: it counts towards closing the windows and settles as a
+    ///      silent seat (its ghost never holds an opening commitment).
+    function _abstainSeat(SegmentRef memory r, uint8 round, uint256 index, address member) internal {
+        bool closed = _everySeatCommitted(r, round);
+        vm.prank(member);
+        try audit.abstain(r.sessionId, r.segmentId, index) {
+            if (closed) ghost_commitsAfterClose += 1;
+            SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, round, index)];
+            if (s.everCommitted) ghost_commitsAfterClose += 1; // a committed seat may not abstain
+            s.everCommitted = true;
+            s.committed = false;
+            RoundGhost storage g = _rounds[_roundKey(r, round)];
+            g.committedSeats += 1;
+            if (g.committedSeats == g.committeeSize) g.closedAt = block.timestamp;
+            _count("abstain");
+        } catch {
+            _count("abstain (reverted)");
+        }
+    }
+
+    /// @notice Nobody records key deliveries in this fixture (no `SegmentKeys`), so every round is
+    ///         undelivered: past the delivery deadline, an uncommitted seat claims its release (M3).
+    ///         Its lock leaves the handler's record at once; its settlement is skipped at finalize.
+    function claimUndelivered(uint256 pick, uint256 seatSeed, bool waitForDeadline) external {
+        if (_voting.length == 0) return;
+        SegmentRef memory r = _voting[pick % _voting.length];
+        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
+        if (waitForDeadline && block.timestamp <= g.deliveryDeadline) vm.warp(uint256(g.deliveryDeadline) + 1);
+        uint256 index = seatSeed % g.committeeSize;
+        address member = audit.committee(r.sessionId, r.segmentId)[index];
+        uint256 fee = audit.session(r.sessionId).feeWei;
+        uint256 credited = audit.claimable(member);
+        vm.prank(member);
+        try audit.claimUndelivered(r.sessionId, r.segmentId, index) {
+            uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
+            ghost_locked[member] -= lock;
+            ghost_openSeats[member] -= 1;
+            if (block.timestamp <= g.commitDeadline) {
+                SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, g.round, index)];
+                if (!s.everCommitted) {
+                    s.everCommitted = true;
+                    RoundGhost storage rg = _rounds[_roundKey(r, g.round)];
+                    rg.committedSeats += 1;
+                    if (rg.committedSeats == rg.committeeSize) rg.closedAt = block.timestamp;
+                }
+            }
+            uint256 paid = audit.claimable(member) - credited;
+            // Paid R out of the fee, never more than was left of it; nothing else moves.
+            uint256 r_ = audit.sessionParams(r.sessionId).rewardPerSeatWei;
+            if (paid != (fee < r_ ? fee : r_) || audit.session(r.sessionId).feeWei != fee - paid) {
+                ghost_claimMismatches += 1;
+            }
+            _count("claimUndelivered");
+        } catch {
+            _count("claimUndelivered (reverted)");
+        }
     }
 
     function _everySeatCommitted(SegmentRef memory r, uint8 round) internal view returns (bool) {
@@ -1248,7 +1319,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         seats = new SeatBefore[](deferred.length);
         for (uint256 i; i < seats.length; ++i) {
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(deferred[i].auditor);
-            seats[i] = SeatBefore(deferred[i].auditor, true, deferred[i].vote, info.stake, info.reputationWad);
+            seats[i] = SeatBefore(deferred[i].auditor, true, deferred[i].vote, info.stake, info.reputationWad, false);
         }
     }
 
@@ -1266,7 +1337,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 revealed: v.revealed,
                 vote: v.vote,
                 stake: info.stake,
-                reputationWad: info.reputationWad
+                reputationWad: info.reputationWad,
+                released: v.undelivered
             });
         }
     }
@@ -1295,6 +1367,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint256 n;
         for (uint256 i; i < seats.length; ++i) {
             SeatBefore memory st = seats[i];
+            if (st.released) continue; // settled at its claim, untouched here
             if (escalates && st.revealed) {
                 deferred.push(DeferredSeat(st.auditor, st.vote)); // stays locked, untouched
                 continue;
