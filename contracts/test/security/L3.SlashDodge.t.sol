@@ -93,23 +93,29 @@ contract L3SlashDodgeTest is TRUSTAuditBase {
         assertEq(registry.claimableTokens(insurance), STAKE);
     }
 
+    /// @dev Schedules `call` on the parameters through the timelock and expects its execution to
+    ///      revert with `error`.
+    function expectRefusedThroughTimelock(bytes memory call, bytes memory error) internal {
+        bytes32 id = keccak256(call);
+        vm.prank(governor);
+        timelock.schedule(address(params), 0, call, bytes32(0), id, TIMELOCK_DELAY);
+        vm.warp(block.timestamp + TIMELOCK_DELAY);
+        vm.prank(governor);
+        vm.expectRevert(error);
+        timelock.execute(address(params), 0, call, bytes32(0), id);
+    }
+
     /// @dev The unbonding delay must outlast the timelock's: a parameter change that would let
     ///      unbonding stake leave before a queued slash executes is refused.
     function test_L3_unbondingDelayWithinTheTimelockIsRefused() public {
         Params memory p = defaultParams();
         p.unbondingDelaySeconds = uint32(TIMELOCK_DELAY);
-        bytes memory change = abi.encodeCall(ProtocolParams.setParams, (p));
-        bytes32 id = keccak256("short unbonding");
-        vm.prank(governor);
-        timelock.schedule(address(params), 0, change, bytes32(0), id, TIMELOCK_DELAY);
-        vm.warp(block.timestamp + TIMELOCK_DELAY);
-        vm.prank(governor);
-        vm.expectRevert(
+        expectRefusedThroughTimelock(
+            abi.encodeCall(ProtocolParams.setParams, (p)),
             abi.encodeWithSelector(
                 IProtocolParams.ProtocolParamsUnbondingWithinTimelock.selector, TIMELOCK_DELAY, TIMELOCK_DELAY
             )
         );
-        timelock.execute(address(params), 0, change, bytes32(0), id);
         p.unbondingDelaySeconds = uint32(TIMELOCK_DELAY + 1);
         governed(address(params), abi.encodeCall(ProtocolParams.setParams, (p)));
         assertEq(params.params().unbondingDelaySeconds, TIMELOCK_DELAY + 1);
@@ -121,16 +127,10 @@ contract L3SlashDodgeTest is TRUSTAuditBase {
         address[] memory members = new address[](1);
         members[0] = governor;
         TimelockController slow = new TimelockController(30 days, members, members, address(0));
-        bytes memory move = abi.encodeWithSignature("transferOwnership(address)", address(slow));
-        bytes32 id = keccak256("slow governor");
-        vm.prank(governor);
-        timelock.schedule(address(params), 0, move, bytes32(0), id, TIMELOCK_DELAY);
-        vm.warp(block.timestamp + TIMELOCK_DELAY);
-        vm.prank(governor);
-        vm.expectRevert(
+        expectRefusedThroughTimelock(
+            abi.encodeWithSignature("transferOwnership(address)", address(slow)),
             abi.encodeWithSelector(IProtocolParams.ProtocolParamsUnbondingWithinTimelock.selector, 7 days, 30 days)
         );
-        timelock.execute(address(params), 0, move, bytes32(0), id);
         governed(address(params), abi.encodeWithSignature("transferOwnership(address)", address(registry)));
         assertEq(params.owner(), address(registry), "a contract without getMinDelay has no delay");
     }

@@ -44,6 +44,20 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
         audit.claimUndelivered(id, segmentId, index);
     }
 
+    /// @dev Round 0 of segment 0, delivered, splits 1 Pass against 1 Fail (one seat silent): it
+    ///      escalates to a tier-2 committee of seven.
+    function splitRound0(uint256 id) internal {
+        address[] memory members = drawSegment(id, 0);
+        publish(id, 0, 0, envelopes(members.length, "round 0"));
+        commitAs(members[0], id, 0, true);
+        commitAs(members[1], id, 0, false);
+        toCommitEnd(id, 0);
+        revealAs(members[0], id, 0, true);
+        revealAs(members[1], id, 0, false);
+        toRevealEnd(id, 0);
+        audit.finalizeSegment(id, 0);
+    }
+
     function toDeliveryDeadline(uint256 id, uint256 segmentId) internal {
         vm.warp(uint256(audit.segment(id, segmentId).deliveryDeadline) + 1);
     }
@@ -188,15 +202,7 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
     /// @dev A minority of claims does not stop an escalation, and each round needs its own delivery.
     function test_M3_eachRoundNeedsItsOwnDelivery() public {
         uint256 id = openSingle(1);
-        address[] memory members = drawSegment(id, 0);
-        publish(id, 0, 0, envelopes(members.length, "round 0"));
-        commitAs(members[0], id, 0, true);
-        commitAs(members[1], id, 0, false);
-        toCommitEnd(id, 0);
-        revealAs(members[0], id, 0, true);
-        revealAs(members[1], id, 0, false);
-        toRevealEnd(id, 0);
-        audit.finalizeSegment(id, 0);
+        splitRound0(id);
         ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
         assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw), "escalated");
         assertFalse(g.delivered, "round 1 is not delivered by round 0's envelopes");
@@ -212,15 +218,7 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
         // (R / 0.7 per seat); drain it with claims over two rounds of an escalated segment.
         uint256 id = openSingle(1);
         uint256 fee = audit.session(id).feeWei;
-        address[] memory members = drawSegment(id, 0);
-        publish(id, 0, 0, envelopes(members.length, "round 0"));
-        commitAs(members[0], id, 0, true);
-        commitAs(members[1], id, 0, false);
-        toCommitEnd(id, 0);
-        revealAs(members[0], id, 0, true);
-        revealAs(members[1], id, 0, false);
-        toRevealEnd(id, 0);
-        audit.finalizeSegment(id, 0);
+        splitRound0(id);
         address[] memory round1 = drawSegment(id, 0);
         toDeliveryDeadline(id, 0);
         uint256 paid = 0;

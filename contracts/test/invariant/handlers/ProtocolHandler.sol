@@ -1193,6 +1193,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 }
             }
             uint256 paid = audit.claimable(member) - credited;
+            feeOf[r.sessionId] -= paid; // the split shares what is left of the fee
             // Paid R out of the fee, never more than was left of it; nothing else moves.
             uint256 r_ = audit.sessionParams(r.sessionId).rewardPerSeatWei;
             if (paid != (fee < r_ ? fee : r_) || audit.session(r.sessionId).feeWei != fee - paid) {
