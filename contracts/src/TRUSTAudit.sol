@@ -27,7 +27,10 @@ import {
     SEAT_UNDELIVERED,
     SEAT_ABSTAINED,
     seatKey,
-    countCommitted
+    countCommitted,
+    seatHeldBy,
+    requireUncommitted,
+    endWithoutVote
 } from "./types/AuditStorage.sol";
 import {ParamsLib} from "./libraries/ParamsLib.sol";
 import {SessionLifecycle} from "./audit/SessionLifecycle.sol";
@@ -149,12 +152,9 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             revert AuditOutsideCommitWindow(sessionId, segmentId, block.timestamp, g.commitDeadline);
         }
         Seat storage st = _seatOf(sessionId, segmentId, g, seatIndex);
-        if (st.state != SEAT_SEATED || st.commitment != bytes32(0)) {
-            revert AuditSeatCommitted(sessionId, segmentId, seatIndex);
-        }
+        requireUncommitted(st, sessionId, segmentId, seatIndex);
         st.state = SEAT_ABSTAINED;
-        countCommitted(g);
-        g.revealedCount += 1; // at most committeeSize, a uint8
+        endWithoutVote(g); // within the window, checked above
         emit VoteAbstained(sessionId, segmentId, g.round, msg.sender);
     }
 
@@ -429,8 +429,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         view
         returns (Seat storage st)
     {
-        st = _store.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
-        if (seatIndex >= g.committeeSize || st.auditor != msg.sender) revert AuditNotSeated(sessionId, segmentId, msg.sender);
+        st = seatHeldBy(_store, sessionId, segmentId, g, seatIndex, msg.sender);
     }
 
     function _commit(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bytes32 commitment)

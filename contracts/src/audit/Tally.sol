@@ -21,7 +21,10 @@ import {
     SEAT_UNDELIVERED,
     SEAT_ABSTAINED,
     seatKey,
-    countCommitted
+    seatHeldBy,
+    requireUncommitted,
+    endWithoutVote,
+    batchSegment
 } from "../types/AuditStorage.sol";
 import {ParamsLib} from "../libraries/ParamsLib.sol";
 
@@ -41,13 +44,9 @@ library Tally {
         address beneficiary = $.params.insuranceFund();
         for (uint256 i; i < segmentIds.length; ++i) {
             uint256 segmentId = segmentIds[i];
-            if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
-            Segment storage g = $.segments[sessionId][segmentId];
-            if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
-                if (strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
-                continue;
-            }
-            _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
+            (Segment storage g, bool ready) =
+                batchSegment($, s, sessionId, segmentId, ITRUSTAudit.SegmentStatus.Voting, strict);
+            if (ready) _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
         }
     }
 
@@ -69,19 +68,10 @@ library Tally {
         }
         uint8 round = g.round;
         if (g.flags & FLAG_DELIVERED != 0) revert ITRUSTAudit.AuditEnvelopesDelivered(sessionId, segmentId, round);
-        Seat storage st = $.seats[sessionId][seatKey(segmentId, round, seatIndex)];
-        if (seatIndex >= g.committeeSize || st.auditor != caller) {
-            revert ITRUSTAudit.AuditNotSeated(sessionId, segmentId, caller);
-        }
-        // A committed seat saw enough to vote; a revealed or released one is no longer seated.
-        if (st.state != SEAT_SEATED || st.commitment != bytes32(0)) {
-            revert ITRUSTAudit.AuditSeatCommitted(sessionId, segmentId, seatIndex);
-        }
+        Seat storage st = seatHeldBy($, sessionId, segmentId, g, seatIndex, caller);
+        requireUncommitted(st, sessionId, segmentId, seatIndex);
         st.state = SEAT_UNDELIVERED;
-        // Done with the round: within the commit window it counts as committed (the window closes
-        // once every seat acted), and it never reveals.
-        if (block.timestamp <= g.commitDeadline) countCommitted(g);
-        g.revealedCount += 1; // at most committeeSize, a uint8
+        endWithoutVote(g);
         Session storage s = $.sessions[sessionId];
         uint256 fee = s.feeWei;
         uint256 compensation = p.rewardPerSeatWei < fee ? p.rewardPerSeatWei : fee;
@@ -93,8 +83,10 @@ library Tally {
         _settle($, sessionId, one, p, address(0));
     }
 
-    /// @notice The end of the first half of the current round's commit window, as drawn: key
-    ///         envelopes published later do not count as delivered. Zero before the draw.
+    /// @notice The end of the first half of the current round's commit window: key envelopes
+    ///         published later do not count as delivered. Zero before the draw. Computed from the
+    ///         current commit deadline, so it moves earlier with it when the window closes early;
+    ///         by then every seat has acted and none can claim any more.
     function deliveryDeadline(Segment storage g, Params storage p) internal view returns (uint256) {
         uint256 commitDeadline = g.commitDeadline;
         if (commitDeadline == 0) return 0;

@@ -138,10 +138,58 @@ function countCommitted(Segment storage g) {
     if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
 }
 
+/// @dev A seat ends its round without a vote (it abstained, or was released for want of a key
+///      envelope): within the commit window it counts as committed, and it counts as done for the
+///      reveals, so neither window waits for it.
+function endWithoutVote(Segment storage g) {
+    if (block.timestamp <= g.commitDeadline) countCommitted(g);
+    g.revealedCount += 1; // at most committeeSize, a uint8
+}
+
 /// @dev Basis points: 10_000 = 1.
 uint256 constant BPS = 10_000;
 
 /// @dev The key of a seat in `AuditStorage.seats`.
 function seatKey(uint256 segmentId, uint8 round, uint256 index) pure returns (uint256) {
     return (segmentId << 16) | (uint256(round) << 8) | index;
+}
+
+/// @dev Seat `seatIndex` of the segment's current round, which `caller` must hold.
+function seatHeldBy(
+    AuditStorage storage $,
+    uint256 sessionId,
+    uint256 segmentId,
+    Segment storage g,
+    uint256 seatIndex,
+    address caller
+) view returns (Seat storage st) {
+    st = $.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
+    if (seatIndex >= g.committeeSize || st.auditor != caller) {
+        revert ITRUSTAudit.AuditNotSeated(sessionId, segmentId, caller);
+    }
+}
+
+/// @dev Reverts unless the seat is still seated and has not committed: only such a seat may end
+///      its round without a vote (`abstain`, `claimUndelivered`). A committed seat saw enough to vote.
+function requireUncommitted(Seat storage st, uint256 sessionId, uint256 segmentId, uint256 seatIndex) view {
+    if (st.state != SEAT_SEATED || st.commitment != bytes32(0)) {
+        revert ITRUSTAudit.AuditSeatCommitted(sessionId, segmentId, seatIndex);
+    }
+}
+
+/// @dev Segment `segmentId` of a batch call on an open session: reverts if the session has no such
+///      segment; `ready` when the segment is in `expected` status. Otherwise `strict` (a single-segment
+///      call) reverts, and a batch skips it, so one transaction sent ahead of a batch cannot undo it.
+function batchSegment(
+    AuditStorage storage $,
+    Session storage s,
+    uint256 sessionId,
+    uint256 segmentId,
+    ITRUSTAudit.SegmentStatus expected,
+    bool strict
+) view returns (Segment storage g, bool ready) {
+    if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
+    g = $.segments[sessionId][segmentId];
+    ready = g.status == expected;
+    if (!ready && strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
 }
