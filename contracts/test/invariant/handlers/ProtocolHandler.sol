@@ -671,12 +671,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
     ///         read every weight, and the tree, as they stood at the randomness block.
     function drawAfterChange(uint256 pick, uint256 actorSeed, uint256 amount, uint256 kind) external {
         if (_awaiting.length == 0) return;
-        uint256 index = pick % _awaiting.length;
-        SegmentRef memory r = _awaiting[index];
-        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
-        if (block.number <= g.randomnessBlock) vm.roll(uint256(g.randomnessBlock) + 1);
-        address a = _auditorOfTier(g.tier, actorSeed);
-        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        (uint256 index,, address a, IAuditorRegistry.AuditorInfo memory info) = _pastRandomness(pick, actorSeed);
         kind %= 4;
         if (!info.registered) {
             _register(a, amount);
@@ -691,17 +686,27 @@ contract ProtocolHandler is CommonBase, StdUtils {
         _count("drawAfterChange");
     }
 
+    /// @dev The awaiting segment `pick` names, with its randomness block mined, and an auditor of
+    ///         its tier (`actorSeed`) with its registry record.
+    function _pastRandomness(uint256 pick, uint256 actorSeed)
+        internal
+        returns (uint256 index, ITRUSTAudit.SegmentView memory g, address a, IAuditorRegistry.AuditorInfo memory info)
+    {
+        index = pick % _awaiting.length;
+        SegmentRef memory r = _awaiting[index];
+        g = audit.segment(r.sessionId, r.segmentId);
+        if (block.number <= g.randomnessBlock) vm.roll(uint256(g.randomnessBlock) + 1);
+        a = _auditorOfTier(g.tier, actorSeed);
+        info = registry.auditor(a);
+    }
+
     /// @notice Issue M2: once a segment's randomness block is mined, a member of its tier counted
     ///         then (and holding no seat) leaves entirely, and the segment is drawn: if the draw
     ///         reaches it, it is charged the lock from its unbonding stake (`_checkCharges`).
     function desertThenDraw(uint256 pick, uint256 actorSeed) external {
         if (_awaiting.length == 0) return;
-        uint256 index = pick % _awaiting.length;
-        SegmentRef memory r = _awaiting[index];
-        ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
-        if (block.number <= g.randomnessBlock) vm.roll(uint256(g.randomnessBlock) + 1);
-        address a = _auditorOfTier(g.tier, actorSeed);
-        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        (uint256 index, ITRUSTAudit.SegmentView memory g, address a, IAuditorRegistry.AuditorInfo memory info) =
+            _pastRandomness(pick, actorSeed);
         if (weightAt(a, g.randomnessBlock) != 0 && info.locked == 0 && info.unbonding == 0) {
             _requestUnstake(a, 0, true);
         }
