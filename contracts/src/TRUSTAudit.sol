@@ -28,7 +28,6 @@ import {
     SEAT_ABSTAINED,
     seatKey,
     countCommitted,
-    seatHeldBy,
     requireUncommitted,
     endWithoutVote
 } from "./types/AuditStorage.sol";
@@ -429,7 +428,10 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         view
         returns (Seat storage st)
     {
-        st = seatHeldBy(_store, sessionId, segmentId, g, seatIndex, msg.sender);
+        // `seatHeldBy`'s check, written out: through the storage pointer a free function takes,
+        // it costs about 80 gas more on every commit and reveal.
+        st = _store.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
+        if (seatIndex >= g.committeeSize || st.auditor != msg.sender) revert AuditNotSeated(sessionId, segmentId, msg.sender);
     }
 
     function _commit(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bytes32 commitment)

@@ -7,7 +7,7 @@ import {ITRUSTAudit} from "../interfaces/ITRUSTAudit.sol";
 import {IRandomnessSource} from "../interfaces/IRandomnessSource.sol";
 import {Params} from "../types/Params.sol";
 import {DrawRequest} from "../types/Settlement.sol";
-import {AuditStorage, Session, Segment, Seat, SEAT_SEATED, seatKey, batchSegment} from "../types/AuditStorage.sol";
+import {AuditStorage, Session, Segment, Seat, SEAT_SEATED, seatKey} from "../types/AuditStorage.sol";
 import {ParamsLib} from "../libraries/ParamsLib.sol";
 import {Tally} from "./Tally.sol";
 
@@ -36,9 +36,13 @@ library CommitteeSelection {
         Session storage s = $.sessions[sessionId];
         for (uint256 i; i < segmentIds.length; ++i) {
             uint256 segmentId = segmentIds[i];
-            (Segment storage g, bool ready) =
-                batchSegment($, s, sessionId, segmentId, ITRUSTAudit.SegmentStatus.AwaitingDraw, strict);
-            if (ready) _assign($, sessionId, s, segmentId, g);
+            if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
+            Segment storage g = $.segments[sessionId][segmentId];
+            if (g.status != ITRUSTAudit.SegmentStatus.AwaitingDraw) {
+                if (strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+                continue;
+            }
+            _assign($, sessionId, s, segmentId, g);
         }
     }
 

@@ -23,8 +23,7 @@ import {
     seatKey,
     seatHeldBy,
     requireUncommitted,
-    endWithoutVote,
-    batchSegment
+    endWithoutVote
 } from "../types/AuditStorage.sol";
 import {ParamsLib} from "../libraries/ParamsLib.sol";
 
@@ -44,9 +43,13 @@ library Tally {
         address beneficiary = $.params.insuranceFund();
         for (uint256 i; i < segmentIds.length; ++i) {
             uint256 segmentId = segmentIds[i];
-            (Segment storage g, bool ready) =
-                batchSegment($, s, sessionId, segmentId, ITRUSTAudit.SegmentStatus.Voting, strict);
-            if (ready) _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
+            if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
+            Segment storage g = $.segments[sessionId][segmentId];
+            if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
+                if (strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+                continue;
+            }
+            _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
         }
     }
 

@@ -176,20 +176,3 @@ function requireUncommitted(Seat storage st, uint256 sessionId, uint256 segmentI
         revert ITRUSTAudit.AuditSeatCommitted(sessionId, segmentId, seatIndex);
     }
 }
-
-/// @dev Segment `segmentId` of a batch call on an open session: reverts if the session has no such
-///      segment; `ready` when the segment is in `expected` status. Otherwise `strict` (a single-segment
-///      call) reverts, and a batch skips it, so one transaction sent ahead of a batch cannot undo it.
-function batchSegment(
-    AuditStorage storage $,
-    Session storage s,
-    uint256 sessionId,
-    uint256 segmentId,
-    ITRUSTAudit.SegmentStatus expected,
-    bool strict
-) view returns (Segment storage g, bool ready) {
-    if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
-    g = $.segments[sessionId][segmentId];
-    ready = g.status == expected;
-    if (!ready && strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
-}
