@@ -63,10 +63,10 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         bytes32 encryptionKey;
     }
 
-    /// @dev A draw in progress: the members seated so far with their weights, the weight intervals
-    ///      it no longer lands in (members seated or passed over), sorted by where they start in
-    ///      the tree as of the snapshot block, and the members passed over because they unbonded
-    ///      after the snapshot (to be charged).
+    /// @dev A draw in progress: the distinct members seated so far with the draws each won (its
+    ///      units), how many members and units that is, the weight intervals it no longer lands in
+    ///      (members passed over), sorted by where they start in the tree as of the snapshot block,
+    ///      and the members passed over because they unbonded after the snapshot (to be charged).
     /// @dev The stakers' reward stream (issue L1), one slot: rateWad 160 | periodFinish 48 |
     ///      updatedAt 48, read by every checkpoint. `rateWad` is wei per second times 1e18; the
     ///      accumulator `_rewardPerStakeWad` holds what was released up to `updatedAt`.
@@ -80,6 +80,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         address[] members;
         uint96[] weights;
         uint256 seated;
+        uint256 units;
         uint256[] starts;
         uint256[] widths;
         uint256 count;
@@ -306,24 +307,29 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
             members: members,
             weights: weights,
             seated: 0,
-            starts: new uint256[](size + _MAX_SKIPPED),
-            widths: new uint256[](size + _MAX_SKIPPED),
+            units: 0,
+            starts: new uint256[](_MAX_SKIPPED),
+            widths: new uint256[](_MAX_SKIPPED),
             count: 0,
-            // Up to size + _MAX_SKIPPED candidates are passed over when nobody can sit.
-            deserters: new address[](size + _MAX_SKIPPED),
+            deserters: new address[](_MAX_SKIPPED),
             deserterCount: 0
         });
         _fill(request, taken);
-        uint256 seated = taken.seated;
         if (taken.deserterCount != 0) _chargeDeserters(taken.deserters, taken.deserterCount, request.lockPerSeat);
-        if (seated < size) {
-            // Not enough members: nothing is locked, the caller decides what happens next.
-            emit CommitteeUnavailable(request.tier, size, seated);
+        if (taken.units < size) {
+            // Not enough stake to back the committee: nothing is locked, the caller decides what
+            // happens next.
+            emit CommitteeUnavailable(request.tier, size, taken.units);
             return (new address[](0), new uint96[](0));
         }
+        uint256 seated = taken.seated;
+        assembly ("memory-safe") {
+            mstore(members, seated)
+            mstore(weights, seated)
+        }
         // Locking changes no draw weight (unlocked stake is checked at each draw instead).
-        for (uint256 i; i < size; ++i) {
-            _auditors[members[i]].locked += request.lockPerSeat; // _fill checked stake - locked >= lock
+        for (uint256 i; i < seated; ++i) {
+            _auditors[members[i]].locked += weights[i] * request.lockPerSeat; // _admit checked the stake
         }
     }
 
@@ -341,7 +347,8 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         for (uint256 i; i < seats.length; ++i) {
             SeatSettlement calldata seat = seats[i];
             Auditor storage au = _auditors[seat.auditor];
-            au.locked -= terms.lockPerSeat;
+            uint96 lock = terms.lockPerSeat * seat.units;
+            au.locked -= lock;
             uint64 before = au.reputationWad;
             if (seat.outcome != SeatOutcome.Released) {
                 bool aligned = seat.outcome == SeatOutcome.Aligned;
@@ -354,12 +361,12 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
                 emit ReputationUpdated(seat.auditor, au.reputationWad);
                 if (forfeits) {
                     _checkpoint(seat.auditor, au);
-                    au.stake -= terms.lockPerSeat; // locked + this lock <= stake before the unlock
-                    forfeitedTotal += terms.lockPerSeat;
+                    au.stake -= lock; // locked + this lock <= stake before the unlock
+                    forfeitedTotal += lock;
                     forfeitedMask |= 1 << i;
                     emit StakeForfeited(
                         seat.auditor,
-                        terms.lockPerSeat,
+                        lock,
                         terms.beneficiary,
                         seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus"
                     );
@@ -640,63 +647,61 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         emit DrawWeightChanged(account, weight);
     }
 
-    /// @dev Seats members drawn from the tree as of the snapshot block until the committee is full,
-    ///      the weight runs out or too many were passed over; returns how many it seated, and the
-    ///      members passed over because they unbonded after the snapshot (to be charged).
-    ///      A seat's voting weight is its snapshot weight capped by the member's bonded stake now
-    ///      (issue H2): stake unbonded once the seed was public votes with nothing, and stake added
-    ///      after the snapshot adds nothing. The bonded stake cannot leave while the seat is open
-    ///      (`requestUnstake` refuses while any stake is locked), so every seat's weight is backed
-    ///      by stake held until it settles.
+    /// @dev Draws from the tree as of the snapshot block until every one of the committee's
+    ///      `size` draws has a member, the weight runs out or too many members were passed over;
+    ///      records the distinct members with how many draws each won (its units), and the members
+    ///      passed over because they unbonded after the snapshot (to be charged).
+    ///      Draws are *with replacement* (issue L2): a member stays in the range after it wins a
+    ///      draw, so its expected units are `size * stake / total` whether its stake sits in one
+    ///      account or is split over many, and splitting buys neither seats nor rewards (Kleros v2
+    ///      draws jurors the same way). Each unit locks `lockPerSeat`, votes with weight one and
+    ///      is paid and charged as one seat (issue H2: every unit of voting weight is backed by P
+    ///      of stake locked until the seat settles). A member leaves the range for the rest of the
+    ///      draw (its interval is taken out) when it cannot take the unit: it is the excluded
+    ///      account, it unbonded after the snapshot (a deserter, charged P when its unbonding
+    ///      stake covers it), or its unlocked stake does not back one more unit.
     function _fill(DrawRequest calldata request, Taken memory taken) private view {
         uint256 snapshotBlock = request.snapshotBlock;
         SortitionTree.Tree storage pool = _pools[request.tier];
         uint256 count = pool.sizeAt(snapshotBlock);
         uint256 weightLeft = pool.totalAt(snapshotBlock);
-        for (uint256 nonce = 0; taken.seated < taken.members.length; ++nonce) {
+        uint256 size = request.size;
+        for (uint256 nonce = 0; taken.units < size; ++nonce) {
             if (weightLeft == 0 || taken.count == taken.starts.length) break;
             uint256 value = _skipTaken(taken, uint256(keccak256(abi.encode(request.seed, nonce))) % weightLeft);
             (address candidate, uint256 start, uint256 weight) = pool.drawAt(value, snapshotBlock, count);
+            if (_admit(request, candidate, taken)) continue;
             _take(taken, start, weight);
             weightLeft -= weight;
-            if (candidate != request.excluded) _consider(request, candidate, weight, taken);
         }
     }
 
-    /// @dev Seats `candidate` if its unlocked stake backs the lock, or records it as a deserter.
-    function _consider(DrawRequest calldata request, address candidate, uint256 snapshotWeight, Taken memory taken)
+    /// @dev Gives `candidate` one more unit of the committee if it can back it, else records it as
+    ///      a deserter when it unbonded after the snapshot, and returns false (it leaves the draw).
+    function _admit(DrawRequest calldata request, address candidate, Taken memory taken)
         private
         view
+        returns (bool)
     {
-        (bool seat, uint96 seatWeight) = _seatWeight(candidate, snapshotWeight, request.lockPerSeat);
-        if (seat) {
-            uint256 seated = taken.seated;
-            taken.members[seated] = candidate;
-            taken.weights[seated] = seatWeight;
+        if (candidate == request.excluded) return false;
+        Auditor storage au = _auditors[candidate];
+        if (au.unbondingBlock > request.snapshotBlock) {
+            // Counted in the snapshot, then (partly) unbonded: stake that may leave votes nothing.
+            if (au.unbonding >= request.lockPerSeat) taken.deserters[taken.deserterCount++] = candidate;
+            return false;
+        }
+        uint256 seated = taken.seated;
+        uint256 j = 0;
+        while (j < seated && taken.members[j] != candidate) ++j;
+        uint256 units = (j < seated ? taken.weights[j] : 0) + 1;
+        if (uint256(au.stake) - au.locked < units * request.lockPerSeat) return false;
+        if (j == seated) {
+            taken.members[j] = candidate;
             taken.seated = seated + 1;
-        } else if (_deserted(candidate, request.snapshotBlock, request.lockPerSeat)) {
-            taken.deserters[taken.deserterCount++] = candidate;
         }
-    }
-
-    /// @dev Whether a drawn member can take a seat (its unlocked stake backs the lock), and the
-    ///      seat's weight: the snapshot weight capped by the bonded stake now.
-    function _seatWeight(address candidate, uint256 snapshotWeight, uint256 lock)
-        private
-        view
-        returns (bool seat, uint96 weight)
-    {
-        Auditor storage au = _auditors[candidate];
-        uint96 bonded = au.stake;
-        seat = bonded - au.locked >= lock;
-        weight = snapshotWeight < bonded ? uint96(snapshotWeight) : bonded;
-    }
-
-    /// @dev Counted in the snapshot, then unbonded before the draw (issue M2): a skip this member
-    ///      caused, and pays for out of the unbonding stake still in reach.
-    function _deserted(address candidate, uint256 snapshotBlock, uint256 lock) private view returns (bool) {
-        Auditor storage au = _auditors[candidate];
-        return au.unbondingBlock > snapshotBlock && au.unbonding >= lock;
+        taken.weights[j] = uint96(units); // <= size
+        ++taken.units;
+        return true;
     }
 
     /// @dev Forfeits `lock` of each deserter's unbonding stake to the insurance fund.

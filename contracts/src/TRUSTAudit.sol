@@ -292,7 +292,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
             randomnessBlock: uint64(CommitteeSelection.randomnessBlockOf(_store.sessions[sessionId], g)),
             contentDigest: g.contentDigest,
             delivered: g.flags & FLAG_DELIVERED != 0,
-            deliveryDeadline: uint48(Tally.deliveryDeadline(g, _store.sessionParams[sessionId]))
+            deliveryDeadline: uint48(Tally.deliveryDeadline(g, _store.sessionParams[sessionId])),
+            seatCount: g.seatCount
         });
     }
 
@@ -324,7 +325,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     function committee(uint256 sessionId, uint256 segmentId) external view returns (address[] memory members) {
         Segment storage g = _store.segments[sessionId][segmentId];
         if (g.commitDeadline == 0) return members; // not drawn in this round yet
-        members = new address[](g.committeeSize);
+        members = new address[](g.seatCount);
         for (uint256 i; i < members.length; ++i) {
             members[i] = _store.seats[sessionId][seatKey(segmentId, g.round, i)].auditor;
         }
@@ -338,7 +339,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         if (status == SegmentStatus.AwaitingDraw) return Phase.AwaitingDraw;
         if (status != SegmentStatus.Voting) return Phase.Final;
         if (block.timestamp <= g.commitDeadline) return Phase.Commit;
-        if (block.timestamp <= _revealDeadline(sessionId, g) && g.revealedCount < g.committeeSize) return Phase.Reveal;
+        if (block.timestamp <= _revealDeadline(sessionId, g) && g.revealedCount < g.seatCount) return Phase.Reveal;
         return Phase.Finalizable;
     }
 
@@ -415,7 +416,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         view
         returns (uint256)
     {
-        uint256 size = g.committeeSize;
+        uint256 size = g.seatCount;
         uint8 round = g.round;
         for (uint256 i; i < size; ++i) {
             if (_store.seats[sessionId][seatKey(segmentId, round, i)].auditor == auditor) return i;
@@ -431,7 +432,7 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         // `seatHeldBy`'s check, written out: through the storage pointer a free function takes,
         // it costs about 80 gas more on every commit and reveal.
         st = _store.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
-        if (seatIndex >= g.committeeSize || st.auditor != msg.sender) revert AuditNotSeated(sessionId, segmentId, msg.sender);
+        if (seatIndex >= g.seatCount || st.auditor != msg.sender) revert AuditNotSeated(sessionId, segmentId, msg.sender);
     }
 
     function _commit(uint256 sessionId, uint256 segmentId, Segment storage g, uint256 seatIndex, bytes32 commitment)
@@ -469,8 +470,8 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
         }
         st.state = vote ? SEAT_PASS : SEAT_FAIL;
         st.commitment = bytes32(0); // opened: no longer needed
-        g.revealedCount += 1; // at most committeeSize, a uint8
-        g.entropy ^= uint72(uint256(salt));
+        g.revealedCount += 1; // at most seatCount, a uint8
+        g.entropy ^= uint64(uint256(salt));
         emit VoteRevealed(sessionId, segmentId, g.round, msg.sender, vote);
     }
 

@@ -154,7 +154,7 @@ contract AuditorRegistryGovernanceTest is AuditorRegistryBase {
     function test_settleSeats_revertsForOthers() public {
         address a = addAuditor("a", 1, 100e18);
         SeatSettlement[] memory seats = new SeatSettlement[](1);
-        seats[0] = SeatSettlement({auditor: a, outcome: SeatOutcome.Silent, slashRollBps: 0});
+        seats[0] = SeatSettlement({auditor: a, outcome: SeatOutcome.Silent, slashRollBps: 0, units: 1});
         SettlementTerms memory terms = SettlementTerms({
             lockPerSeat: PENALTY, gammaWad: 0.1e18, pMinBps: 3_500, pMaxBps: 5_000, beneficiary: stranger
         });

@@ -100,14 +100,14 @@ library CommitteeSelection {
         uint48 commitDeadline = (block.timestamp + p.commitWindowSeconds).toUint48();
         g.status = ITRUSTAudit.SegmentStatus.Voting;
         g.commitDeadline = commitDeadline;
-        g.entropy = uint72(uint256(seed)); // the low 72 bits
+        g.entropy = uint64(uint256(seed)); // the low 64 bits
         emit ITRUSTAudit.CommitteeDrawn(
             sessionId, segmentId, g.round, g.tier, members, commitDeadline, commitDeadline + p.revealWindowSeconds
         );
     }
 
-    /// @dev Draws the committee in the registry (which locks each seat's penalty and fixes each
-    ///      seat's weight) and records the seats.
+    /// @dev Draws the committee in the registry (which locks each unit's penalty and returns each
+    ///      member's units, its weight) and records one seat per distinct member.
     function _seat(
         AuditStorage storage $,
         uint256 sessionId,
@@ -129,11 +129,13 @@ library CommitteeSelection {
                 lockPerSeat: $.sessionParams[sessionId].penaltyPerSeat
             })
         );
-        for (uint256 i; i < members.length; ++i) {
+        uint256 n = members.length;
+        for (uint256 i; i < n; ++i) {
             Seat storage st = $.seats[sessionId][seatKey(segmentId, round, i)];
             st.auditor = members[i];
-            st.weight = weights[i] > type(uint88).max ? type(uint88).max : uint88(weights[i]);
+            st.weight = uint88(weights[i]); // at most the committee size
             st.state = SEAT_SEATED;
         }
+        g.seatCount = uint8(n); // <= committee size
     }
 }

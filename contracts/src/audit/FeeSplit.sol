@@ -52,23 +52,31 @@ library FeeSplit {
         if (s.status != ITRUSTAudit.SessionStatus.Distributed) {
             revert ITRUSTAudit.AuditNotDistributed(sessionId, s.status);
         }
+        uint256 units = 0;
         for (uint256 i; i < seats.length; ++i) {
-            uint256 segmentId = seats[i].segmentId;
-            uint256 seatIndex = seats[i].seatIndex;
-            Segment storage g = $.segments[sessionId][segmentId];
-            // Only the final round of a decided segment has aligned seats.
-            ITRUSTAudit.SegmentStatus status = g.status;
-            uint8 alignedState = status == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL;
-            Seat storage st = $.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
-            bool decided = status == ITRUSTAudit.SegmentStatus.Passed || status == ITRUSTAudit.SegmentStatus.Failed;
-            if (!decided || seatIndex >= g.committeeSize || st.auditor != claimant || st.state != alignedState) {
-                revert ITRUSTAudit.AuditSeatNotRewarded(sessionId, segmentId, seatIndex, claimant);
-            }
-            st.state = SEAT_CLAIMED;
+            units += _take($, claimant, sessionId, seats[i].segmentId, seats[i].seatIndex);
         }
-        uint256 owed = s.perSeatWei * seats.length;
+        uint256 owed = s.perSeatWei * units;
         if (owed == 0) revert ITRUSTAudit.AuditNothingToWithdraw(claimant);
-        emit ITRUSTAudit.RewardsClaimed(sessionId, claimant, seats.length, owed);
+        emit ITRUSTAudit.RewardsClaimed(sessionId, claimant, units, owed);
         Address.sendValue(payable(claimant), owed);
+    }
+
+    /// @dev Marks the claimant's aligned seat claimed and returns its units.
+    function _take(AuditStorage storage $, address claimant, uint256 sessionId, uint256 segmentId, uint256 seatIndex)
+        private
+        returns (uint256)
+    {
+        Segment storage g = $.segments[sessionId][segmentId];
+        // Only the final round of a decided segment has aligned seats.
+        ITRUSTAudit.SegmentStatus status = g.status;
+        uint8 alignedState = status == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL;
+        Seat storage st = $.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
+        bool decided = status == ITRUSTAudit.SegmentStatus.Passed || status == ITRUSTAudit.SegmentStatus.Failed;
+        if (!decided || seatIndex >= g.seatCount || st.auditor != claimant || st.state != alignedState) {
+            revert ITRUSTAudit.AuditSeatNotRewarded(sessionId, segmentId, seatIndex, claimant);
+        }
+        st.state = SEAT_CLAIMED;
+        return st.weight;
     }
 }

@@ -55,7 +55,7 @@ library Tally {
 
     /// @notice Releases seat `seatIndex` of the segment's current round because no key envelope
     ///         was delivered for it in time (see `ITRUSTAudit.claimUndelivered`): unlocks its stake
-    ///         and credits its auditor R out of the session's fee.
+    ///         and credits its auditor R per unit out of the session's fee.
     function releaseUndelivered(
         AuditStorage storage $,
         address caller,
@@ -75,15 +75,20 @@ library Tally {
         requireUncommitted(st, sessionId, segmentId, seatIndex);
         st.state = SEAT_UNDELIVERED;
         endWithoutVote(g);
-        Session storage s = $.sessions[sessionId];
-        uint256 fee = s.feeWei;
-        uint256 compensation = p.rewardPerSeatWei < fee ? p.rewardPerSeatWei : fee;
-        s.feeWei = uint96(fee - compensation); // <= feeWei, a uint96
+        uint8 units = uint8(st.weight); // at most the committee size
+        uint256 compensation = _compensate($.sessions[sessionId], p.rewardPerSeatWei * units);
         $.claimableWei[caller] += compensation;
         emit ITRUSTAudit.SeatUndelivered(sessionId, segmentId, round, seatIndex, caller, compensation);
         SeatSettlement[] memory one = new SeatSettlement[](1);
-        one[0] = SeatSettlement(caller, SeatOutcome.Released, 0);
+        one[0] = SeatSettlement(caller, SeatOutcome.Released, 0, units);
         _settle($, sessionId, one, p, address(0));
+    }
+
+    /// @dev Takes `owedWei` out of the session's fee, or what is left of it.
+    function _compensate(Session storage s, uint256 owedWei) private returns (uint256 compensation) {
+        uint256 fee = s.feeWei;
+        compensation = owedWei < fee ? owedWei : fee;
+        s.feeWei = uint96(fee - compensation); // <= feeWei, a uint96
     }
 
     /// @notice The end of the first half of the current round's commit window: key envelopes
@@ -149,13 +154,13 @@ library Tally {
     ) private {
         Params storage p = $.sessionParams[sessionId];
         uint256 revealDeadline = uint256(g.commitDeadline) + p.revealWindowSeconds;
-        if (block.timestamp <= revealDeadline && g.revealedCount < g.committeeSize) {
+        if (block.timestamp <= revealDeadline && g.revealedCount < g.seatCount) {
             revert ITRUSTAudit.AuditVotingNotOver(sessionId, segmentId, block.timestamp, revealDeadline);
         }
         (SeatSettlement[] memory seats, ITRUSTAudit.SegmentStatus outcome) = _tally($, sessionId, segmentId, g, p);
         uint256 aligned = 0;
         for (uint256 i; i < seats.length; ++i) {
-            if (seats[i].outcome == SeatOutcome.Aligned) ++aligned;
+            if (seats[i].outcome == SeatOutcome.Aligned) aligned += seats[i].units;
         }
         if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
             seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
@@ -166,7 +171,7 @@ library Tally {
             _escalate($, sessionId, segmentId, g, p);
             return;
         }
-        s.alignedSeats += uint32(aligned); // <= committee size
+        s.alignedSeats += uint32(aligned); // <= committee size: aligned units
         record(s, sessionId, segmentId, g, outcome);
     }
 
@@ -176,7 +181,7 @@ library Tally {
         SeatSettlement[] seats;
         uint256 n;
         ITRUSTAudit.SegmentStatus outcome;
-        uint72 entropy;
+        uint64 entropy;
     }
 
     /// @dev Appends the settlement of an earlier round's seat `st` against the verdict, unless it
@@ -186,6 +191,7 @@ library Tally {
         if (state != SEAT_PASS && state != SEAT_FAIL) return;
         SeatSettlement memory seat = j.seats[j.n++];
         seat.auditor = st.auditor;
+        seat.units = uint8(st.weight); // at most the round's committee size
         if (j.outcome == ITRUSTAudit.SegmentStatus.Undetermined) {
             seat.outcome = SeatOutcome.Released;
         } else if (state == (j.outcome == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL)) {
@@ -231,7 +237,9 @@ library Tally {
             })
         );
         for (uint256 i; i < seats.length; ++i) {
-            if (forfeited & (1 << i) != 0) emit ITRUSTAudit.AuditorSlashed(sessionId, seats[i].auditor, p.penaltyPerSeat);
+            if (forfeited & (1 << i) != 0) {
+                emit ITRUSTAudit.AuditorSlashed(sessionId, seats[i].auditor, uint256(p.penaltyPerSeat) * seats[i].units);
+            }
         }
     }
 
@@ -273,7 +281,8 @@ library Tally {
         return seats;
     }
 
-    /// @dev The committee sizes of the rounds before the current one, and their sum.
+    /// @dev The committee sizes (draws) of the rounds before the current one, and their sum: each
+    ///      round seated at most that many members, and the seats past its last member are empty.
     function _earlierSizes(Segment storage g) private view returns (uint256[] memory sizes, uint256 total) {
         uint256 size = g.committeeSize;
         sizes = new uint256[](g.round);
@@ -300,7 +309,7 @@ library Tally {
             uint256 kept = 0;
             for (uint256 i; i < states.length; ++i) {
                 if (states[i] == SEAT_SEATED || states[i] == SEAT_ABSTAINED) {
-                    seats[kept++] = SeatSettlement(seats[i].auditor, SeatOutcome.Silent, 0);
+                    seats[kept++] = SeatSettlement(seats[i].auditor, SeatOutcome.Silent, 0, seats[i].units);
                 }
             }
             assembly ("memory-safe") {
@@ -310,13 +319,14 @@ library Tally {
         }
         bool decided = outcome != ITRUSTAudit.SegmentStatus.Undetermined;
         uint8 alignedState = outcome == ITRUSTAudit.SegmentStatus.Passed ? SEAT_PASS : SEAT_FAIL;
-        uint72 entropy = g.entropy;
+        uint64 entropy = g.entropy;
         uint256 n = 0; // seats to settle: all but those released by `releaseUndelivered`
         for (uint256 i; i < states.length; ++i) {
             uint8 state = states[i];
             if (state == SEAT_UNDELIVERED) continue;
             SeatSettlement memory seat = seats[n++];
             seat.auditor = seats[i].auditor;
+            seat.units = seats[i].units;
             if (state == SEAT_SEATED || state == SEAT_ABSTAINED) {
                 seat.outcome = SeatOutcome.Silent;
             } else if (!decided) {
@@ -335,13 +345,14 @@ library Tally {
         }
     }
 
-    /// @dev The round's seats (auditors only), their states, and the round's outcome.
+    /// @dev The round's seats (auditors and units only), their states, and the round's outcome.
+    ///      A seat weighs its units (the draws it won), so the denominator is the committee size.
     function _count(AuditStorage storage $, uint256 sessionId, uint256 segmentId, Segment storage g, Params storage p)
         private
         view
         returns (SeatSettlement[] memory seats, uint8[] memory states, ITRUSTAudit.SegmentStatus outcome)
     {
-        uint256 size = g.committeeSize;
+        uint256 size = g.seatCount;
         seats = new SeatSettlement[](size);
         states = new uint8[](size);
         uint256 total = 0;
@@ -355,20 +366,21 @@ library Tally {
             uint256 w = st.weight;
             uint8 state = st.state;
             seats[i].auditor = st.auditor;
+            seats[i].units = uint8(w); // at most the committee size
             states[i] = state;
             total += w;
             if (state == SEAT_PASS) passWeight += w;
             else if (state == SEAT_FAIL) failWeight += w;
-            else if (state == SEAT_UNDELIVERED) ++undelivered;
+            else if (state == SEAT_UNDELIVERED) undelivered += w;
         }
         uint256 tau = p.tauBps;
         if (passWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Passed;
         else if (failWeight * BPS >= tau * total) outcome = ITRUSTAudit.SegmentStatus.Failed;
-        // A round that most seats could not audit for want of key envelopes is not escalated
+        // A round that most of its weight could not audit for want of key envelopes is not escalated
         // (issue M3): a larger committee would only be drawn into the same trap. The claims are
         // verifiable, so honest seats alone can stop the escalation, and only when the provider
         // delivered nothing in time.
-        else if (g.round + 1 < p.maxRounds && undelivered * 2 <= size) outcome = ITRUSTAudit.SegmentStatus.Voting;
+        else if (g.round + 1 < p.maxRounds && undelivered * 2 <= total) outcome = ITRUSTAudit.SegmentStatus.Voting;
         else outcome = ITRUSTAudit.SegmentStatus.Undetermined;
     }
 
@@ -387,6 +399,7 @@ library Tally {
         g.status = ITRUSTAudit.SegmentStatus.AwaitingDraw;
         g.revealedCount = 0;
         g.committedCount = 0;
+        g.seatCount = 0;
         g.commitDeadline = 0;
         g.drawAttempts = 0;
         g.randomnessBlock = randomnessBlock;

@@ -143,35 +143,44 @@ interface IAuditorRegistry {
 
     // ---- audit contract only ----
 
-    /// @notice Draws `request.size` distinct auditors of `request.tier`, each with probability
-    ///         proportional to its stake at `request.randomnessBlock` (eq. 3.2), never
-    ///         `request.excluded`, and locks `request.lockPerSeat` of each member's stake.
+    /// @notice Makes `request.size` stake-weighted draws of auditors of `request.tier` (eq. 3.2),
+    ///         with replacement, never `request.excluded`, and locks `request.lockPerSeat` of the
+    ///         member's stake for each draw it won.
     /// @param request The draw (see `DrawRequest`). Its seed is unknown until after the session
     ///        was created, and the whole draw reads the registry as it stood at the end of its
     ///        randomness block: the sortition tree, its size and total, and every member's weight
     ///        are recorded by block. Registering, staking, unstaking, switching availability or
     ///        losing a credential after that block changes neither the odds nor which committee
     ///        the seed yields; nobody who learns the seed can steer the draw.
-    /// @return members The committee, in draw order; empty when fewer than `request.size` members
-    ///         could be seated (then nothing is locked and `CommitteeUnavailable` is emitted).
-    /// @return weights Each member's stake at the randomness block: its voting weight this round.
-    /// @dev Who may be drawn follows the registry's rules as of the randomness block (registered,
-    ///      available, of the tier, credentialed for tier 3, stake at the tier minimum). Two checks
-    ///      read the present instead: a member must have `request.lockPerSeat` (the session's
-    ///      penalty P) unlocked now, since the lock must be backed, and the excluded account is
-    ///      passed over; at most 64 members may be passed over per draw. So after the seed is
-    ///      public an auditor can still remove itself (by unstaking everything), and the order of
-    ///      pending draws decides where a member sits when its unlocked stake covers fewer seats
-    ///      than it is drawn into (docs/protocol.md).
-    ///      Successive sampling without replacement: each seat is drawn with probability
-    ///      proportional to stake among the members not yet taken, exactly, by mapping a uniform
-    ///      number over the weight left around the intervals already taken. O(size * log n) reads.
+    /// @return members The committee's distinct members, in the order of their first draw; empty
+    ///         when fewer than `request.size` draws could be backed (then nothing is locked and
+    ///         `CommitteeUnavailable` is emitted).
+    /// @return weights How many draws each member won (its units): its voting weight this round.
+    ///         They add up to `request.size`.
+    /// @dev Draws with replacement (issue L2): every draw lands on a member with probability
+    ///      stake / total at the randomness block, whatever it won before, so a member's expected
+    ///      units are `size * stake / total` and the same stake split over many accounts expects
+    ///      the same units in all, the same voting weight, rewards and penalties. Each unit locks
+    ///      P and weighs one (issue H2: weight is exactly the stake locked for the seat, in units
+    ///      of P, and cannot leave before the seat settles). With equal units, a round's verdict
+    ///      follows eq. 3.4 exactly: k independent draws, each adversarial with the adversary's
+    ///      share of the tier's stake.
+    ///      Who may be drawn follows the registry's rules as of the randomness block (registered,
+    ///      available, of the tier, credentialed for tier 3, stake at the tier minimum). Three
+    ///      checks read the present instead, and a member that fails one leaves the rest of the
+    ///      draw: the excluded account; a member that asked to unstake after the randomness block
+    ///      (a deserter, which forfeits P of its unbonding stake, issue M2); and a member whose
+    ///      unlocked stake does not back one more unit. At most 64 members may be passed over per
+    ///      draw. The order of pending draws decides where a member sits when its unlocked stake
+    ///      covers fewer units than it is drawn into (docs/protocol.md).
+    ///      Each draw maps a uniform number over the weight left around the intervals of the
+    ///      members passed over. O(size * log n) reads.
     function drawCommittee(DrawRequest calldata request)
         external
         returns (address[] memory members, uint96[] memory weights);
 
-    /// @notice Settles finished seats: unlocks stake, updates reputation (eq. 3.8), and forfeits the
-    ///         locked stake of silent seats and of misaligned seats whose roll falls under
+    /// @notice Settles finished seats: unlocks each seat's stake (`units` times the lock),
+    ///         updates reputation (eq. 3.8), and forfeits the locked stake of silent seats and of misaligned seats whose roll falls under
     ///         p_slash(r) (eq. 3.9) to `terms.beneficiary`.
     /// @return forfeitedMask Bit i is set when seat i lost its locked stake.
     function settleSeats(SeatSettlement[] calldata seats, SettlementTerms calldata terms)

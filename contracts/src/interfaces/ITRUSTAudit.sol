@@ -82,6 +82,7 @@ interface ITRUSTAudit {
         uint256 passWeight;
         uint256 criticalFailed;
         uint256 contradictionsConfirmed;
+        /// @dev Aligned units of decided segments' final rounds (a seat counts its draws).
         uint256 alignedSeats;
         /// @dev The per-segment verdicts, beside the weighted trace verdict (issue M5).
         uint256 segmentsPassed;
@@ -107,10 +108,15 @@ interface ITRUSTAudit {
         /// @dev The end of the first half of the round's commit window (zero before the draw):
         ///      with no envelopes by then, each uncommitted seat may `claimUndelivered`.
         uint48 deliveryDeadline;
+        /// @dev The distinct members the round's `committeeSize` draws seated (issue L2): seats
+        ///      0 .. seatCount - 1, each weighing the draws it won. Zero before the draw.
+        uint8 seatCount;
     }
 
     struct SeatView {
         address auditor;
+        /// @dev The committee draws the member won (issue L2): its votes, and the multiple of P
+        ///      it locked, of R it earns when aligned, and of P it forfeits.
         uint96 weight;
         bool committed;
         bool revealed;
@@ -207,7 +213,8 @@ interface ITRUSTAudit {
     event SessionCancelled(uint256 indexed sessionId, uint256 refundWei);
     /// @notice The randomness source changed.
     event RandomnessSourceChanged(address previous, address current);
-    event RewardsClaimed(uint256 indexed sessionId, address indexed auditor, uint256 seats, uint256 amountWei);
+    /// @dev `units`: the claimed seats' draws (a seat earns the per-seat reward once per unit).
+    event RewardsClaimed(uint256 indexed sessionId, address indexed auditor, uint256 units, uint256 amountWei);
     /// @notice The provider's key envelopes of a round were recorded; `onTime` when by the round's
     ///         delivery deadline (only then do they count as delivered, see `claimUndelivered`).
     event EnvelopesDelivered(uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, bool onTime);
@@ -386,11 +393,11 @@ interface ITRUSTAudit {
     ///         seat's auditor after the round's delivery deadline (half the commit window after the
     ///         draw) while the round is still voting, when the seat has not committed and the round
     ///         was not delivered in time. Releases the seat's locked stake at once (no forfeit, no
-    ///         reputation change) and credits the auditor R (`rewardPerSeatWei`) out of the
-    ///         session's fee, which the provider escrowed when it opened the session: the fee is
+    ///         reputation change) and credits the auditor R (`rewardPerSeatWei`) per unit of the
+    ///         seat out of the session's fee, which the provider escrowed when it opened the session: the fee is
     ///         the provider's bond. The seat still counts in its round's tally against both
     ///         outcomes, so withholding envelopes from some seats cannot hand the decision to the
-    ///         others; a round in which more than half of the seats claimed never escalates: it
+    ///         others; a round in which seats holding more than half of its weight claimed never escalates: it
     ///         ends Undetermined, so a provider cannot drag larger committees into the trap.
     /// @dev Emits `SeatUndelivered`.
     function claimUndelivered(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external;

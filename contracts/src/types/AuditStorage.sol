@@ -70,17 +70,21 @@ struct Session {
 /// @dev Slot layout (everything a vote touches lives in slot 0, so a commit or a reveal writes
 ///      one slot of the segment):
 ///      0: tier 8 | flags 8 | status 8 | round 8 | committeeSize 8 | revealedCount 8 | weight 32 |
-///         commitDeadline 48 | randomnessBlock 40 | entropy 72 | committedCount 8 | drawAttempts 8
+///         commitDeadline 48 | randomnessBlock 40 | entropy 64 | seatCount 8 | committedCount 8 |
+///         drawAttempts 8
 ///      1: contentDigest
-///      The reveal deadline is commitDeadline + the session's reveal window. `committedCount`
-///      counts the round's seats that committed at least once; when it reaches the committee size
+///      The reveal deadline is commitDeadline + the session's reveal window. `committeeSize` is the
+///      round's number of draws (its total voting weight, issue L2); `seatCount` the distinct
+///      members they seated (seats 0 .. seatCount - 1; a member that won several draws holds one
+///      seat weighing that many units). `committedCount`
+///      counts the round's seats that committed at least once; when it reaches the seat count
 ///      the commit window closes early (commitDeadline = that block's timestamp - 1); a seat that
 ///      abstains, or is released for want of a key envelope within the window, counts as well.
 ///      `revealedCount` counts the seats done with the round: revealed, abstained or released; when
-///      it reaches the committee size the round can be finalized at once. `entropy` is
-///      the low 72 bits of the draw seed, XORed with every revealed salt: slash rolls come from
-///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 72
-///      leave 2^72 values no seat can steer). `drawAttempts` counts the round's draws that found
+///      it reaches the seat count the round can be finalized at once. `entropy` is
+///      the low 64 bits of the draw seed, XORed with every revealed salt: slash rolls come from
+///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 64
+///      leave 2^64 values no seat can steer). `drawAttempts` counts the round's draws that found
 ///      too few members. `randomnessBlock` is zero for a first round that draws from the
 ///      session's block.
 struct Segment {
@@ -93,15 +97,17 @@ struct Segment {
     uint32 weight;
     uint48 commitDeadline;
     uint40 randomnessBlock;
-    uint72 entropy;
+    uint64 entropy;
+    uint8 seatCount;
     uint8 committedCount;
     uint8 drawAttempts;
     bytes32 contentDigest;
 }
 
 /// @dev Slot layout: 0: auditor 160 | weight 88 | state 8;  1: commitment.
-///      `weight` is fixed when the committee is drawn (see `IAuditorRegistry.drawCommittee`),
-///      clamped to 2^88 - 1 (3e8 tokens of 18 decimals).
+///      `weight` is the number of the round's draws the member won (its units, at most the
+///      committee size), fixed when the committee is drawn (see `IAuditorRegistry.drawCommittee`):
+///      the seat votes, locks, earns and forfeits as that many units.
 struct Seat {
     address auditor;
     uint88 weight;
@@ -133,9 +139,9 @@ struct AuditStorage {
 ///      the last, closes the commit window now: every seat has acted, so no commitment can change
 ///      and reveals may start (the reveal window starts here). Only within the commit window.
 function countCommitted(Segment storage g) {
-    uint8 committed = g.committedCount + 1; // at most committeeSize, a uint8
+    uint8 committed = g.committedCount + 1; // at most seatCount, a uint8
     g.committedCount = committed;
-    if (committed == g.committeeSize) g.commitDeadline = uint48(block.timestamp - 1);
+    if (committed == g.seatCount) g.commitDeadline = uint48(block.timestamp - 1);
 }
 
 /// @dev A seat ends its round without a vote (it abstained, or was released for want of a key
@@ -143,7 +149,7 @@ function countCommitted(Segment storage g) {
 ///      reveals, so neither window waits for it.
 function endWithoutVote(Segment storage g) {
     if (block.timestamp <= g.commitDeadline) countCommitted(g);
-    g.revealedCount += 1; // at most committeeSize, a uint8
+    g.revealedCount += 1; // at most seatCount, a uint8
 }
 
 /// @dev Basis points: 10_000 = 1.
@@ -164,7 +170,7 @@ function seatHeldBy(
     address caller
 ) view returns (Seat storage st) {
     st = $.seats[sessionId][seatKey(segmentId, g.round, seatIndex)];
-    if (seatIndex >= g.committeeSize || st.auditor != caller) {
+    if (seatIndex >= g.seatCount || st.auditor != caller) {
         revert ITRUSTAudit.AuditNotSeated(sessionId, segmentId, caller);
     }
 }

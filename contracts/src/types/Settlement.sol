@@ -14,20 +14,24 @@ enum SeatOutcome {
 /// @param outcome How the seat ended.
 /// @param slashRollBps A uniform random number in [0, 10_000), used only for Misaligned seats:
 ///        the seat is slashed when it is below p_slash(r) in basis points.
+/// @param units The committee draws the seat won (its voting weight): it locked
+///        `units * lockPerSeat`, and forfeits that much when it forfeits.
 struct SeatSettlement {
     address auditor;
     SeatOutcome outcome;
     uint16 slashRollBps;
+    uint8 units;
 }
 
 /// @notice What the audit contract asks of the registry for one committee (`drawCommittee`).
 /// @param tier The tier to draw from.
-/// @param size The number of distinct members.
+/// @param size The number of draws (with replacement): the committee's total voting weight. A
+///        member drawn more than once holds one seat with one unit of weight per draw.
 /// @param seed The randomness of this draw.
 /// @param snapshotBlock The block whose end state the draw reads (stakes, tiers, availability): the
 ///        block that fixed the seed's randomness block, so it is final before the seed exists.
 /// @param excluded An account never drawn (the session's provider).
-/// @param lockPerSeat The stake each member locks (the session's penalty P).
+/// @param lockPerSeat The stake each unit locks (the session's penalty P).
 struct DrawRequest {
     uint8 tier;
     uint8 size;
