@@ -8,7 +8,7 @@ import math
 import pytest
 
 from trust.errors import ParameterError
-from trust.theory.consensus import verdict_probabilities_drawn
+from trust.theory.consensus import verdict_probabilities, verdict_probabilities_drawn
 from trust.theory.veto import (
     SlashTerms,
     StakeClass,
@@ -23,69 +23,96 @@ TERMS = SlashTerms(reward=6, penalty=8, p_min=0.35, p_max=0.5, gamma=0.1)
 
 
 @pytest.mark.parametrize("vetoers", [0, 1, 2, 3, 4])
-def test_equal_stakes_give_the_hypergeometric_split(vetoers: int) -> None:
-    # With one stake the stake-weighted draw is the hypergeometric one of the Byzantine bench.
+def test_equal_stakes_give_the_binomial_split(vetoers: int) -> None:
+    # With one stake, k draws with replacement give the vetoers Binomial(k, vetoers / pool) units:
+    # the draw of `verdict_probabilities_drawn`, and eq. 3.4 itself.
     classes = [StakeClass(1, 10 - vetoers)] + ([StakeClass(1, vetoers, vetoer=True)] if vetoers else [])
     split = round_split(TierPool(tuple(classes)), 4, 0.66)
     drawn = verdict_probabilities_drawn(4, 0.0, 10, vetoers, 0.66)
     assert (split.correct, split.wrong, split.blocked) == pytest.approx(
         (drawn.correct, drawn.wrong, drawn.undetermined)
     )
-    # By hand: q = 3 of 4, so m <= 1 vetoer seats is correct, m >= 3 wrong, m = 2 blocked.
-    pmf = [math.comb(vetoers, m) * math.comb(10 - vetoers, 4 - m) / math.comb(10, 4) for m in range(5)]
+    # By hand: q = 3 of 4, so m <= 1 vetoer units is correct, m >= 3 wrong, m = 2 blocked.
+    rho = vetoers / 10
+    pmf = [math.comb(4, m) * rho**m * (1 - rho) ** (4 - m) for m in range(5)]
     assert split.blocked == pytest.approx(pmf[2])
 
 
-def test_a_stake_weighted_draw_without_replacement_by_hand() -> None:
-    # Members a (stake 1), b (stake 1) and the vetoer v (stake 3); committees of two.
+def test_a_stake_weighted_draw_with_replacement_by_hand() -> None:
+    # Members a (stake 1), b (stake 1) and the vetoer v (stake 3); committees of two draws.
     pool = TierPool((StakeClass(1, 2), StakeClass(3, 1, vetoer=True)))
     compositions = pool.compositions(2)
-    # v is left out only when a and b are drawn: a then b or b then a, each 1/5 * 1/4.
-    assert compositions[(2, 0)] == pytest.approx(2 * (1 / 5) * (1 / 4))
-    assert compositions[(1, 1)] == pytest.approx(1 - 0.1)
-    # With v seated the committee's weight is 4 and v holds 3/4 >= 0.66: the vetoer decides wrong.
+    assert compositions == pytest.approx({(2, 0): 0.4**2, (1, 1): 2 * 0.4 * 0.6, (0, 2): 0.6**2})
+    # q = 2 of 2: one vetoer unit blocks, two decide wrong, none lets the honest decide.
     split = round_split(pool, 2, 0.66)
-    assert (split.correct, split.wrong, split.blocked) == pytest.approx((0.1, 0.9, 0.0))
+    assert (split.correct, split.wrong, split.blocked) == pytest.approx((0.16, 0.36, 0.48))
 
 
-def test_a_vetoer_between_one_minus_tau_and_tau_blocks_every_committee_it_sits_on() -> None:
-    # Stakes 1, 1, 2, 2 and a vetoer of 3, committees of three: the vetoer's share is 3/5 .. 3/7.
+def _by_hand(stakes: dict[str, int], k: int, vetoer: str, given: str | None = None) -> dict[int, float]:
+    """The vetoer's units over every sequence of k draws (with replacement), optionally given that
+    the first draw is `given`'s: {units: probability}."""
+    total = sum(stakes.values())
+    dist: dict[int, float] = {}
+    for order in itertools.product(stakes, repeat=k):
+        if given is not None and order[0] != given:
+            continue
+        p = math.prod(stakes[m] / total for m in (order[1:] if given is not None else order))
+        units = order.count(vetoer)
+        dist[units] = dist.get(units, 0.0) + p
+    return dist
+
+
+def test_a_vetoer_with_half_of_a_committee_blocks_it() -> None:
+    # Stakes 1, 1, 2, 2 and a vetoer of 3 (a third of the stake), committees of four draws, q = 3.
     pool = TierPool((StakeClass(1, 2), StakeClass(2, 2), StakeClass(3, 1, vetoer=True)))
-    without = sum(p for taken, p in pool.compositions(3).items() if taken[2] == 0)
-    split = round_split(pool, 3, 0.66)
-    assert split.correct == pytest.approx(without) and split.wrong == 0
-    assert split.blocked == pytest.approx(1 - without)
-    # By hand: the vetoer is left out when the three of stakes 1, 1, 2, 2 are drawn in some order.
-    by_hand = 0.0
     stakes = {"a": 1, "b": 1, "c": 2, "d": 2, "v": 3}
-    for order in itertools.permutations(stakes, 3):
-        p, left = 1.0, dict(stakes)
-        for member in order:
-            p *= left[member] / sum(left.values())
-            del left[member]
-        by_hand += p if "v" not in order else 0.0
-    assert without == pytest.approx(by_hand)
-    focal = round_split(pool, 3, 0.66, focal=2)
-    assert (focal.blocked, focal.blocked_voting_wrong, focal.aligned) == pytest.approx((1.0, 1.0, 0.0))
+    units = _by_hand(stakes, 4, "v")
+    split = round_split(pool, 4, 0.66)
+    assert split.blocked == pytest.approx(units[2]) == pytest.approx(24 / 81)
+    assert split.wrong == pytest.approx(units[3] + units[4]) == pytest.approx(9 / 81)
+    # Three units always decide at tau = 0.66 (2 of 3 >= 0.66): a committee of three cannot be vetoed.
+    assert round_split(pool, 3, 0.66).blocked == pytest.approx(0.0, abs=1e-12)
+    # One of the vetoer's draws, given: its other units are Binomial(3, 1/3).
+    focal = round_split(pool, 4, 0.66, focal=2)
+    given = _by_hand(stakes, 4, "v", given="v")
+    assert (focal.blocked, focal.blocked_voting_wrong) == pytest.approx((given[2], given[2]))
+    assert (focal.aligned, focal.misaligned) == pytest.approx((given[3] + given[4], given[1]))
+    assert (focal.aligned, focal.misaligned, focal.blocked) == pytest.approx((7 / 27, 8 / 27, 12 / 27))
+
+
+def test_an_honest_member_errs_once_for_all_its_units() -> None:
+    # One honest member (never wrong by itself but with epsilon) and nothing else: every unit is its,
+    # so the committee is wrong exactly when it errs, never blocked.
+    split = round_split(TierPool((StakeClass(1, 1),), epsilon=0.3), 5, 0.66)
+    assert (split.correct, split.wrong, split.blocked) == pytest.approx((0.7, 0.3, 0.0))
+    # `verdict_probabilities_drawn` agrees; the i.i.d. model, where each unit errs on its own,
+    # leaves some of these rounds undecided.
+    assert verdict_probabilities_drawn(5, 0.3, 1, 0, 0.66).as_dict() == pytest.approx(
+        {"correct": 0.7, "wrong": 0.3, "undetermined": 0.0}
+    )
+    assert verdict_probabilities(5, 0.3, 0.0, 0.66).undetermined > 0.1
 
 
 def _model(max_rounds: int, tier2: TierPool | None = None) -> VetoModel:
     tier1 = TierPool((StakeClass(1, 2), StakeClass(2, 2), StakeClass(3, 1, vetoer=True)))
     tier2 = tier2 or TierPool((StakeClass(1, 7),))
-    return VetoModel({1: tier1, 2: tier2}, k=3, tau=0.66, max_rounds=max_rounds)
+    return VetoModel({1: tier1, 2: tier2}, k=4, tau=0.66, max_rounds=max_rounds)
 
 
 def test_under_the_escalation_rule_a_persistent_vetoer_pays_when_a_later_round_decides() -> None:
     model = _model(2)
-    assert model.size(1) == 7 and model.tier(1) == 2
-    assert model.segment() == pytest.approx((1.0, 0.0, 0.0))  # the honest tier 2 always decides
+    assert model.size(1) == 9 and model.tier(1) == 2
+    # The honest tier 2 decides every blocked segment right; only round 0's wrong verdicts stand.
+    assert model.segment() == pytest.approx((8 / 9, 1 / 9, 0.0))
     seat = model.seat(2)
-    assert (seat.paid, seat.misaligned_late) == pytest.approx((0.0, 1.0))
-    assert seat.payoff(TERMS, 0.5, "escalation") == pytest.approx(-8 * 0.425)
-    assert seat.payoff(TERMS, 0.5, "free") == 0.0  # the old rule released it
+    assert (seat.paid, seat.misaligned_now, seat.misaligned_late) == pytest.approx((7 / 27, 8 / 27, 12 / 27))
+    slash = 8 * 0.425  # P p_slash(0.5)
+    assert seat.payoff(TERMS, 0.5, "escalation") == pytest.approx(6 * 7 / 27 - slash * 20 / 27)
+    assert seat.payoff(TERMS, 0.5, "free") == pytest.approx(6 * 7 / 27 - slash * 8 / 27)  # blocked: released
+    assert seat.payoff(TERMS, 0.5, "escalation") < 0 < seat.payoff(TERMS, 0.5, "free")
     honest = model.seat(0)
-    assert honest.settled_misaligned("escalation") == 0
-    assert honest.paid + honest.aligned_late == pytest.approx(1.0)
+    assert honest.settled_misaligned("escalation") == pytest.approx(honest.misaligned_now)
+    assert honest.paid + honest.misaligned_now + honest.aligned_late == pytest.approx(1.0)
     # The fee pays only the deciding round: the rule changes an honest seat's reputation, not its R.
     assert honest.payoff(TERMS, 0.5, "escalation") == pytest.approx(honest.payoff(TERMS, 0.5, "free"))
     assert honest.payoff(TERMS, 0.5, "free") > 0
@@ -105,24 +132,31 @@ def test_a_seat_s_outcomes_add_up_with_honest_errors() -> None:
 
 def test_the_example_of_docs_theory_md() -> None:
     model = _model(2)
-    assert model.rounds[0].blocked == pytest.approx(0.8142857, abs=1e-6)
+    assert model.rounds[0].blocked == pytest.approx(24 / 81)
+    assert model.seat(2).payoff(TERMS, 0.5, "escalation") == pytest.approx(-0.962963, abs=1e-6)
+    assert model.seat(2).payoff(TERMS, 0.5, "free") == pytest.approx(0.548148, abs=1e-6)
     assert expected_loss(TERMS, 0.5, 0.0, 1.0, 20) == pytest.approx(74.7294599, abs=1e-6)
-    # 3 of 11 stake units of tier 2: at most 3/9 of a committee of seven, below 1 - tau; it pays.
+    # 3 of 11 stake units of tier 2: Binomial(9, 3/11) units of its committees of nine, 4 or 5 of
+    # which block (q = 6); it blocks 19.5% of them and still pays.
     in_tier_2 = _model(2, TierPool((StakeClass(1, 8), StakeClass(3, 1, vetoer=True))))
-    assert in_tier_2.rounds[1].blocked == 0
-    assert in_tier_2.seat(2).payoff(TERMS, 0.5, "escalation") == pytest.approx(-3.4)
+    rho = 3 / 11
+    assert in_tier_2.rounds[1].blocked == pytest.approx(
+        sum(math.comb(9, m) * rho**m * (1 - rho) ** (9 - m) for m in (4, 5))
+    )
+    assert in_tier_2.seat(2).payoff(TERMS, 0.5, "escalation") == pytest.approx(-0.644632, abs=1e-6)
 
 
 def test_a_veto_is_free_only_where_the_vetoers_block_every_round() -> None:
     one_round = _model(1).seat(2)
-    assert one_round.released_now == pytest.approx(1.0) and one_round.payoff(TERMS, 0.0, "escalation") == 0
-    # Vetoers holding 3 of 7 stake units in tier 2 too: a committee of all seven (pool of seven) gives
-    # them 3/7 of the weight, between 1 - tau and tau, so tier 2 is blocked as well: Undetermined.
+    # With one round a blocked segment ends Undetermined: the rules agree, the veto costs nothing.
+    assert one_round.released_now == pytest.approx(12 / 27)
+    assert one_round.payoff(TERMS, 0.0, "escalation") == pytest.approx(one_round.payoff(TERMS, 0.0, "free"))
+    # Vetoers holding 3 of 7 equal stakes in tier 2 too block some of its committees of nine as
+    # well: those segments end Undetermined and the vetoer's seat is released.
     blocked_too = TierPool((StakeClass(1, 4), StakeClass(1, 3, vetoer=True)))
     model = _model(2, blocked_too)
-    assert model.segment()[2] == pytest.approx(model.rounds[0].blocked)
-    assert model.seat(2).released_late == pytest.approx(1.0)
-    assert model.seat(2).payoff(TERMS, 0.0, "escalation") == 0
+    assert model.segment()[2] == pytest.approx(model.rounds[0].blocked * model.rounds[1].blocked)
+    assert model.seat(2).released_late == pytest.approx(12 / 27 * model.rounds[1].blocked)
 
 
 def test_reputation_path_and_expected_loss_agree_with_brute_force() -> None:
@@ -152,7 +186,7 @@ def test_reputation_path_and_expected_loss_agree_with_brute_force() -> None:
         (lambda: StakeClass(0, 1), "stake = 0"),
         (lambda: StakeClass(1, 0), "count = 0"),
         (lambda: TierPool(()), "at least one stake class"),
-        (lambda: TierPool((StakeClass(1, 2),)).compositions(3), "k = 3: the tier has only 2"),
+        (lambda: round_split(TierPool((StakeClass(1, 2),)), 0, 0.66), "k = 0"),
         (lambda: round_split(TierPool((StakeClass(1, 3),)), 3, 0.5), "tau = 0.5"),
         (lambda: VetoModel({1: TierPool((StakeClass(1, 3),))}, 3, 0.66, 2), r"give pools\[2\]"),
         (lambda: SlashTerms(6, 8, 0.6, 0.5, 0.1), "p_min = 0.6 > p_max"),

@@ -17,10 +17,12 @@
   tau > 1/2): the quorum votes the right outcome, the quorum votes the wrong one, or neither (the
   segment escalates, or after the last round ends Undetermined). Seats are i.i.d. as in Lemma 4.1, so
   `correct` is `pass_probability`. `verdict_probabilities_drawn` is the same for a committee drawn
-  without replacement from a finite pool of equal stakes, as `AuditorRegistry.drawCommittee` draws
-  it: the adversarial seats are hypergeometric, not binomial. On a pool of 20 with k = 4 the two
-  differ by up to 0.023 (rho = 0.3: 0.061 wrong drawn, 0.084 i.i.d.); on a pool of 10 a single
-  adversary can never block a quorum of 3, which the i.i.d. model says it does 4.9% of the time.
+  from a finite pool of equal stakes as `AuditorRegistry.drawCommittee` draws it: k draws with
+  replacement, a member drawn u times holding one seat that weighs u and votes once. The
+  adversarial units are Binomial(k, adversaries / pool), exactly Lemma 4.1's m; what differs from
+  the i.i.d. model is only that an honest member's error turns all its units wrong at once, so the
+  two agree exactly when epsilon = 0 (and the draw before issue 16's L2 fix, without replacement,
+  made the adversarial seats hypergeometric instead).
 - `trace_pass_probability` is Pr[trace valid] for independent segments with their own pass
   probabilities, integer weights and critical flags, the rule `TRUSTAudit.finalizeTrace` applies
   (eq. 3.5-3.6 and every critical segment passed), computed exactly over the distribution of W.
@@ -40,7 +42,7 @@ from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from trust.errors import ParameterError
 from trust.theory.validate import integer_at_least, open_unit, positive, probability, tau_value
@@ -163,26 +165,35 @@ def verdict_probabilities(k: int, epsilon: float, rho: float, tau: float) -> Ver
 def verdict_probabilities_drawn(
     k: int, epsilon: float, pool: int, adversaries: int, tau: float
 ) -> VerdictProbabilities:
-    """One round of k seats drawn without replacement from `pool` members of equal stake, of which
-    `adversaries` vote wrong and the others vote wrong with probability epsilon each. The number m of
-    adversarial seats is Hypergeometric(pool, adversaries, k); as pool grows with adversaries / pool
-    = rho fixed, this tends to `verdict_probabilities(k, epsilon, rho, tau)`."""
+    """One round of k draws with replacement from `pool` members of equal stake, of which
+    `adversaries` vote wrong and each other member votes wrong with probability epsilon, once for
+    all the units it won. The adversarial units m are Binomial(k, adversaries / pool); the k - m
+    honest units land uniformly on the honest members, of which E ~ Binomial(honest, epsilon) err,
+    so given E the wrong honest units are Binomial(k - m, E / honest). With epsilon = 0 this is
+    `verdict_probabilities(k, 0, adversaries / pool, tau)` exactly."""
     k = integer_at_least("k", k, 1)
     epsilon = probability("epsilon", epsilon)
-    pool = integer_at_least("pool", pool, k)
+    pool = integer_at_least("pool", pool, 1)
     adversaries = integer_at_least("adversaries", adversaries, 0)
     if adversaries > pool:
         raise ParameterError(f"adversaries = {adversaries}: more than the pool of {pool}")
     tau = _majority_tau(tau)
-    wrong_seats = np.arange(k + 1)
-    drawn = stats.hypergeom.pmf(wrong_seats, pool, adversaries, k)
-    # With m adversarial seats, the wrong votes are m plus Binomial(k - m, epsilon) honest errors.
+    wrong_units = np.arange(k + 1)
+    drawn = _binomial_pmf(k, wrong_units, adversaries / pool)
+    honest = pool - adversaries
     weights = np.zeros(k + 1)
-    for m in range(k + 1):
-        if drawn[m] > 0:
-            errors = np.arange(k - m + 1)
-            weights[m + errors] += drawn[m] * _binomial_pmf(k - m, errors, epsilon)
-    return _verdict_split(tau, k, wrong_seats, weights)
+    if honest == 0:
+        weights[k] = 1.0
+        return _verdict_split(tau, k, wrong_units, weights)
+    erring = np.arange(honest + 1)
+    for e, p_e in zip(erring, _binomial_pmf(honest, erring, epsilon), strict=True):
+        if p_e == 0:
+            continue
+        for m in range(k + 1):
+            if drawn[m] > 0:
+                errors = np.arange(k - m + 1)
+                weights[m + errors] += drawn[m] * p_e * _binomial_pmf(k - m, errors, e / honest)
+    return _verdict_split(tau, k, wrong_units, weights)
 
 
 def trace_pass_probability(

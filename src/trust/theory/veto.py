@@ -21,13 +21,17 @@ that tier's stake above 1 - tau), or the later round decides against them.
 What is computed, exactly (no sampling):
 
 - `TierPool.compositions(k)`: the committee a tier's registry draws, as `AuditorRegistry.drawCommittee`
-  does: k members one after another without replacement, each with probability proportional to its
-  stake among those not yet taken. Members are grouped in `StakeClass`es (same stake, same role), so
-  the state is how many of each class were taken; a dynamic program over these counts is exact.
-  With one class this is the hypergeometric draw of `verdict_probabilities_drawn`.
+  does: k draws with replacement, each landing on a member with probability proportional to its
+  stake. Members are grouped in `StakeClass`es (same stake, same role), so the state is how many
+  units (draws) each class won: a multinomial, computed exactly by a dynamic program over the counts.
+  A member that wins u draws holds one seat weighing u units and votes once.
 - `round_split`: one round's correct / wrong / blocked probabilities, with vetoers voting wrong and
-  each honest seat wrong with its tier's epsilon, compared as the contract compares:
-  weight * BPS >= tau * total (tau read as its decimal), the whole committee's weight as denominator.
+  each honest member wrong with its tier's epsilon (all its units at once: of a class's n members
+  E ~ Binomial(n, epsilon) err, and given E each of the class's units is wrong with probability
+  E / n), compared as the contract compares: units * BPS >= tau * k (tau read as its decimal), the
+  whole committee's k units as denominator. With `focal`, the split is that of one given *draw*
+  won by a given member of the class, so `SeatOutlook` and its payoff are per unit: a seat of u
+  units earns u R or forfeits u P, all its units settled alike.
 - `VetoModel`: rounds 0 .. max_rounds - 1, round t drawn in tier min(first_tier + t, 3) with
   k_{t+1} = 2 k_t + 1 (`ParamsLib.escalatedSize`), each round's draw independent (fresh randomness).
   `segment()` is the final verdict's distribution; `seat(cls)` is what happens to a round-0 seat of
@@ -117,23 +121,27 @@ class TierPool:
         return sum(c.stake * c.count for c in self.classes if c.vetoer) / total
 
     def compositions(self, k: int) -> dict[tuple[int, ...], float]:
-        """The probability of each committee composition (members taken from each class) of a
-        stake-weighted draw of k without replacement."""
-        k = integer_at_least("k", k, 1)
-        if k > self.members:
-            raise ParameterError(f"k = {k}: the tier has only {self.members} members to seat")
-        states: dict[tuple[int, ...], float] = {(0,) * len(self.classes): 1.0}
-        for _ in range(k):
-            grown: dict[tuple[int, ...], float] = {}
-            for taken, p in states.items():
-                left = [(c.count - d) * c.stake for c, d in zip(self.classes, taken, strict=True)]
-                total = sum(left)
-                for i, weight in enumerate(left):
-                    if weight > 0:
-                        nxt = taken[:i] + (taken[i] + 1,) + taken[i + 1 :]
-                        grown[nxt] = grown.get(nxt, 0.0) + p * weight / total
-            states = grown
-        return states
+        """The probability of each committee composition (units won by each class) of k
+        stake-weighted draws with replacement."""
+        k = integer_at_least("k", k, 0)
+        return _compositions(self.classes, k)
+
+
+def _compositions(classes: Sequence[StakeClass], k: int) -> dict[tuple[int, ...], float]:
+    """Multinomial(k, each class's share of the stake) over the classes' unit counts."""
+    weights = [c.stake * c.count for c in classes]
+    total = sum(weights)
+    shares = [w / total for w in weights]
+    states: dict[tuple[int, ...], float] = {(0,) * len(classes): 1.0}
+    for _ in range(k):
+        grown: dict[tuple[int, ...], float] = {}
+        for taken, p in states.items():
+            for i, share in enumerate(shares):
+                if share > 0:
+                    nxt = taken[:i] + (taken[i] + 1,) + taken[i + 1 :]
+                    grown[nxt] = grown.get(nxt, 0.0) + p * share
+        states = grown
+    return states
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,76 +160,84 @@ class RoundSplit:
     """For a focal seat: the probability that the round is blocked and the seat voted wrong."""
 
 
-def _wrong_weight_distribution(
-    pool: TierPool, taken: Sequence[int], focal: int | None, focal_wrong: bool
-) -> dict[Fraction, float]:
-    """The wrong side's weight for one composition: vetoers' seats, the focal seat when it votes
-    wrong, and Binomial(d, epsilon) honest errors per honest class (the focal seat excluded)."""
-    dist: dict[Fraction, float] = {Fraction(0): 1.0}
-    eps = pool.epsilon
-    for i, (cls, d) in enumerate(zip(pool.classes, taken, strict=True)):
-        stake = _fraction(cls.stake)
-        others = d - 1 if focal == i else d
-        if focal == i and focal_wrong:
-            dist = {w + stake: p for w, p in dist.items()}
-        if cls.vetoer:
-            dist = {w + others * stake: p for w, p in dist.items()}
+def _honest_errors(members: int, units: int, epsilon: float) -> dict[int, float]:
+    """The wrong units among `units` won by `members` honest members of equal stake, each wrong with
+    probability epsilon for all its units: E ~ Binomial(members, epsilon) err, and given E each unit
+    sits with an erring member with probability E / members."""
+    if units == 0 or epsilon == 0:
+        return {0: 1.0}
+    dist: dict[int, float] = {}
+    for erring in range(members + 1):
+        p_e = math.comb(members, erring) * epsilon**erring * (1 - epsilon) ** (members - erring)
+        if p_e == 0:
             continue
-        grown: dict[Fraction, float] = {}
-        for errors in range(others + 1):
-            pe = math.comb(others, errors) * eps**errors * (1 - eps) ** (others - errors)
-            if pe == 0:
-                continue
+        q = erring / members
+        for wrong in range(units + 1):
+            p = p_e * math.comb(units, wrong) * q**wrong * (1 - q) ** (units - wrong)
+            if p > 0:
+                dist[wrong] = dist.get(wrong, 0.0) + p
+    return dist
+
+
+def _wrong_units_distribution(pool: TierPool, classes: Sequence[StakeClass], taken: Sequence[int]) -> dict[int, float]:
+    """The wrong side's units for one composition: every vetoer unit, and each honest class's errors."""
+    dist: dict[int, float] = {0: 1.0}
+    for cls, d in zip(classes, taken, strict=True):
+        if cls.vetoer:
+            dist = {w + d: p for w, p in dist.items()}
+            continue
+        grown: dict[int, float] = {}
+        for errors, pe in _honest_errors(cls.count, d, pool.epsilon).items():
             for w, p in dist.items():
-                key = w + errors * stake
-                grown[key] = grown.get(key, 0.0) + p * pe
+                grown[w + errors] = grown.get(w + errors, 0.0) + p * pe
         dist = grown
     return dist
 
 
 def round_split(pool: TierPool, k: int, tau: float, focal: int | None = None) -> RoundSplit:
-    """One round of k seats drawn from `pool`; with `focal` (a class index), conditioned on one given
-    member of that class being seated, with `aligned` / `misaligned` for that member's seat."""
+    """One round of k draws from `pool`; with `focal` (a class index), conditioned on one given draw
+    landing on one given member of that class, with `aligned` / `misaligned` for that member's seat
+    (which holds that draw and whatever others it won)."""
+    k = integer_at_least("k", k, 1)
     tau_f = _fraction(tau_value("tau", tau))
     if tau_f <= Fraction(1, 2):
         raise ParameterError(f"tau = {tau}: a split needs tau > 1/2 (the contracts refuse such a tau too)")
     if focal is not None and not 0 <= focal < len(pool.classes):
         raise ParameterError(f"focal = {focal}: the pool has classes 0 .. {len(pool.classes) - 1}")
+    if focal is None:
+        classes = list(pool.classes)
+        draws = k
+        focal_votes: list[tuple[bool, float]] = [(False, 1.0)]
+    else:
+        # The focal member as a class of its own, last (it votes once, for all its units); the draw
+        # it is given is fixed, the other k - 1 fall as usual. Splitting a class keeps every share.
+        own = pool.classes[focal]
+        classes = [c for i, c in enumerate(pool.classes) if i != focal]
+        if own.count > 1:
+            classes.append(StakeClass(own.stake, own.count - 1, own.vetoer))
+        classes.append(StakeClass(own.stake, 1, own.vetoer))
+        draws = k - 1
+        focal_votes = [(True, 1.0)] if own.vetoer else [(True, pool.epsilon), (False, 1.0 - pool.epsilon)]
     correct = wrong = aligned = misaligned = blocked_wrong = 0.0
-    norm = 0.0
-    for taken, p_comp in pool.compositions(k).items():
-        weight = p_comp
-        if focal is not None:
-            # A given member of class `focal` is among the d taken of its n with probability d / n.
-            weight *= taken[focal] / pool.classes[focal].count
-            if weight == 0:
-                continue
-        norm += weight
-        total = sum(_fraction(c.stake) * d for c, d in zip(pool.classes, taken, strict=True))
-        if focal is None:
-            votes = [(False, 1.0)]
-        elif pool.classes[focal].vetoer:
-            votes = [(True, 1.0)]
-        else:
-            votes = [(True, pool.epsilon), (False, 1.0 - pool.epsilon)]
-        for focal_wrong, p_vote in votes:
+    for taken, p_comp in _compositions(classes, draws).items():
+        others, focal_units = (taken, 0) if focal is None else (taken[:-1], taken[-1] + 1)
+        errors = _wrong_units_distribution(pool, classes[: len(others)], others)
+        for focal_wrong, p_vote in focal_votes:
             if p_vote == 0:
                 continue
-            for wrong_weight, p in _wrong_weight_distribution(pool, taken, focal, focal_wrong).items():
-                mass = weight * p_vote * p
-                if (total - wrong_weight) >= tau_f * total:
+            for wrong_units, p in errors.items():
+                mass = p_comp * p_vote * p
+                w = Fraction(wrong_units + (focal_units if focal_wrong else 0))
+                if (k - w) >= tau_f * k:
                     correct += mass
                     aligned, misaligned = (aligned, misaligned + mass) if focal_wrong else (aligned + mass, misaligned)
-                elif wrong_weight >= tau_f * total:
+                elif w >= tau_f * k:
                     wrong += mass
                     aligned, misaligned = (aligned + mass, misaligned) if focal_wrong else (aligned, misaligned + mass)
                 elif focal_wrong:
                     blocked_wrong += mass
     if focal is None:
         aligned = misaligned = blocked_wrong = 0.0
-    correct, wrong, aligned, misaligned, blocked_wrong = (
-        x / norm for x in (correct, wrong, aligned, misaligned, blocked_wrong)
-    )
     return RoundSplit(correct, wrong, max(0.0, 1.0 - correct - wrong), aligned, misaligned, blocked_wrong)
 
 
