@@ -670,7 +670,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
             if (weightLeft == 0 || taken.count == taken.starts.length) break;
             uint256 value = _skipTaken(taken, uint256(keccak256(abi.encode(request.seed, nonce))) % weightLeft);
             (address candidate, uint256 start, uint256 weight) = pool.drawAt(value, snapshotBlock, count);
-            if (_admit(request, candidate, taken)) continue;
+            if (_admit(request, candidate, weight, taken)) continue;
             _take(taken, start, weight);
             weightLeft -= weight;
         }
@@ -678,15 +678,18 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
 
     /// @dev Gives `candidate` one more unit of the committee if it can back it, else records it as
     ///      a deserter when it unbonded after the snapshot, and returns false (it leaves the draw).
-    function _admit(DrawRequest calldata request, address candidate, Taken memory taken)
+    function _admit(DrawRequest calldata request, address candidate, uint256 snapshotWeight, Taken memory taken)
         private
         view
         returns (bool)
     {
         if (candidate == request.excluded) return false;
         Auditor storage au = _auditors[candidate];
-        if (au.unbondingBlock > request.snapshotBlock) {
-            // Counted in the snapshot, then (partly) unbonded: stake that may leave votes nothing.
+        // Counted in the snapshot, then (partly) unbonded: stake that may leave votes nothing. An
+        // unstake request lowers the stake, so only a member now below its snapshot weight can be
+        // one (the unbonding slot is read for those only); one that topped its stake back up
+        // risks at least what the snapshot counted.
+        if (au.stake < snapshotWeight && au.unbondingBlock > request.snapshotBlock) {
             if (au.unbonding >= request.lockPerSeat) taken.deserters[taken.deserterCount++] = candidate;
             return false;
         }
