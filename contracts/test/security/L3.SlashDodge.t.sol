@@ -23,7 +23,6 @@ import {TimelockController} from "@openzeppelin/contracts/governance/TimelockCon
 contract L3SlashDodgeTest is TRUSTAuditBase {
     uint256 internal constant STAKE = 1_000e18;
     uint256 internal constant PENALTY = 8e18;
-
     uint256 internal constant UNITS = 3; // the tier-1 committee's draws, all the target's
 
     address internal target;
