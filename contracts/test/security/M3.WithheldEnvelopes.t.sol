@@ -161,9 +161,7 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
         vm.warp(deadline);
         uint256 index = seatIndexOf(id, 0, members[0]);
         vm.prank(members[0]);
-        vm.expectRevert(
-            abi.encodeWithSelector(ITRUSTAudit.AuditDeliveryPending.selector, id, 0, deadline, deadline)
-        );
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditDeliveryPending.selector, id, 0, deadline, deadline));
         audit.claimUndelivered(id, 0, index);
     }
 
