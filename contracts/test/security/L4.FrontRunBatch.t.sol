@@ -26,6 +26,13 @@ contract L4FrontRunBatchTest is TRUSTAuditBase {
         }
     }
 
+    /// @dev The draws the segment's current round seated: its seats' units.
+    function unitsDrawn(uint256 id, uint256 segmentId, uint256 seatCount) internal view returns (uint256 units) {
+        for (uint256 i; i < seatCount; ++i) {
+            units += audit.seat(id, segmentId, 0, i).weight;
+        }
+    }
+
     function test_L4_aFrontRunDrawDoesNotUndoTheBatch() public {
         uint256 id = openSession(uniformSegments(4, 1));
         vm.roll(audit.session(id).randomnessBlock + 1);
@@ -35,8 +42,12 @@ contract L4FrontRunBatchTest is TRUSTAuditBase {
 
         audit.assignAuditorsBatch(id, all(4));
         for (uint256 s; s < 4; ++s) {
-            assertEq(uint8(audit.segment(id, s).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
-            assertEq(audit.committee(id, s).length, 3);
+            ITRUSTAudit.SegmentView memory g = audit.segment(id, s);
+            assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+            // Three draws each: a member drawn twice holds one seat of weight two (issue L2).
+            assertEq(g.committeeSize, 3);
+            assertEq(audit.committee(id, s).length, g.seatCount);
+            assertEq(unitsDrawn(id, s, g.seatCount), 3, "every draw of the segment seated");
         }
         assertEq(abi.encode(audit.committee(id, 2)), abi.encode(first), "the front-run draw stands");
     }

@@ -15,11 +15,13 @@ import {ParamsLib} from "../../src/libraries/ParamsLib.sol";
 ///         nobody charged, and three waves of 100 sybils (300 accounts, 300,000 tokens) made all
 ///         three draws of the segment fail, it ended Undetermined (the trace invalid), and every
 ///         sybil withdrew its 1,000 tokens in full after the unbonding delay.
-///         The defence asserted here: a member counted in the snapshot that unbonded after it and
-///         cannot back the lock is charged the lock from its unbonding stake (to the insurance
-///         fund) when drawn, even though the draw fails; the retry reads a fresh snapshot without
-///         the departed sybils and seats honest members, who decide the segment; the sybils get
-///         back only what was not charged, and not before every draw that counted them is over.
+///         The defence asserted here: a member counted in the snapshot that asked to unstake after
+///         it (even in part, since 7430925) is passed over and charged the lock P from its
+///         unbonding stake (to the insurance fund) when drawn, even though the draw fails: one wave
+///         of 70 loses 64 x 8 = 512 tokens, three waves of 100 lose 1,536. The retry reads a fresh
+///         snapshot without the departed sybils and gives its three draws to honest members, who
+///         decide the segment; the sybils get back only what was not charged, and not before every
+///         draw that counted them is over.
 contract M2SkipBudgetTest is TRUSTAuditBase {
     uint256 internal constant SYBILS = 70;
     uint256 internal constant SYBIL_STAKE = 1_000e18;
@@ -67,15 +69,23 @@ contract M2SkipBudgetTest is TRUSTAuditBase {
         audit.assignAuditors(id, 0);
         assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
         (uint256 lost, uint256 count) = charged(sybils);
-        assertGt(count, 50, "most of the 64 passed over were sybils, each charged");
+        // Honest members are never passed over (each backs twelve draws), so the draw gave up after
+        // passing over 64 sybils, and charged each of them.
+        assertEq(count, 64, "the 64 passed over were sybils, each charged");
         assertEq(registry.claimableTokens(insurance), lost, "to the insurance fund");
 
-        // The retry reads a snapshot after they left: only honest members can be drawn.
+        // The retry reads a snapshot after they left: only honest members can be drawn, and they
+        // take all three draws, each backed by P locked.
         drawSegment(id, 0);
         address[] memory members = audit.committee(id, 0);
+        uint256 units;
         for (uint256 i; i < members.length; ++i) {
             assertTrue(contains(honest, members[i]), "an honest member");
+            uint256 won = audit.seat(id, 0, 0, i).weight;
+            assertEq(registry.auditor(members[i]).locked, won * PENALTY);
+            units += won;
         }
+        assertEq(units, 3);
         voteAll(id, 0, true);
         assertTrue(audit.finalizeSegment(id, 0));
         (uint256 lostAfter,) = charged(sybils);
@@ -106,7 +116,9 @@ contract M2SkipBudgetTest is TRUSTAuditBase {
     ///         honest 500) for each of the three draws. Each wave sits in its own draw's snapshot
     ///         and leaves after it, so the segment can still be forced Undetermined, but every wave
     ///         pays the lock for each of its members drawn: the skip budget is bought with
-    ///         forfeited stake (3 x 67 x P here), not borrowed for free.
+    ///         forfeited stake (3 x 64 x P here: since 7430925 the budget is 64 members passed
+    ///         over, honest members drawn take units instead; it was 3 + 64 before), not borrowed
+    ///         for free.
     function test_M2_threeWavesPayForEverySkip() public {
         uint256 id = openSingle(1);
         uint256 totalLost;
@@ -119,7 +131,7 @@ contract M2SkipBudgetTest is TRUSTAuditBase {
             desert(sybils);
             audit.assignAuditors(id, 0);
             (uint256 lost, uint256 count) = charged(sybils);
-            assertEq(count, 67, "each wave is charged for every member passed over (3 + 64)");
+            assertEq(count, 64, "each wave is charged for every member passed over (the budget, 64)");
             totalLost += lost;
         }
         assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Undetermined));

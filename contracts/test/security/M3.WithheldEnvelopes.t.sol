@@ -4,6 +4,7 @@ pragma solidity ^0.8.28;
 import {SegmentKeysBase} from "../SegmentKeysBase.sol";
 import {ITRUSTAudit} from "../../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../../src/interfaces/IAuditorRegistry.sol";
+import {Params} from "../../src/types/Params.sol";
 
 /// @notice Issue M3, providers burning honest auditors' stake. The attack: the provider opens a
 ///         session and never publishes the key envelopes of a segment's committee. No seat can
@@ -24,8 +25,13 @@ import {IAuditorRegistry} from "../../src/interfaces/IAuditorRegistry.sol";
 ///         against both outcomes, so withholding cannot hand a decision to the provider's own
 ///         seats, and a round that more than half of its seats claimed ends Undetermined instead
 ///         of escalating: nobody else is drawn into the trap.
+///         Since 7430925 a seat weighs the draws it won and is compensated R and charged P per
+///         draw. Here every auditor stakes 10 tokens, which back exactly one draw of P = 8, so
+///         committees seat distinct members as the story needs (the subject is delivery, not the
+///         draw); the last two tests seat one member for all three draws of a committee and
+///         assert R and P per draw.
 contract M3WithheldEnvelopesTest is SegmentKeysBase {
-    uint256 internal constant STAKE = 100e18;
+    uint256 internal constant STAKE = 10e18; // backs one draw of P
     uint256 internal constant PENALTY = 8e18;
     uint256 internal constant R = 0.0006 ether;
 
@@ -34,8 +40,27 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
 
     function setUp() public override {
         super.setUp();
+        Params memory p = defaultParams();
+        p.minStakeTier1 = uint96(STAKE);
+        p.minStakeTier2 = uint96(STAKE);
+        applyParams(p);
         tier1 = addAuditors("t1-", 1, 6, STAKE);
-        tier2 = addAuditors("t2-", 2, 12, 1_000e18);
+        tier2 = addAuditors("t2-", 2, 12, STAKE);
+    }
+
+    /// @dev A tier-1 member whose 24 tokens back three draws, alone in its tier (the others step
+    ///      aside before the session): it holds one seat weighing all three draws of a committee.
+    function soleMemberOfThreeDraws() internal returns (address big, uint256 id) {
+        for (uint256 i; i < tier1.length; ++i) {
+            vm.prank(tier1[i]);
+            registry.setAvailable(false);
+        }
+        big = addAuditor("big", 1, 3 * PENALTY);
+        id = openSingle(1);
+        address[] memory members = drawSegment(id, 0);
+        assertEq(abi.encode(members), abi.encode(addrs(big)));
+        assertEq(audit.seat(id, 0, 0, 0).weight, 3);
+        assertEq(registry.auditor(big).locked, 3 * PENALTY, "P locked per draw");
     }
 
     function claim(address auditor, uint256 id, uint256 segmentId) internal {
@@ -136,9 +161,7 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
         vm.warp(deadline);
         uint256 index = seatIndexOf(id, 0, members[0]);
         vm.prank(members[0]);
-        vm.expectRevert(
-            abi.encodeWithSelector(ITRUSTAudit.AuditDeliveryPending.selector, id, 0, deadline, deadline)
-        );
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditDeliveryPending.selector, id, 0, deadline, deadline));
         audit.claimUndelivered(id, 0, index);
     }
 
@@ -245,5 +268,36 @@ contract M3WithheldEnvelopesTest is SegmentKeysBase {
         vm.expectRevert(ITRUSTAudit.AuditZeroAddress.selector);
         audit.setSegmentKeys(address(0));
         assertEq(audit.segmentKeys(), address(keys));
+    }
+
+    /// @dev A seat of three draws that was not delivered is compensated R per draw and released:
+    ///      withholding from one member costs the provider as much as from three.
+    function test_M3_aSeatOfSeveralDrawsIsCompensatedPerDraw() public {
+        (address big, uint256 id) = soleMemberOfThreeDraws();
+        uint256 feeBefore = audit.session(id).feeWei;
+        toDeliveryDeadline(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SeatUndelivered(id, 0, 0, 0, big, 3 * R);
+        claim(big, id, 0);
+        assertEq(audit.claimable(big), 3 * R, "R per draw");
+        assertEq(audit.session(id).feeWei, feeBefore - 3 * R);
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(big);
+        assertEq(info.locked, 0, "all three draws' P released");
+        assertEq(info.stake, 3 * PENALTY, "nothing forfeited");
+        audit.finalizeSegment(id, 0);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Undetermined), "no escalation");
+    }
+
+    /// @dev Delivered and silent, the same seat forfeits P per draw.
+    function test_M3_aSilentSeatOfSeveralDrawsForfeitsPPerDraw() public {
+        (address big, uint256 id) = soleMemberOfThreeDraws();
+        publish(id, 0, 0, envelopes(1, "delivered"));
+        toRevealEnd(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(id, big, 3 * PENALTY);
+        audit.finalizeSegment(id, 0);
+        assertEq(registry.auditor(big).stake, 0, "3P forfeited");
+        assertEq(registry.auditor(big).locked, 0);
+        assertEq(registry.claimableTokens(insurance), 3 * PENALTY);
     }
 }
