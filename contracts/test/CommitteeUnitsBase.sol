@@ -23,6 +23,9 @@ abstract contract CommitteeUnitsBase is TRUSTAuditBase {
     /// @dev A stake that backs exactly one unit of `ONE_UNIT_PENALTY` (60 <= 100 < 120).
     uint96 internal constant ONE_UNIT_STAKE = 100e18;
 
+    /// @dev A stake that backs exactly two units of `ONE_UNIT_PENALTY` (120 <= 150 < 180).
+    uint96 internal constant TWO_UNIT_STAKE = 150e18;
+
     /// @notice The default parameters with P = 60 tokens and every tier's minimum stake at 100
     ///         tokens, so that an auditor staking `ONE_UNIT_STAKE` backs one unit in any tier.
     function oneUnitParams() internal pure returns (Params memory p) {
@@ -30,6 +33,20 @@ abstract contract CommitteeUnitsBase is TRUSTAuditBase {
         p.penaltyPerSeat = ONE_UNIT_PENALTY;
         p.minStakeTier2 = ONE_UNIT_STAKE;
         p.minStakeTier3 = ONE_UNIT_STAKE;
+    }
+
+    /// @notice Opens a one-segment tier-3 session (committee size set to 3, P = 60) that only two
+    ///         auditors can sit on: `heavy`, whose stake backs exactly two units, and `light`, which
+    ///         backs one. Whatever the seed, the three draws seat heavy with two units and light
+    ///         with one: each leaves the draw only once full, and three units are all they back.
+    ///         Sessions opened before keep the parameters they were opened with.
+    function openTwoAndOne() internal returns (uint256 sessionId, address heavy, address light) {
+        Params memory p = oneUnitParams();
+        p.committeeSizeTier3 = 3;
+        applyParams(p);
+        heavy = addAuditor("heavy", 3, TWO_UNIT_STAKE);
+        light = addAuditor("light", 3, ONE_UNIT_STAKE);
+        sessionId = openSingle(3);
     }
 
     /// @notice `auditor` stakes `amount` more tokens (handed over by this contract).

@@ -3,7 +3,6 @@ pragma solidity ^0.8.28;
 
 import {CommitteeUnitsBase} from "./CommitteeUnitsBase.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
-import {Params} from "../src/types/Params.sol";
 
 /// @notice Commit-reveal voting (paper section 3.2.1): who may commit and reveal, the two windows, and
 ///         commitments that bind the auditor, the segment and the round as well as the vote.
@@ -751,19 +750,6 @@ contract TRUSTAuditVotesTest is CommitteeUnitsBase {
 
     // ------------------------------------------------------------------ seats of several units
 
-    /// @notice Opens a one-segment tier-3 session (committee size set to 3) that only two auditors
-    ///         can sit on: `heavy`, whose stake backs exactly two units of P, and `light`, which
-    ///         backs one. The three draws seat them so whatever the seed (each leaves the draw only
-    ///         once full, and three units are all they back): heavy holds one seat of weight 2.
-    function openTwoAndOne() internal returns (uint256 sessionId, address heavy, address light) {
-        Params memory p = oneUnitParams();
-        p.committeeSizeTier3 = 3;
-        applyParams(p);
-        heavy = addAuditor("heavy", 3, 150e18); // 120 <= 150 < 180: two units of 60
-        light = addAuditor("light", 3, ONE_UNIT_STAKE); // one unit
-        sessionId = openSingle(3);
-    }
-
     function test_seatOfTwoUnits_seatCountAndCommitteeAgree() public {
         (uint256 sid, address heavy, address light) = openTwoAndOne();
         assertEq(audit.segment(sid, 0).seatCount, 0, "zero before the draw");
@@ -838,7 +824,7 @@ contract TRUSTAuditVotesTest is CommitteeUnitsBase {
         assertEq(uint8(audit.segment(sid, 0).status), uint8(ITRUSTAudit.SegmentStatus.Passed));
         assertEq(audit.session(sid).alignedSeats, 2, "aligned units");
         assertEq(registry.auditor(heavy).locked, 0);
-        assertEq(registry.auditor(heavy).stake, 150e18, "aligned: nothing forfeited");
+        assertEq(registry.auditor(heavy).stake, TWO_UNIT_STAKE, "aligned: nothing forfeited");
         assertEq(registry.auditor(light).locked, 0);
         assertEq(registry.auditor(light).stake, ONE_UNIT_STAKE - ONE_UNIT_PENALTY, "silent: one unit forfeited");
     }
