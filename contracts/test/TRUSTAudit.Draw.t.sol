@@ -879,6 +879,126 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         assertEq(audit.committee(id, 1).length, 0);
     }
 
+    // ------------------------------------------------------------------ units (issue L2)
+
+    /// @notice A tier whose only auditor backs k units seats a committee of k draws: one seat of
+    ///         weight k, locking k * P, named once in `CommitteeDrawn`. It votes once, with the
+    ///         committee's whole weight.
+    function test_assignAuditors_oneAuditorBackingKUnitsHoldsTheWholeCommittee() public {
+        address solo = addAuditor("solo", 1, 1_000e18);
+        uint256 id = openSingle(1);
+        rollPastRandomness(id, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.CommitteeDrawn(
+            id, 0, 0, 1, addrs(solo), uint48(block.timestamp + 1 hours), uint48(block.timestamp + 2 hours)
+        );
+        audit.assignAuditors(id, 0);
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(g.committeeSize, 3);
+        assertEq(g.seatCount, 1);
+        assertEq(abi.encode(assertSeated(id, 0)), abi.encode(addrs(solo)));
+        assertEq(audit.seat(id, 0, 0, 0).weight, 3);
+        assertEq(registry.auditor(solo).locked, 3 * PENALTY);
+
+        commitAs(solo, id, 0, true);
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1, "its commit closes the window");
+        revealAs(solo, id, 0, true);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+        assertTrue(audit.finalizeSegment(id, 0));
+        assertEq(audit.session(id).alignedSeats, 3, "three aligned units");
+        assertEq(registry.auditor(solo).locked, 0);
+    }
+
+    /// @notice A committee is unavailable exactly when the tier's unlocked stake cannot back its
+    ///         draws. With P = 60, stakes of 2P - 1 wei and of 100 tokens back one unit each: two
+    ///         of three, and nothing is locked. One wei more and the first backs two units (its
+    ///         stake covers units * P at equality): the retry seats both, three units on two seats.
+    function test_assignAuditors_unavailableOnlyWhenTheUnitsCannotBeBacked() public {
+        useOneUnitStakes();
+        address x = addAuditor("x", 1, 2 * uint256(ONE_UNIT_PENALTY) - 1);
+        address y = addAuditor("y", 1, ONE_UNIT_STAKE);
+        uint256 id = openSingle(1);
+        rollPastRandomness(id, 0);
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
+        audit.assignAuditors(id, 0);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assertEq(registry.auditor(x).locked, 0);
+        assertEq(registry.auditor(y).locked, 0);
+
+        stakeMore(x, 1);
+        drawSegment(id, 0);
+        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
+        assertEq(assertSeated(id, 0).length, 2);
+        assertEq(unitsOf(id, 0, x), 2);
+        assertEq(unitsOf(id, 0, y), 1);
+        assertEq(registry.auditor(x).locked, 2 * uint256(ONE_UNIT_PENALTY));
+        assertEq(registry.auditor(y).locked, ONE_UNIT_PENALTY);
+    }
+
+    /// @notice A member takes no more units than its unlocked stake backs over all its open seats.
+    ///         With P = 25, 100 tokens back four units: the first committee takes three, and the
+    ///         next segment's draws find one unit, short of three: unavailable, nothing locked. Once
+    ///         another auditor joins, the retry seats the first with one unit at most.
+    function test_assignAuditors_unitsAreCappedByTheUnlockedStake() public {
+        Params memory p = defaultParams();
+        p.penaltyPerSeat = 25e18;
+        applyParams(p);
+        address solo = addAuditor("solo", 1, 100e18);
+        uint256 id = openSession(uniformSegments(2, 1));
+        drawSegment(id, 0);
+        assertEq(unitsOf(id, 0, solo), 3);
+        assertEq(registry.auditor(solo).locked, 75e18);
+
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 1);
+        audit.assignAuditors(id, 1);
+        assertEq(registry.auditor(solo).locked, 75e18, "an unavailable draw locks nothing");
+
+        address other = addAuditor("other", 1, 100e18);
+        drawSegment(id, 1);
+        assertSeated(id, 1);
+        uint256 soloUnits = unitsOf(id, 1, solo);
+        assertLe(soloUnits, 1, "one unit left to back");
+        assertEq(soloUnits + unitsOf(id, 1, other), 3);
+        assertEq(registry.auditor(solo).locked, (3 + soloUnits) * 25e18);
+        assertEq(registry.auditor(other).locked, unitsOf(id, 1, other) * 25e18);
+    }
+
+    /// @notice Splitting stake over accounts wins nothing (issue L2): 20,000 tokens in one account,
+    ///         20,000 split over four accounts and 20,000 in a third party's account each expect a
+    ///         third of the units. Over 300 committees of three draws (900 units) each group's
+    ///         units stay within 5 standard deviations of 300 (sigma^2 = 900 * 1/3 * 2/3 = 200),
+    ///         which a correct draw misses with probability below 1e-6. Drawn one seat per account
+    ///         (without replacement), the four accounts would take about 1.36 seats per committee
+    ///         (some 407 of 900), beyond the bound.
+    function test_assignAuditors_splittingStakeWinsNoUnits() public {
+        Params memory p = defaultParams();
+        p.maxSegmentsPerSession = 300;
+        applyParams(p);
+        address whole = addAuditor("whole", 1, 20_000e18);
+        address[] memory split = addAuditors("split-", 1, 4, 5_000e18);
+        address third = addAuditor("third", 1, 20_000e18);
+        uint256 id = openSession(uniformSegments(300, 1));
+        drawAll(id);
+
+        uint256[3] memory units;
+        for (uint256 s; s < 300; ++s) {
+            units[0] += unitsOf(id, s, whole);
+            for (uint256 i; i < split.length; ++i) {
+                units[1] += unitsOf(id, s, split[i]);
+            }
+            units[2] += unitsOf(id, s, third);
+        }
+        assertEq(units[0] + units[1] + units[2], 900, "every draw seated a unit");
+        for (uint256 g; g < 3; ++g) {
+            uint256 diff = units[g] > 300 ? units[g] - 300 : 300 - units[g];
+            assertLe(diff * diff, 25 * 200, "units beyond 5 sigma of a third");
+        }
+        assertEq(registry.auditor(whole).locked, units[0] * PENALTY, "P locked per unit");
+    }
+
     // ------------------------------------------------------------------ eq. 3.2, statistically
 
     /// @notice With committee size 1, each draw picks auditor i with probability S_i / sum(S).

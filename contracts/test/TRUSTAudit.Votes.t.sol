@@ -713,7 +713,7 @@ contract TRUSTAuditVotesTest is CommitteeUnitsBase {
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
         uint256 stakeBefore = registry.auditor(c).stake;
         assertTrue(audit.finalizeSegment(id, 0), "a and b hold 2/3 of the weight: passed");
-        assertEq(registry.auditor(c).stake, stakeBefore - ONE_UNIT_PENALTY, "an abstained seat forfeits P as a silent one");
+        assertEq(registry.auditor(c).stake, stakeBefore - ONE_UNIT_PENALTY, "abstained: forfeits P as a silent seat");
         assertEq(registry.auditor(c).locked, ONE_UNIT_PENALTY, "only its seat on segment 1 is still locked");
     }
 
