@@ -8,10 +8,17 @@ import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 /// @notice Key envelope delivery (paper section 3.4.2): only the provider, only for a seated round,
 ///         one envelope per seat, addressed to the auditor the committee on chain names.
 contract SegmentKeysDeliveryTest is SegmentKeysBase {
+    uint256 internal constant R = 0.0006 ether; // rewardPerSeatWei of the default parameters
+
     function setUp() public override {
         super.setUp();
-        addAuditors("t1-", 1, 4, 1_000e18);
-        addAuditors("t2-", 2, 8, 2_000e18);
+        // Every auditor's stake backs one unit of P and not two (stake < 2P): committees are drawn
+        // with replacement (issue L2), and a member drawn again cannot back the second unit, so a
+        // committee of k draws seats k distinct auditors, one envelope each, as the delivery tests
+        // below are written. Seats of several units have their own tests at the end.
+        applyParams(oneUnitParams());
+        addAuditors("t1-", 1, 4, ONE_UNIT_STAKE);
+        addAuditors("t2-", 2, 8, ONE_UNIT_STAKE);
     }
 
     /// @notice A drawn tier-1 segment (3 seats) in a fresh session.
@@ -208,5 +215,79 @@ contract SegmentKeysDeliveryTest is SegmentKeysBase {
         cids[2] = bytesOfLength(129);
         vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysEnvelopeTooLong.selector, id, 0, 2, 129, 128));
         publish(id, 0, 0, cids);
+    }
+
+    // ------------------------------------------------------------------ seats of several units
+
+    /// @notice A set holds one envelope per seat (`seatCount`), not one per draw: a committee of
+    ///         three draws that seated a member twice takes two envelopes.
+    function test_publishEnvelopes_oneEnvelopePerSeatNotPerUnit() public {
+        (uint256 id, address heavy, address light) = openTwoAndOne();
+        address[] memory members = drawSegment(id, 0);
+        assertEq(audit.segment(id, 0).committeeSize, 3);
+        assertEq(members.length, 2);
+        assertEq(unitsOf(id, 0, heavy) + unitsOf(id, 0, light), 3);
+        vm.expectRevert(abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 3, 2));
+        publish(id, 0, 0, envelopes(3, "per-draw-"));
+
+        bytes[] memory cids = envelopes(2, "per-seat-");
+        vm.recordLogs();
+        publish(id, 0, 0, cids);
+        assertPublished(keysLogs(), id, 0, 0, members, cids);
+        assertTrue(audit.segment(id, 0).delivered);
+    }
+
+    /// @notice `claimUndelivered` releases a seat's whole lock (units * P) and credits R per unit
+    ///         out of the session's fee: the seat of two units gets 2R, the seat of one R.
+    function test_claimUndelivered_creditsRPerUnit() public {
+        (uint256 id, address heavy, address light) = openTwoAndOne();
+        drawSegment(id, 0);
+        uint256 feeBefore = audit.session(id).feeWei;
+        assertGe(feeBefore, 3 * R, "the fee covers a claim by every unit");
+        vm.warp(uint256(audit.segment(id, 0).deliveryDeadline) + 1);
+
+        uint256 heavyIndex = seatIndexOf(id, 0, heavy);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SeatUndelivered(id, 0, 0, heavyIndex, heavy, 2 * R);
+        vm.prank(heavy);
+        audit.claimUndelivered(id, 0, heavyIndex);
+        assertEq(audit.claimable(heavy), 2 * R, "R per unit");
+        assertEq(audit.session(id).feeWei, feeBefore - 2 * R);
+        assertEq(registry.auditor(heavy).locked, 0, "both units released");
+        assertEq(registry.auditor(heavy).stake, TWO_UNIT_STAKE, "nothing forfeited");
+
+        uint256 lightIndex = seatIndexOf(id, 0, light);
+        vm.prank(light);
+        audit.claimUndelivered(id, 0, lightIndex);
+        assertEq(audit.claimable(light), R);
+        assertEq(audit.session(id).feeWei, feeBefore - 3 * R);
+        assertEq(registry.auditor(light).locked, 0);
+    }
+
+    /// @notice A round ends Undetermined instead of escalating when more than half of its weight
+    ///         was undelivered, counted in units: the seat of two claims, the seat of one reveals
+    ///         Pass (1 of 3, undecided). By heads one claim of two seats would not be "more than
+    ///         half", and the round would escalate.
+    function test_claimUndelivered_undeliveredUnitsEndTheRoundUndetermined() public {
+        (uint256 id, address heavy, address light) = openTwoAndOne();
+        drawSegment(id, 0);
+        commitAs(light, id, 0, true);
+        vm.warp(uint256(audit.segment(id, 0).deliveryDeadline) + 1);
+        uint256 heavyIndex = seatIndexOf(id, 0, heavy);
+        vm.prank(heavy);
+        audit.claimUndelivered(id, 0, heavyIndex);
+        // Both seats acted (one committed, one claimed): the commit window closed with the claim.
+        assertEq(audit.segment(id, 0).commitDeadline, block.timestamp - 1);
+        revealAs(light, id, 0, true);
+        assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
+
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, false);
+        audit.finalizeSegment(id, 0);
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Undetermined), "not escalated");
+        assertEq(g.round, 0);
+        assertEq(registry.auditor(light).locked, 0, "released: no verdict");
+        assertEq(registry.auditor(light).stake, ONE_UNIT_STAKE);
     }
 }

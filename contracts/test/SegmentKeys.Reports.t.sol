@@ -19,12 +19,19 @@ contract SegmentKeysReportsTest is SegmentKeysBase {
 
     function setUp() public override {
         super.setUp();
-        // Exactly three tier-1 auditors: every tier-1 committee (k = 3) seats all of them.
-        address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18);
+        // Exactly three tier-1 auditors whose stake backs one unit of P and not two (stake < 2P):
+        // committees are drawn with replacement (issue L2), and a member drawn twice cannot back
+        // the second unit, so every tier-1 committee (k = 3 draws) seats all three, one unit each,
+        // as these tests of who may report assume. The segments are drawn one at a time, each
+        // member restaking what its seat locked in between, so all three sit on every segment.
+        applyParams(oneUnitParams());
+        address[] memory pool = addAuditors("t1-", 1, 3, ONE_UNIT_STAKE);
         (a, b, c) = (pool[0], pool[1], pool[2]);
         addAuditors("t2-", 2, 7, 2_000e18);
         id = openSession(uniformSegments(3, 1));
-        drawAll(id);
+        uint256[] memory segmentIds = new uint256[](3);
+        (segmentIds[0], segmentIds[1], segmentIds[2]) = (0, 1, 2);
+        drawRestoringOneUnit(id, segmentIds);
     }
 
     function ref(uint256 segmentId, uint8 round, address auditor, bytes memory cid)
@@ -228,7 +235,7 @@ contract SegmentKeysReportsTest is SegmentKeysBase {
     }
 
     function test_publishReports_namesTheRoundOfAnEscalatedSegment() public {
-        // Segment 0, round 0: a Pass, b Fail, c silent: undecided, escalates to seven tier-2 seats.
+        // Segment 0, round 0: a Pass, b Fail, c silent: undecided, escalates to seven tier-2 draws.
         castVotes(id, 0, addrs(a, b), bools(true, false));
         toRevealEnd(id, 0);
         assertFalse(audit.finalizeSegment(id, 0));

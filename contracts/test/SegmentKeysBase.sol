@@ -4,14 +4,15 @@ pragma solidity ^0.8.28;
 import {Vm} from "forge-std/Vm.sol";
 import {ERC1967Proxy} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol";
 
-import {TRUSTAuditBase} from "./TRUSTBase.sol";
+import {CommitteeUnitsBase} from "./CommitteeUnitsBase.sol";
 import {SegmentKeys} from "../src/SegmentKeys.sol";
 import {ISegmentKeys} from "../src/interfaces/ISegmentKeys.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 
 /// @notice The whole protocol plus `SegmentKeys` behind its proxy, and a Merkle tree built in
-///         Solidity (sorted pairs, as OpenZeppelin's `MerkleProof` verifies) for the proof tests.
-abstract contract SegmentKeysBase is TRUSTAuditBase {
+///         Solidity (sorted pairs, as OpenZeppelin's `MerkleProof` verifies) for the proof tests,
+///         with the fixtures for committees of several-unit seats (`CommitteeUnitsBase`).
+abstract contract SegmentKeysBase is CommitteeUnitsBase {
     bytes32 internal constant PUBLISHED_TOPIC =
         keccak256("KeyEnvelopePublished(uint256,uint256,uint8,uint256,address,bytes)");
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {TRUSTAuditBase} from "./TRUSTBase.sol";
+import {CommitteeUnitsBase} from "./CommitteeUnitsBase.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 
 /// @notice Commit-reveal voting (paper section 3.2.1): who may commit and reveal, the two windows, and
 ///         commitments that bind the auditor, the segment and the round as well as the vote.
-contract TRUSTAuditVotesTest is TRUSTAuditBase {
+contract TRUSTAuditVotesTest is CommitteeUnitsBase {
     address internal a;
     address internal b;
     address internal c;
@@ -19,12 +19,18 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
 
     function setUp() public override {
         super.setUp();
-        // Exactly three tier-1 auditors: every tier-1 committee (k = 3) seats all of them.
-        address[] memory pool = addAuditors("t1-", 1, 3, 1_000e18);
+        // Exactly three tier-1 auditors whose stake backs one unit of P and not two (stake < 2P):
+        // committees are drawn with replacement (issue L2), and a member drawn twice cannot back
+        // the second unit, so every tier-1 committee (k = 3 draws) seats all three, one unit each,
+        // which the voting rules below are written against. Segments are drawn one at a time, each
+        // member restaking what its seat locked in between, so segment 1 seats all three as well.
+        // Seats weighing several units have their own tests at the end.
+        applyParams(oneUnitParams());
+        address[] memory pool = addAuditors("t1-", 1, 3, ONE_UNIT_STAKE);
         (a, b, c) = (pool[0], pool[1], pool[2]);
         outsider = addAuditor("outsider", 2, 2_000e18);
         id = openSession(uniformSegments(2, 1));
-        drawAll(id);
+        drawRestoringOneUnit(id, ids(0, 1));
         commitDeadline = audit.segment(id, 0).commitDeadline;
         revealDeadline = audit.segment(id, 0).revealDeadline;
     }
@@ -707,8 +713,8 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         assertEq(uint8(audit.phase(id, 0)), uint8(ITRUSTAudit.Phase.Finalizable));
         uint256 stakeBefore = registry.auditor(c).stake;
         assertTrue(audit.finalizeSegment(id, 0), "a and b hold 2/3 of the weight: passed");
-        assertEq(registry.auditor(c).stake, stakeBefore - 8e18, "an abstained seat forfeits P as a silent one");
-        assertEq(registry.auditor(c).locked, 8e18, "only its seat on segment 1 is still locked");
+        assertEq(registry.auditor(c).stake, stakeBefore - ONE_UNIT_PENALTY, "abstained: forfeits P as a silent seat");
+        assertEq(registry.auditor(c).locked, ONE_UNIT_PENALTY, "only its seat on segment 1 is still locked");
     }
 
     function test_abstain_onlyAnUncommittedSeatInTheCommitWindow() public {
@@ -741,5 +747,101 @@ contract TRUSTAuditVotesTest is TRUSTAuditBase {
         );
         audit.abstain(id, 0, indexC);
     }
-}
 
+    // ------------------------------------------------------------------ seats of several units
+
+    function test_seatOfTwoUnits_seatCountAndCommitteeAgree() public {
+        (uint256 sid, address heavy, address light) = openTwoAndOne();
+        assertEq(audit.segment(sid, 0).seatCount, 0, "zero before the draw");
+        assertEq(audit.committee(sid, 0).length, 0);
+        drawSegment(sid, 0);
+
+        ITRUSTAudit.SegmentView memory g = audit.segment(sid, 0);
+        assertEq(g.committeeSize, 3, "three draws");
+        assertEq(g.seatCount, 2, "two members");
+        address[] memory members = assertSeated(sid, 0);
+        assertTrue(contains(members, heavy) && contains(members, light));
+        assertEq(unitsOf(sid, 0, heavy), 2);
+        assertEq(unitsOf(sid, 0, light), 1);
+        assertEq(registry.auditor(heavy).locked, 2 * uint256(ONE_UNIT_PENALTY), "a lock per unit");
+        assertEq(registry.auditor(light).locked, ONE_UNIT_PENALTY);
+
+        // Seat 2 is below the committee size but past the last member: nobody holds it.
+        ITRUSTAudit.SeatCommit[] memory batch = new ITRUSTAudit.SeatCommit[](1);
+        batch[0] = ITRUSTAudit.SeatCommit({sessionId: sid, segmentId: 0, seatIndex: 2, commitment: keccak256("x")});
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditNotSeated.selector, sid, 0, heavy));
+        vm.prank(heavy);
+        audit.commitVotes(batch);
+    }
+
+    /// @notice The window closes when every seat committed (seatCount), not every draw
+    ///         (committeeSize): two commits close a committee of three draws.
+    function test_seatOfTwoUnits_windowClosesWhenEverySeatCommitted() public {
+        (uint256 sid, address heavy, address light) = openTwoAndOne();
+        drawSegment(sid, 0);
+        uint48 drawnDeadline = audit.segment(sid, 0).commitDeadline;
+        vm.warp(block.timestamp + 5 minutes);
+        commitAs(heavy, sid, 0, true);
+        assertEq(audit.segment(sid, 0).commitDeadline, drawnDeadline, "light has not committed: still open");
+        assertEq(uint8(audit.phase(sid, 0)), uint8(ITRUSTAudit.Phase.Commit));
+
+        commitAs(light, sid, 0, true);
+        ITRUSTAudit.SegmentView memory g = audit.segment(sid, 0);
+        assertEq(g.commitDeadline, block.timestamp - 1, "closed at the last seat's first commit");
+        assertEq(g.revealDeadline, block.timestamp - 1 + 1 hours);
+        assertEq(uint8(audit.phase(sid, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+
+        revealAs(heavy, sid, 0, true);
+        assertEq(uint8(audit.phase(sid, 0)), uint8(ITRUSTAudit.Phase.Reveal));
+        revealAs(light, sid, 0, true);
+        assertEq(audit.segment(sid, 0).revealedCount, 2);
+        assertEq(uint8(audit.phase(sid, 0)), uint8(ITRUSTAudit.Phase.Finalizable), "every seat revealed");
+        assertLt(block.timestamp, audit.segment(sid, 0).revealDeadline);
+    }
+
+    /// @notice A seat of two units commits once and reveals once, and its vote weighs 2 of 3:
+    ///         alone, at tau 0.66, it passes the segment (the silent seat forfeits its one P).
+    function test_seatOfTwoUnits_passesAloneAtTau() public {
+        (uint256 sid, address heavy, address light) = openTwoAndOne();
+        drawSegment(sid, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteCommitted(sid, 0, 0, heavy);
+        commitAs(heavy, sid, 0, true);
+        toCommitEnd(sid, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.VoteRevealed(sid, 0, 0, heavy, true);
+        revealAs(heavy, sid, 0, true);
+        assertEq(audit.segment(sid, 0).revealedCount, 1, "one reveal for two units");
+        bytes32 salt = saltFor(heavy, sid, 0, 0);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditAlreadyRevealed.selector, sid, 0, heavy));
+        vm.prank(heavy);
+        audit.revealVote(sid, 0, true, salt);
+
+        toRevealEnd(sid, 0);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(sid, 0, true);
+        assertTrue(audit.finalizeSegment(sid, 0), "2 of 3 units >= tau 0.66");
+        assertEq(uint8(audit.segment(sid, 0).status), uint8(ITRUSTAudit.SegmentStatus.Passed));
+        assertEq(audit.session(sid).alignedSeats, 2, "aligned units");
+        assertEq(registry.auditor(heavy).locked, 0);
+        assertEq(registry.auditor(heavy).stake, TWO_UNIT_STAKE, "aligned: nothing forfeited");
+        assertEq(registry.auditor(light).locked, 0);
+        assertEq(registry.auditor(light).stake, ONE_UNIT_STAKE - ONE_UNIT_PENALTY, "silent: one unit forfeited");
+    }
+
+    /// @notice One against one by heads, two against one by units: the seat of two decides (a
+    ///         count of seats would leave the round undecided and escalate it).
+    function test_seatOfTwoUnits_outweighsASeatOfOne() public {
+        (uint256 sid, address heavy, address light) = openTwoAndOne();
+        drawSegment(sid, 0);
+        castVotes(sid, 0, addrs(heavy, light), bools(false, true));
+        assertEq(uint8(audit.phase(sid, 0)), uint8(ITRUSTAudit.Phase.Finalizable), "both seats revealed");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(sid, 0, false);
+        assertFalse(audit.finalizeSegment(sid, 0));
+        ITRUSTAudit.SegmentView memory g = audit.segment(sid, 0);
+        assertEq(uint8(g.status), uint8(ITRUSTAudit.SegmentStatus.Failed), "decided, not escalated");
+        assertEq(g.round, 0);
+        assertEq(audit.session(sid).alignedSeats, 2);
+    }
+}
