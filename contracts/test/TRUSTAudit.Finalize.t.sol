@@ -504,6 +504,99 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertLt(count[1], count[2]);
     }
 
+    /// @notice A committee of six draws: `a` backs two units and `b` four, so both sit with all of
+    ///         them (issue L2: each unit locks P).
+    function twoFour() internal returns (address a, address b) {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 6;
+        applyParams(p);
+        a = addAuditor("a", 1, stakeFor(2));
+        b = addAuditor("b", 1, stakeFor(4));
+    }
+
+    /// @notice A silent seat forfeits every unit it locked: the 2-unit seat loses 2P, and the
+    ///         registry and the audit contract both say 2P. Its reputation moves once.
+    function test_finalizeSegment_silentMultiUnitSeatForfeitsEachUnit() public {
+        (address a, address b) = twoFour();
+        uint256 id = drawnSingle();
+        assertEq(unitsOf(id, 0, a), 2);
+        assertEq(registry.auditor(a).locked, 2 * PENALTY);
+        assertEq(registry.auditor(b).locked, 4 * PENALTY);
+        castVotes(id, 0, addrs(b), bools(true)); // a never commits
+        toRevealEnd(id, 0);
+        uint256 totalStakeBefore = registry.totalStake();
+
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(a, 2 * PENALTY, insurance, "no reveal");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(id, a, 2 * PENALTY);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 4 units of 6: 66.7% >= 66%
+        assertTrue(audit.finalizeSegment(id, 0));
+
+        IAuditorRegistry.AuditorInfo memory silent = registry.auditor(a);
+        assertEq(silent.stake, stakeFor(2) - 2 * PENALTY);
+        assertEq(silent.locked, 0);
+        assertEq(silent.reputationWad, 0.45e18, "one seat, one reputation step");
+        assertEq(registry.claimableTokens(insurance), 2 * PENALTY);
+        assertEq(registry.totalStake(), totalStakeBefore - 2 * PENALTY);
+        IAuditorRegistry.AuditorInfo memory aligned = registry.auditor(b);
+        assertEq(aligned.stake, stakeFor(4));
+        assertEq(aligned.locked, 0, "all four units released");
+        assertEq(aligned.reputationWad, 0.55e18);
+        assertEq(audit.session(id).alignedSeats, 4, "aligned units");
+    }
+
+    /// @notice A misaligned seat whose roll falls under p_slash(r) forfeits every unit it locked:
+    ///         the 2-unit seat loses 2P. With p_min at 99% nearly every roll does; each roll is
+    ///         computed and the stake checked exactly either way, over four segments drawn one
+    ///         after another (the seat stakes back what it loses).
+    function test_finalizeSegment_misalignedMultiUnitSeatSlashedLosesEachUnit() public {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 6;
+        p.pMinBps = 9_900;
+        p.pMaxBps = 10_000;
+        applyParams(p);
+        address m = addAuditor("m", 1, stakeFor(2));
+        address honest = addAuditor("honest", 1, stakeFor(4));
+        uint256 n = 4;
+        uint256 id = openSession(uniformSegments(n, 1));
+        uint256 slashed;
+        for (uint256 s; s < n; ++s) {
+            drawSegment(id, s);
+            assertEq(unitsOf(id, s, m), 2);
+            commitAs(honest, id, s, true);
+            commitAs(m, id, s, false);
+            revealAs(honest, id, s, true);
+            revealAs(m, id, s, false);
+            uint256 r = registry.auditor(m).reputationWad;
+            uint256 roll = slashRoll(id, s, addrs(honest, m), seatIndexOf(id, s, m));
+            uint256 stakeBefore = registry.auditor(m).stake;
+            bool slash = roll < pSlashBps(r, 9_900, 10_000);
+            if (slash) {
+                vm.expectEmit(address(registry));
+                emit IAuditorRegistry.StakeForfeited(m, 2 * PENALTY, insurance, "vote against consensus");
+                vm.expectEmit(address(audit));
+                emit ITRUSTAudit.AuditorSlashed(id, m, 2 * PENALTY);
+            }
+            assertTrue(audit.finalizeSegment(id, s));
+
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(m);
+            assertEq(info.locked, 0);
+            assertEq(info.reputationWad, r * 9 / 10, "misaligned: r (1 - gamma), once per seat");
+            if (slash) {
+                assertEq(info.stake, stakeBefore - 2 * PENALTY, "roll under p_slash: both units forfeited");
+                ++slashed;
+                refill(m, stakeFor(2));
+            } else {
+                assertEq(info.stake, stakeBefore, "roll at or over p_slash: kept");
+            }
+        }
+        assertGt(slashed, 0);
+        assertEq(registry.claimableTokens(insurance), slashed * 2 * PENALTY);
+        assertEq(audit.session(id).alignedSeats, 4 * n, "the honest seat's four units, each segment");
+    }
+
     // ------------------------------------------------------------------ escalation
 
     /// forge-config: default.isolate = true
@@ -554,6 +647,58 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertTrue(audit.finalizeSegment(id, 0));
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
         assertEq(audit.session(id).alignedSeats, 7, "only the deciding round's seats are aligned");
+    }
+
+    /// @notice Issue M1 with units: the revealed seats of an escalated round stay locked with all of
+    ///         their units, and the final verdict judges each with them. Round 0 splits 2 units
+    ///         against 2; round 1 (nine draws) seats one tier-2 member with nine units, which
+    ///         decides Pass: the aligned 2-unit seat gets its 2P back, the misaligned one loses 2P
+    ///         (its roll, from the final round's entropy, falls under p_slash(r) >= 99%, checked),
+    ///         and only the deciding round's units count as aligned.
+    function test_finalizeSegment_earlierRoundMultiUnitSeatsAreJudgedWithTheirUnits() public {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 4;
+        p.pMinBps = 9_900;
+        p.pMaxBps = 10_000;
+        applyParams(p);
+        address yes = addAuditor("yes", 1, stakeFor(2));
+        address no = addAuditor("no", 1, stakeFor(2));
+        address judge = addAuditor("judge", 2, stakeFor(9));
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(yes, no), bools(true, false));
+        assertFalse(audit.finalizeSegment(id, 0)); // 50% against 50%: escalate
+        assertEq(audit.segment(id, 0).committeeSize, 9);
+        assertEq(registry.auditor(yes).locked, 2 * PENALTY, "held with both units until the verdict");
+        assertEq(registry.auditor(no).locked, 2 * PENALTY, "held with both units until the verdict");
+        uint256 noIndex = audit.seat(id, 0, 0, 0).auditor == no ? 0 : 1;
+        assertEq(audit.seat(id, 0, 0, noIndex).auditor, no);
+        assertEq(audit.seat(id, 0, 0, noIndex).weight, 2);
+
+        drawSegment(id, 0);
+        assertEq(audit.segment(id, 0).seatCount, 1);
+        assertEq(unitsOf(id, 0, judge), 9);
+        commitAs(judge, id, 0, true);
+        revealAs(judge, id, 0, true);
+        // Round 0's seats roll with the final round's entropy, keyed by (round, seat index).
+        uint256 roll = uint256(keccak256(abi.encode(entropyOf(id, 0, addrs(judge)), uint256(0), noIndex))) % BPS;
+        assertLt(roll, pSlashBps(0.5e18, 9_900, 10_000), "this seed slashes the misaligned seat");
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(no, 2 * PENALTY, insurance, "vote against consensus");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(id, no, 2 * PENALTY);
+        assertTrue(audit.finalizeSegment(id, 0));
+
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(yes);
+        assertEq(info.locked, 0);
+        assertEq(info.stake, stakeFor(2));
+        assertEq(info.reputationWad, 0.55e18);
+        info = registry.auditor(no);
+        assertEq(info.locked, 0);
+        assertEq(info.stake, stakeFor(2) - 2 * PENALTY);
+        assertEq(info.reputationWad, 0.45e18);
+        assertEq(registry.auditor(judge).locked, 0);
+        assertEq(registry.claimableTokens(insurance), 2 * PENALTY);
+        assertEq(audit.session(id).alignedSeats, 9, "only the deciding round's units are aligned");
     }
 
     /// @notice The escalated round counts its own first commits from zero: round 0's three
