@@ -6,9 +6,10 @@ import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {Params} from "../src/types/Params.sol";
 
-/// @notice Segment and trace finalization: the stake-weighted threshold (eq. 3.3), seat settlement
-///         (reputation eq. 3.8, slashing eq. 3.9, forfeits of silent seats), escalation, and the
-///         trace verdict (eq. 3.5-3.6, critical path, contradictions).
+/// @notice Segment and trace finalization: the weighted threshold (eq. 3.3, a seat weighing the
+///         committee draws it won), seat settlement (reputation eq. 3.8, slashing eq. 3.9, forfeits
+///         of silent seats, P per unit), escalation, and the trace verdict (eq. 3.5-3.6, critical
+///         path, contradictions).
 contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     /// @notice P, the stake each unit of a seat locks and forfeits in this suite (100 times the
     ///         default), so that the stakes below back a known number of units.
