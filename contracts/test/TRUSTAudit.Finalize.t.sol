@@ -6,24 +6,79 @@ import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {Params} from "../src/types/Params.sol";
 
-/// @notice Segment and trace finalization: the stake-weighted threshold (eq. 3.3), seat settlement
-///         (reputation eq. 3.8, slashing eq. 3.9, forfeits of silent seats), escalation, and the
-///         trace verdict (eq. 3.5-3.6, critical path, contradictions).
+/// @notice Segment and trace finalization: the weighted threshold (eq. 3.3, a seat weighing the
+///         committee draws it won), seat settlement (reputation eq. 3.8, slashing eq. 3.9, forfeits
+///         of silent seats, P per unit), escalation, and the trace verdict (eq. 3.5-3.6, critical
+///         path, contradictions).
 contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
-    uint256 internal constant PENALTY = 8e18;
+    /// @notice P, the stake each unit of a seat locks and forfeits in this suite (100 times the
+    ///         default), so that the stakes below back a known number of units.
+    uint256 internal constant PENALTY = 800e18;
+    /// @notice A stake that backs exactly one unit (P <= stake < 2P), of any tier here.
+    uint256 internal constant ONE_UNIT = 1_000e18;
 
     address internal stranger = makeAddr("stranger");
 
+    function setUp() public override {
+        super.setUp();
+        applyParams(suiteParams());
+    }
+
     // ------------------------------------------------------------------ fixtures
 
-    /// @notice Exactly three tier-1 auditors, so that every tier-1 committee seats all of them.
-    function trio(uint256 stakeA, uint256 stakeB, uint256 stakeC)
-        internal
-        returns (address a, address b, address c)
-    {
-        a = addAuditor("a", 1, stakeA);
-        b = addAuditor("b", 1, stakeB);
-        c = addAuditor("c", 1, stakeC);
+    /// @notice The paper's defaults with P = `PENALTY`, tier 1's minimum stake up to P (a tier's
+    ///         minimum must back a unit) and tier 3's down to tier 2's, so that an auditor of any
+    ///         tier can back a single unit.
+    /// @dev Committees are drawn with replacement (issue L2): a member drawn again takes one more
+    ///      unit when its unlocked stake backs it and leaves the draw otherwise. With every stake in
+    ///      [P, 2P) each member backs one unit, so the draw is the old one without replacement: a
+    ///      tier of exactly k auditors seats all k, one unit each, and the tests whose subject is the
+    ///      tally and the settlement, not the draw, address seats by auditor. Where the subject is
+    ///      units, members back a chosen number of them (`stakeFor`); when the units a tier can back
+    ///      add up to the committee size, every member sits with all of its units.
+    function suiteParams() internal pure returns (Params memory p) {
+        p = defaultParams();
+        p.penaltyPerSeat = uint96(PENALTY);
+        p.minStakeTier1 = uint96(PENALTY);
+        p.minStakeTier3 = p.minStakeTier2;
+    }
+
+    /// @notice A stake that backs exactly `units` units: units * P <= stake < (units + 1) * P.
+    function stakeFor(uint256 units) internal pure returns (uint256) {
+        return units * PENALTY + 200e18;
+    }
+
+    /// @notice Exactly three tier-1 auditors backing one unit each, so that every tier-1 committee
+    ///         of three seats all of them.
+    function trio() internal returns (address a, address b, address c) {
+        a = addAuditor("a", 1, ONE_UNIT);
+        b = addAuditor("b", 1, ONE_UNIT);
+        c = addAuditor("c", 1, ONE_UNIT);
+    }
+
+    /// @notice Six one-unit tier-1 auditors: two segments drawn at once seat three distinct
+    ///         members each (a member's one unit is locked by the first segment that draws it).
+    function sextet() internal {
+        addAuditors("t1-", 1, 6, ONE_UNIT);
+    }
+
+    /// @notice Stakes what `auditor` lost, back up to `target`: a one-unit member that forfeited
+    ///         P backs no unit until it does.
+    function refill(address auditor, uint256 target) internal {
+        uint256 current = registry.auditor(auditor).stake;
+        if (current >= target) return;
+        uint256 amount = target - current;
+        token.transfer(auditor, amount);
+        vm.startPrank(auditor);
+        token.approve(address(registry), amount);
+        registry.stake(amount);
+        vm.stopPrank();
+    }
+
+    /// @notice The units (seat weight) `auditor` holds in the segment's current round.
+    function unitsOf(uint256 id, uint256 segmentId, address auditor) internal view returns (uint256) {
+        uint8 round = audit.segment(id, segmentId).round;
+        return audit.seat(id, segmentId, round, seatIndexOf(id, segmentId, auditor)).weight;
     }
 
     /// @notice A drawn single tier-1 segment.
@@ -51,22 +106,26 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         return pMinBps + num / WAD + (num % WAD == 0 ? 0 : 1);
     }
 
-    /// @notice The slash roll of a seat: uniform in [0, 10_000) from TRUSTAudit's `Segment.entropy`,
-    ///         the low 72 bits of the draw seed XOR the low 72 bits of every revealed salt, hashed
-    ///         as `abi.encode(uint72 entropy, uint256 seatIndex)`. `revealers` must list every seat
-    ///         that revealed.
+    /// @notice The entropy of a segment's current round: the low 64 bits of the draw seed XOR the
+    ///         low 64 bits of every revealed salt (TRUSTAudit's `Segment.entropy`). `revealers` must
+    ///         list every seat of the round that revealed.
+    function entropyOf(uint256 id, uint256 segmentId, address[] memory revealers) internal view returns (uint64 entropy) {
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
+        bytes32 seed = keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
+        entropy = uint64(uint256(seed));
+        for (uint256 i; i < revealers.length; ++i) {
+            entropy ^= uint64(uint256(saltFor(revealers[i], id, segmentId, g.round)));
+        }
+    }
+
+    /// @notice The slash roll of a seat of the current round: uniform in [0, 10_000), hashed as
+    ///         `abi.encode(uint64 entropy, uint256 seatIndex)`.
     function slashRoll(uint256 id, uint256 segmentId, address[] memory revealers, uint256 seatIndex)
         internal
         view
         returns (uint256)
     {
-        ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
-        bytes32 seed = keccak256(abi.encode(blockhash(g.randomnessBlock), address(audit), id, segmentId, g.round));
-        uint72 entropy = uint72(uint256(seed));
-        for (uint256 i; i < revealers.length; ++i) {
-            entropy ^= uint72(uint256(saltFor(revealers[i], id, segmentId, g.round)));
-        }
-        return uint256(keccak256(abi.encode(entropy, seatIndex))) % BPS;
+        return uint256(keccak256(abi.encode(entropyOf(id, segmentId, revealers), seatIndex))) % BPS;
     }
 
     function status(uint256 id, uint256 segmentId) internal view returns (uint8) {
@@ -76,7 +135,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     // ------------------------------------------------------------------ timing
 
     function test_finalizeSegment_revertsBeforeVotingIsOver() public {
-        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b,) = trio();
         uint256 id = drawnSingle();
         uint256 revealDeadline = audit.segment(id, 0).revealDeadline;
         vm.expectRevert(
@@ -100,7 +159,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     /// forge-config: default.isolate = true
     /// forge-config: ci.isolate = true
     function test_finalizeSegment_earlyOnceEverySeatRevealed() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        trio();
         uint256 id = drawnSingle();
         voteAll(id, 0, true);
         assertLt(block.timestamp, audit.segment(id, 0).revealDeadline);
@@ -131,7 +190,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     // ------------------------------------------------------------------ verdicts (eq. 3.3)
 
     function test_finalizeSegment_passesUnanimously() public {
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         voteAll(id, 0, true);
         vm.expectEmit(address(audit));
@@ -147,13 +206,13 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         for (uint256 i; i < 3; ++i) {
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(all[i]);
             assertEq(info.locked, 0, "lock released");
-            assertEq(info.stake, 1_000e18, "aligned seats keep their stake");
+            assertEq(info.stake, ONE_UNIT, "aligned seats keep their stake");
             assertEq(info.reputationWad, 0.55e18);
         }
     }
 
     function test_finalizeSegment_failsUnanimously() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        trio();
         uint256 id = drawnSingle();
         voteAll(id, 0, false);
         vm.expectEmit(address(audit));
@@ -164,51 +223,82 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertEq(audit.session(id).alignedSeats, 3); // agreeing on Fail is aligned too
     }
 
-    /// @notice Two of three seats (a head-count supermajority) vote Pass, but hold 1/6 of the stake.
-    function test_finalizeSegment_stakeNotHeadcountDecidesFail() public {
-        (address a, address b, address c) = trio(1_000e18, 100e18, 100e18);
+    /// @notice A committee of six draws: `a` backs four units, `b` and `c` one each. The units they
+    ///         can back add up to the committee size, so all three sit with all of their units.
+    function fourOneOne() internal returns (address a, address b, address c) {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 6;
+        applyParams(p);
+        a = addAuditor("a", 1, stakeFor(4));
+        b = addAuditor("b", 1, ONE_UNIT);
+        c = addAuditor("c", 1, ONE_UNIT);
+    }
+
+    /// @notice Two of three seats (a head-count supermajority) vote Pass, but hold 2 of the 6 units:
+    ///         a seat weighs the draws it won (issue L2), so the 4-unit seat decides alone.
+    function test_finalizeSegment_unitsNotHeadcountDecideFail() public {
+        (address a, address b, address c) = fourOneOne();
         uint256 id = drawnSingle();
+        ITRUSTAudit.SegmentView memory g = audit.segment(id, 0);
+        assertEq(g.committeeSize, 6);
+        assertEq(g.seatCount, 3);
+        assertEq(unitsOf(id, 0, a), 4);
+        assertEq(unitsOf(id, 0, b), 1);
+        assertEq(unitsOf(id, 0, c), 1);
+        assertEq(registry.auditor(a).locked, 4 * PENALTY, "each unit locks P");
         castVotes(id, 0, addrs(a, b, c), bools(false, true, true));
         assertFalse(audit.finalizeSegment(id, 0));
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
-        assertEq(registry.auditor(a).reputationWad, 0.55e18);
+        assertEq(registry.auditor(a).reputationWad, 0.55e18, "reputation moves once per seat");
         assertEq(registry.auditor(b).reputationWad, 0.45e18);
         assertEq(registry.auditor(c).reputationWad, 0.45e18);
-        assertEq(audit.session(id).alignedSeats, 1);
+        assertEq(audit.session(id).alignedSeats, 4, "aligned units");
+        assertEq(registry.auditor(a).locked, 0);
     }
 
-    function test_finalizeSegment_stakeNotHeadcountDecidesPass() public {
-        (address a, address b, address c) = trio(1_000e18, 100e18, 100e18);
+    function test_finalizeSegment_unitsNotHeadcountDecidePass() public {
+        (address a, address b, address c) = fourOneOne();
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b, c), bools(true, false, false));
         assertTrue(audit.finalizeSegment(id, 0));
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Passed));
-        assertEq(audit.session(id).alignedSeats, 1);
+        assertEq(audit.session(id).alignedSeats, 4);
+    }
+
+    /// @notice A committee of five draws under `tauBps`: `a` backs three units, `b` two; both sit
+    ///         with all of them (their units make the committee).
+    function threeTwo(uint16 tauBps) internal returns (address a, address b) {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 5;
+        p.tauBps = tauBps;
+        applyParams(p);
+        a = addAuditor("a", 1, stakeFor(3));
+        b = addAuditor("b", 1, stakeFor(2));
     }
 
     function test_finalizeSegment_passesAtExactlyTau() public {
-        // 330 + 330 of 1000: exactly 66%.
-        (address a, address b, address c) = trio(330e18, 330e18, 340e18);
+        // 3 units of 5: exactly tau = 60%.
+        (address a, address b) = threeTwo(6_000);
         uint256 id = drawnSingle();
-        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        castVotes(id, 0, addrs(a, b), bools(true, false));
         assertTrue(audit.finalizeSegment(id, 0));
     }
 
     function test_finalizeSegment_failsAtExactlyTau() public {
-        (address a, address b, address c) = trio(330e18, 330e18, 340e18);
+        (address a, address b) = threeTwo(6_000);
         uint256 id = drawnSingle();
-        castVotes(id, 0, addrs(a, b, c), bools(false, false, true));
+        castVotes(id, 0, addrs(a, b), bools(false, true));
         assertFalse(audit.finalizeSegment(id, 0));
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.Failed));
     }
 
     function test_finalizeSegment_escalatesJustBelowTau() public {
-        // One wei more stake on the minority side: 660e18 of 1000e18 + 1 is under 66%.
-        (address a, address b, address c) = trio(330e18, 330e18, 340e18 + 1);
+        // One basis point more: 3 units of 5 (60%) is under tau = 60.01%.
+        (address a, address b) = threeTwo(6_001);
         uint256 id = drawnSingle();
-        castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
+        castVotes(id, 0, addrs(a, b), bools(true, false));
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 2, 7, uint64(block.number + 2));
+        emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 2, 11, uint64(block.number + 2));
         assertFalse(audit.finalizeSegment(id, 0));
         assertEq(status(id, 0), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
     }
@@ -216,7 +306,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     // ------------------------------------------------------------------ seat settlement
 
     function test_finalizeSegment_silentSeatForfeitsItsLockToInsurance() public {
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b), bools(true, true)); // c never reveals (nor commits)
         vm.warp(uint256(audit.segment(id, 0).revealDeadline) + 1);
@@ -227,17 +317,17 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.AuditorSlashed(id, c, PENALTY);
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 2 of 3 equal stakes: 66.7% >= 66%
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 2 of 3 units: 66.7% >= 66%
         audit.finalizeSegment(id, 0);
 
         IAuditorRegistry.AuditorInfo memory silent = registry.auditor(c);
-        assertEq(silent.stake, 1_000e18 - PENALTY);
+        assertEq(silent.stake, ONE_UNIT - PENALTY);
         assertEq(silent.locked, 0);
         assertEq(silent.reputationWad, 0.45e18);
         assertEq(registry.claimableTokens(insurance), PENALTY);
         assertEq(registry.totalStake(), totalStakeBefore - PENALTY);
-        assertEq(registry.auditor(a).stake, 1_000e18);
-        assertEq(registry.auditor(b).stake, 1_000e18);
+        assertEq(registry.auditor(a).stake, ONE_UNIT);
+        assertEq(registry.auditor(b).stake, ONE_UNIT);
         assertEq(audit.session(id).alignedSeats, 2);
 
         // The insurance fund claims the tokens from the registry.
@@ -247,13 +337,13 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_committedButUnrevealedSeatForfeits() public {
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         commitAs(c, id, 0, true);
         castVotes(id, 0, addrs(a, b), bools(true, true));
         toRevealEnd(id, 0);
         audit.finalizeSegment(id, 0);
-        assertEq(registry.auditor(c).stake, 1_000e18 - PENALTY);
+        assertEq(registry.auditor(c).stake, ONE_UNIT - PENALTY);
         assertEq(registry.claimableTokens(insurance), PENALTY);
     }
 
@@ -261,7 +351,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         // Pass 1/3, Fail 1/3, silent 1/3: neither reaches tau, so the round escalates; the revealed
         // seats stay locked and untouched until a later round decides (M1), and the silent one
         // forfeits at once.
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b), bools(true, false));
         toRevealEnd(id, 0);
@@ -273,10 +363,10 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         for (uint256 i; i < 2; ++i) {
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(i == 0 ? a : b);
             assertEq(info.locked, PENALTY, "the revealed seats stay locked until the verdict");
-            assertEq(info.stake, 1_000e18);
+            assertEq(info.stake, ONE_UNIT);
             assertEq(info.reputationWad, 0.5e18, "nothing is judged before the verdict");
         }
-        assertEq(registry.auditor(c).stake, 1_000e18 - PENALTY);
+        assertEq(registry.auditor(c).stake, ONE_UNIT - PENALTY);
         assertEq(registry.auditor(c).reputationWad, 0.45e18);
         assertEq(audit.session(id).alignedSeats, 0);
         assertEq(audit.session(id).finalizedCount, 0);
@@ -284,10 +374,10 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
 
     /// @notice r' = floor(r (1 - gamma)) + gamma for an aligned seat, floor(r (1 - gamma)) otherwise.
     function test_finalizeSegment_updatesReputationByTheEma() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.initialReputationWad = 333_333_333_333_333_333;
         applyParams(p);
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
         vm.expectEmit(address(registry));
@@ -300,11 +390,11 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_reputationReachesOneAndStays() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.initialReputationWad = 1e18;
         p.gammaWad = 1e18; // gamma = 1: reputation is the last outcome
         applyParams(p);
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b, c), bools(true, true, false));
         audit.finalizeSegment(id, 0);
@@ -313,20 +403,20 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     /// @notice A misaligned seat loses its lock exactly when its roll falls under p_slash(r) at its
-    ///         reputation before the update; over 24 segments both outcomes occur.
+    ///         reputation before the update; over 24 segments both outcomes occur. Each segment is
+    ///         drawn once the one before is settled (a one-unit member sits in one open segment at a
+    ///         time), and `c` stakes back what it forfeits so that it keeps backing its unit.
     function test_finalizeSegment_slashesMisalignedSeatExactlyBelowPSlash() public {
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
+        (address a, address b, address c) = trio();
         uint256 n = 24;
         uint256 id = openSession(uniformSegments(n, 1));
-        drawAll(id);
+        uint256 slashed;
         for (uint256 s; s < n; ++s) {
+            drawSegment(id, s);
+            // Every seat commits, so the window closes at once and the reveals follow.
             commitAs(a, id, s, true);
             commitAs(b, id, s, true);
             commitAs(c, id, s, false);
-        }
-        toCommitEnd(id, 0);
-        uint256 slashed;
-        for (uint256 s; s < n; ++s) {
             revealAs(a, id, s, true);
             revealAs(b, id, s, true);
             revealAs(c, id, s, false);
@@ -342,6 +432,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
             if (roll < pBps) {
                 assertEq(info.stake, stakeBefore - PENALTY, "roll under p_slash: slashed");
                 ++slashed;
+                refill(c, ONE_UNIT);
             } else {
                 assertEq(info.stake, stakeBefore, "roll at or over p_slash: kept");
             }
@@ -355,9 +446,13 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     ///         a gamma of 1 wei, so reputations do not move) under p_min 10%, p_max 90% are slashed at
     ///         10%, 50% and 90% of 250 seats. Each count must lie within 5 standard deviations of
     ///         the sum of its per-seat probabilities; a reversed or constant p_slash misses by far.
+    ///         Three honest auditors back two units each and the misaligned ones one each: the nine
+    ///         draws seat all six, and the honest six units of nine (66.7%) decide every segment.
+    ///         Segments are drawn one after another, and the misaligned stake back what they forfeit.
     function test_finalizeSegment_slashFrequencyFollowsReputation() public {
-        Params memory p = defaultParams();
-        p.committeeSizeTier1 = 6;
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 9;
+        p.maxRounds = 2; // nine seats over three rounds would exceed the settlement gas budget
         p.pMinBps = 1_000;
         p.pMaxBps = 9_000;
         p.gammaWad = 1;
@@ -366,24 +461,21 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         for (uint256 j; j < 3; ++j) {
             p.initialReputationWad = initial[j];
             applyParams(p);
-            misaligned[j] = addAuditor(string.concat("m", vm.toString(j)), 1, 10_000e18);
+            misaligned[j] = addAuditor(string.concat("m", vm.toString(j)), 1, ONE_UNIT);
         }
-        address[] memory honest = addAuditors("h", 1, 3, 100_000e18);
+        address[] memory honest = addAuditors("h", 1, 3, stakeFor(2));
 
         uint256 n = 250;
         uint256 id = openSession(uniformSegments(n, 1));
-        drawAll(id);
-        for (uint256 s; s < n; ++s) {
-            for (uint256 j; j < 3; ++j) {
-                commitAs(honest[j], id, s, true);
-                commitAs(misaligned[j], id, s, false);
-            }
-        }
-        toCommitEnd(id, 0);
         uint256[3] memory count;
         uint256[3] memory sumPBps;
         uint256[3] memory sumVarBps2;
         for (uint256 s; s < n; ++s) {
+            drawSegment(id, s);
+            for (uint256 j; j < 3; ++j) {
+                commitAs(honest[j], id, s, true);
+                commitAs(misaligned[j], id, s, false);
+            }
             for (uint256 j; j < 3; ++j) {
                 revealAs(honest[j], id, s, true);
                 revealAs(misaligned[j], id, s, false);
@@ -398,7 +490,10 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
             }
             assertTrue(audit.finalizeSegment(id, s));
             for (uint256 j; j < 3; ++j) {
-                if (registry.auditor(misaligned[j]).stake < before[j]) ++count[j];
+                if (registry.auditor(misaligned[j]).stake < before[j]) {
+                    ++count[j];
+                    refill(misaligned[j], ONE_UNIT);
+                }
             }
         }
         for (uint256 j; j < 3; ++j) {
@@ -410,13 +505,107 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertLt(count[1], count[2]);
     }
 
+    /// @notice A committee of six draws: `a` backs two units and `b` four, so both sit with all of
+    ///         them (issue L2: each unit locks P).
+    function twoFour() internal returns (address a, address b) {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 6;
+        applyParams(p);
+        a = addAuditor("a", 1, stakeFor(2));
+        b = addAuditor("b", 1, stakeFor(4));
+    }
+
+    /// @notice A silent seat forfeits every unit it locked: the 2-unit seat loses 2P, and the
+    ///         registry and the audit contract both say 2P. Its reputation moves once.
+    function test_finalizeSegment_silentMultiUnitSeatForfeitsEachUnit() public {
+        (address a, address b) = twoFour();
+        uint256 id = drawnSingle();
+        assertEq(unitsOf(id, 0, a), 2);
+        assertEq(registry.auditor(a).locked, 2 * PENALTY);
+        assertEq(registry.auditor(b).locked, 4 * PENALTY);
+        castVotes(id, 0, addrs(b), bools(true)); // a never commits
+        toRevealEnd(id, 0);
+        uint256 totalStakeBefore = registry.totalStake();
+
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(a, 2 * PENALTY, insurance, "no reveal");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(id, a, 2 * PENALTY);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.SegmentFinalized(id, 0, true); // 4 units of 6: 66.7% >= 66%
+        assertTrue(audit.finalizeSegment(id, 0));
+
+        IAuditorRegistry.AuditorInfo memory silent = registry.auditor(a);
+        assertEq(silent.stake, stakeFor(2) - 2 * PENALTY);
+        assertEq(silent.locked, 0);
+        assertEq(silent.reputationWad, 0.45e18, "one seat, one reputation step");
+        assertEq(registry.claimableTokens(insurance), 2 * PENALTY);
+        assertEq(registry.totalStake(), totalStakeBefore - 2 * PENALTY);
+        IAuditorRegistry.AuditorInfo memory aligned = registry.auditor(b);
+        assertEq(aligned.stake, stakeFor(4));
+        assertEq(aligned.locked, 0, "all four units released");
+        assertEq(aligned.reputationWad, 0.55e18);
+        assertEq(audit.session(id).alignedSeats, 4, "aligned units");
+    }
+
+    /// @notice A misaligned seat whose roll falls under p_slash(r) forfeits every unit it locked:
+    ///         the 2-unit seat loses 2P. With p_min at 99% nearly every roll does; each roll is
+    ///         computed and the stake checked exactly either way, over four segments drawn one
+    ///         after another (the seat stakes back what it loses).
+    function test_finalizeSegment_misalignedMultiUnitSeatSlashedLosesEachUnit() public {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 6;
+        p.pMinBps = 9_900;
+        p.pMaxBps = 10_000;
+        applyParams(p);
+        address m = addAuditor("m", 1, stakeFor(2));
+        address honest = addAuditor("honest", 1, stakeFor(4));
+        uint256 n = 4;
+        uint256 id = openSession(uniformSegments(n, 1));
+        uint256 slashed;
+        for (uint256 s; s < n; ++s) {
+            drawSegment(id, s);
+            assertEq(unitsOf(id, s, m), 2);
+            commitAs(honest, id, s, true);
+            commitAs(m, id, s, false);
+            revealAs(honest, id, s, true);
+            revealAs(m, id, s, false);
+            uint256 r = registry.auditor(m).reputationWad;
+            uint256 roll = slashRoll(id, s, addrs(honest, m), seatIndexOf(id, s, m));
+            uint256 stakeBefore = registry.auditor(m).stake;
+            bool slash = roll < pSlashBps(r, 9_900, 10_000);
+            if (slash) {
+                vm.expectEmit(address(registry));
+                emit IAuditorRegistry.StakeForfeited(m, 2 * PENALTY, insurance, "vote against consensus");
+                vm.expectEmit(address(audit));
+                emit ITRUSTAudit.AuditorSlashed(id, m, 2 * PENALTY);
+            }
+            assertTrue(audit.finalizeSegment(id, s));
+
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(m);
+            assertEq(info.locked, 0);
+            assertEq(info.reputationWad, r * 9 / 10, "misaligned: r (1 - gamma), once per seat");
+            if (slash) {
+                assertEq(info.stake, stakeBefore - 2 * PENALTY, "roll under p_slash: both units forfeited");
+                ++slashed;
+                refill(m, stakeFor(2));
+            } else {
+                assertEq(info.stake, stakeBefore, "roll at or over p_slash: kept");
+            }
+        }
+        assertGt(slashed, 0);
+        assertEq(registry.claimableTokens(insurance), slashed * 2 * PENALTY);
+        assertEq(audit.session(id).alignedSeats, 4 * n, "the honest seat's four units, each segment");
+    }
+
     // ------------------------------------------------------------------ escalation
 
     /// forge-config: default.isolate = true
     /// forge-config: ci.isolate = true
     function test_finalizeSegment_escalatesToALargerCommitteeOfTheNextTier() public {
-        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
-        addAuditors("t2-", 2, 8, 2_000e18);
+        (address a, address b,) = trio();
+        // One unit each: the seven draws of round 1 seat seven distinct members of the eight.
+        addAuditors("t2-", 2, 8, ONE_UNIT);
         uint256 id = drawnSingle();
         address[] memory round0 = audit.committee(id, 0);
         castVotes(id, 0, addrs(a, b), bools(true, false));
@@ -461,11 +650,63 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         assertEq(audit.session(id).alignedSeats, 7, "only the deciding round's seats are aligned");
     }
 
+    /// @notice Issue M1 with units: the revealed seats of an escalated round stay locked with all of
+    ///         their units, and the final verdict judges each with them. Round 0 splits 2 units
+    ///         against 2; round 1 (nine draws) seats one tier-2 member with nine units, which
+    ///         decides Pass: the aligned 2-unit seat gets its 2P back, the misaligned one loses 2P
+    ///         (its roll, from the final round's entropy, falls under p_slash(r) >= 99%, checked),
+    ///         and only the deciding round's units count as aligned.
+    function test_finalizeSegment_earlierRoundMultiUnitSeatsAreJudgedWithTheirUnits() public {
+        Params memory p = suiteParams();
+        p.committeeSizeTier1 = 4;
+        p.pMinBps = 9_900;
+        p.pMaxBps = 10_000;
+        applyParams(p);
+        address yes = addAuditor("yes", 1, stakeFor(2));
+        address no = addAuditor("no", 1, stakeFor(2));
+        address judge = addAuditor("judge", 2, stakeFor(9));
+        uint256 id = drawnSingle();
+        castVotes(id, 0, addrs(yes, no), bools(true, false));
+        assertFalse(audit.finalizeSegment(id, 0)); // 50% against 50%: escalate
+        assertEq(audit.segment(id, 0).committeeSize, 9);
+        assertEq(registry.auditor(yes).locked, 2 * PENALTY, "held with both units until the verdict");
+        assertEq(registry.auditor(no).locked, 2 * PENALTY, "held with both units until the verdict");
+        uint256 noIndex = audit.seat(id, 0, 0, 0).auditor == no ? 0 : 1;
+        assertEq(audit.seat(id, 0, 0, noIndex).auditor, no);
+        assertEq(audit.seat(id, 0, 0, noIndex).weight, 2);
+
+        drawSegment(id, 0);
+        assertEq(audit.segment(id, 0).seatCount, 1);
+        assertEq(unitsOf(id, 0, judge), 9);
+        commitAs(judge, id, 0, true);
+        revealAs(judge, id, 0, true);
+        // Round 0's seats roll with the final round's entropy, keyed by (round, seat index).
+        uint256 roll = uint256(keccak256(abi.encode(entropyOf(id, 0, addrs(judge)), uint256(0), noIndex))) % BPS;
+        assertLt(roll, pSlashBps(0.5e18, 9_900, 10_000), "this seed slashes the misaligned seat");
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.StakeForfeited(no, 2 * PENALTY, insurance, "vote against consensus");
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.AuditorSlashed(id, no, 2 * PENALTY);
+        assertTrue(audit.finalizeSegment(id, 0));
+
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(yes);
+        assertEq(info.locked, 0);
+        assertEq(info.stake, stakeFor(2));
+        assertEq(info.reputationWad, 0.55e18);
+        info = registry.auditor(no);
+        assertEq(info.locked, 0);
+        assertEq(info.stake, stakeFor(2) - 2 * PENALTY);
+        assertEq(info.reputationWad, 0.45e18);
+        assertEq(registry.auditor(judge).locked, 0);
+        assertEq(registry.claimableTokens(insurance), 2 * PENALTY);
+        assertEq(audit.session(id).alignedSeats, 9, "only the deciding round's units are aligned");
+    }
+
     /// @notice The escalated round counts its own first commits from zero: round 0's three
     ///         commitments (one of them never revealed) do not close round 1's window early.
     function test_finalizeSegment_escalatedRoundCountsCommitsFromZero() public {
-        (address a, address b, address c) = trio(1_000e18, 1_000e18, 1_000e18);
-        addAuditors("t2-", 2, 7, 2_000e18);
+        (address a, address b, address c) = trio();
+        addAuditors("t2-", 2, 7, ONE_UNIT); // one unit each: round 1 seats all seven
         uint256 id = drawnSingle();
         commitAs(a, id, 0, true);
         commitAs(b, id, 0, false);
@@ -492,7 +733,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     /// @notice With every seat committing and revealing at once, a segment is decided in the block
     ///         of its draw: nobody waits out a window.
     function test_finalizeSegment_decidedInTheBlockOfTheDraw() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        trio();
         uint256 id = drawnSingle();
         uint256 drawnAt = block.timestamp;
         commitAll(id, 0, false);
@@ -503,9 +744,9 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_roundCommitmentDoesNotOpenInTheNextRound() public {
-        address[] memory t2 = addAuditors("t2-", 2, 7, 2_000e18);
-        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
-        t2; // the escalated committee: all seven
+        address[] memory t2 = addAuditors("t2-", 2, 7, ONE_UNIT);
+        (address a, address b,) = trio();
+        t2; // the escalated committee: all seven, one unit each
         uint256 id = drawnSingle();
         castVotes(id, 0, addrs(a, b), bools(true, false));
         toRevealEnd(id, 0);
@@ -522,27 +763,34 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_tier3EscalatesWithinTier3() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 2;
         applyParams(p);
-        // Above the tier minimum: the silent round-0 seats lose 8 tokens and must stay eligible.
-        addAuditors("t3-", 3, 11, 20_000e18);
+        // Sixteen one-unit auditors: the five silent round-0 seats forfeit P and can no longer
+        // back a unit, and the eleven others fill round 1.
+        addAuditors("t3-", 3, 16, ONE_UNIT);
         uint256 id = openSingle(3);
-        drawSegment(id, 0); // nobody votes: undecided
+        address[] memory round0 = drawSegment(id, 0); // nobody votes: undecided
+        assertEq(round0.length, 5);
         toRevealEnd(id, 0);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.SegmentEscalated(id, 0, 1, 3, 11, uint64(block.number + 2));
         audit.finalizeSegment(id, 0);
         assertEq(audit.segment(id, 0).tier, 3);
-        assertEq(drawSegment(id, 0).length, 11);
+        address[] memory round1 = drawSegment(id, 0);
+        assertEq(round1.length, 11);
+        for (uint256 i; i < round1.length; ++i) {
+            assertEq(registry.auditor(round1[i]).tier, 3);
+            assertFalse(contains(round0, round1[i]), "a member that forfeited its unit backs none");
+        }
     }
 
     function test_finalizeSegment_undeterminedAfterMaxRounds() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 2;
         applyParams(p);
-        (address a, address b,) = trio(1_000e18, 1_000e18, 1_000e18);
-        address[] memory t2 = addAuditors("t2-", 2, 7, 2_000e18);
+        (address a, address b,) = trio();
+        address[] memory t2 = addAuditors("t2-", 2, 7, ONE_UNIT); // round 1 seats all seven
         ITRUSTAudit.SegmentInput[] memory segs = new ITRUSTAudit.SegmentInput[](1);
         segs[0] = segmentInput(1, 5, true, false, keccak256("critical"));
         uint256 id = openSession(segs);
@@ -551,7 +799,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         toRevealEnd(id, 0);
         audit.finalizeSegment(id, 0); // round 0 undecided: escalate
 
-        // Round 1: 3 Pass, 3 Fail, 1 silent out of 7 equal stakes: undecided again, and the last round.
+        // Round 1: 3 Pass, 3 Fail, 1 silent out of 7 units: undecided again, and the last round.
         drawSegment(id, 0);
         address[] memory voters = new address[](6);
         bool[] memory choices = new bool[](6);
@@ -581,10 +829,10 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_undeterminedAtOnceWithOneRound() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 1;
         applyParams(p);
-        trio(1_000e18, 1_000e18, 1_000e18);
+        trio();
         uint256 id = drawnSingle();
         toRevealEnd(id, 0);
         vm.expectEmit(address(audit));
@@ -595,11 +843,11 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     /// @notice Under the default three rounds: tier 1 (k = 3), tier 2 (7), tier 3 (15), then
-    ///         Undetermined.
+    ///         Undetermined. One unit per auditor: every round seats as many members as draws.
     function test_finalizeSegment_defaultRoundsClimbEveryTier() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
-        addAuditors("t2-", 2, 7, 2_000e18);
-        addAuditors("t3-", 3, 15, 10_000e18);
+        trio();
+        addAuditors("t2-", 2, 7, ONE_UNIT);
+        addAuditors("t3-", 3, 15, ONE_UNIT);
         uint256 id = drawnSingle();
         uint8[3] memory sizes = [3, 7, 15];
         for (uint256 r; r < 3; ++r) {
@@ -617,7 +865,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegment_verdictIsFinal() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = openSession(uniformSegments(2, 1));
         drawAll(id);
         voteAll(id, 0, true);
@@ -645,7 +893,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     /// forge-config: default.isolate = true
     /// forge-config: ci.isolate = true
     function test_finalizeSegments_finalizesEach() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = openSession(uniformSegments(2, 1));
         drawAll(id);
         commitAll(id, 0, true);
@@ -665,7 +913,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeSegments_revertsAsAWhole() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = openSession(uniformSegments(2, 1));
         drawAll(id);
         commitAll(id, 0, true);
@@ -702,7 +950,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     /// forge-config: default.isolate = true
     /// forge-config: ci.isolate = true
     function test_finalizeTrace_validAtExactlyBeta() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(65, false, false, 35);
         decideAll(id, bools(true, false)); // W = 65 of 100 = beta
         vm.expectEmit(address(audit));
@@ -717,7 +965,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_invalidBelowBeta() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(64, false, false, 36);
         decideAll(id, bools(true, false)); // W = 64 of 100 < 65
         vm.expectEmit(address(audit));
@@ -728,7 +976,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_failedCriticalSegmentInvalidates() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(99, true, false, 1);
         decideAll(id, bools(true, false)); // W = 99%, but the critical segment failed
         assertEq(audit.session(id).criticalFailed, 1);
@@ -736,7 +984,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_passedCriticalSegmentKeepsTraceValid() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(30, true, false, 70);
         decideAll(id, bools(false, true)); // W = 70%, critical segment passed
         assertEq(audit.session(id).criticalFailed, 0);
@@ -744,7 +992,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_confirmedContradictionInvalidates() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(99, false, true, 1);
         decideAll(id, bools(true, false)); // the contradiction holds (Fail)
         assertEq(audit.session(id).contradictionsConfirmed, 1);
@@ -752,7 +1000,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_refutedContradictionKeepsTraceValid() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(99, false, true, 1);
         decideAll(id, bools(true, true)); // the contradiction does not hold (Pass)
         assertEq(audit.session(id).contradictionsConfirmed, 0);
@@ -760,10 +1008,10 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_undeterminedContradictionInvalidates() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 1;
         applyParams(p);
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = twoSegments(99, false, true, 1);
         drawAll(id);
         voteAll(id, 0, true);
@@ -776,7 +1024,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_revertsWhileSegmentsPending() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        sextet();
         uint256 id = openSession(uniformSegments(2, 1));
         drawAll(id);
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSegmentsPending.selector, id, 0, 2));
@@ -801,7 +1049,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     }
 
     function test_finalizeTrace_verdictIsFinal() public {
-        trio(1_000e18, 1_000e18, 1_000e18);
+        trio();
         uint256 id = openSession(uniformSegments(1, 1));
         decideAll(id, bools(true));
         assertTrue(audit.finalizeTrace(id));
@@ -819,35 +1067,40 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
     // ------------------------------------------------------------------ fuzz
 
     /// @notice The tally never reports Pass and Fail at once (tau > 1/2), and its outcome is eq. 3.3
-    ///         over the committee's stake at the draw, silent seats counting in the denominator.
-    ///         Seat weights are stakes clamped to 2^88 - 1 (TRUSTAudit's `Seat.weight`); stakes run
-    ///         past that bound so the clamp is exercised too.
+    ///         over the seats' units (the draws each member won, issue L2), silent seats counting in
+    ///         the denominator. Three members back 1 to 7 units each and the committee is their sum,
+    ///         so each sits with all of its units and the weights are known.
     function testFuzz_finalizeSegment_tallyFollowsEq33(
-        uint256[3] memory stakes,
+        uint256[3] memory units,
         uint8[3] memory choices,
         uint256 tauBps
     ) public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.tauBps = uint16(bound(tauBps, BPS / 2 + 1, BPS));
-        applyParams(p);
+        p.maxRounds = 2; // committees of up to 21 fit the settlement gas budget over two rounds
         address[3] memory who;
+        uint256 total;
         for (uint256 i; i < 3; ++i) {
-            stakes[i] = bound(stakes[i], 100e18, 1e27);
-            who[i] = addAuditor(string.concat("f", vm.toString(i)), 1, stakes[i]);
+            units[i] = bound(units[i], 1, 7);
+            total += units[i];
+        }
+        p.committeeSizeTier1 = uint8(total);
+        applyParams(p);
+        for (uint256 i; i < 3; ++i) {
+            who[i] = addAuditor(string.concat("f", vm.toString(i)), 1, stakeFor(units[i]));
         }
         uint256 id = drawnSingle();
-        uint256 total;
+        assertEq(audit.segment(id, 0).seatCount, 3);
         uint256 passWeight;
         uint256 failWeight;
         for (uint256 i; i < 3; ++i) {
-            uint256 w = stakes[i] > type(uint88).max ? type(uint88).max : stakes[i];
-            assertEq(audit.seat(id, 0, 0, seatIndexOf(id, 0, who[i])).weight, w);
-            total += w;
+            assertEq(unitsOf(id, 0, who[i]), units[i]);
+            assertEq(registry.auditor(who[i]).locked, units[i] * PENALTY);
             uint8 choice = choices[i] % 3; // 0 silent, 1 Pass, 2 Fail
             if (choice == 0) continue;
             commitAs(who[i], id, 0, choice == 1);
-            if (choice == 1) passWeight += w;
-            else failWeight += w;
+            if (choice == 1) passWeight += units[i];
+            else failWeight += units[i];
         }
         toCommitEnd(id, 0);
         for (uint256 i; i < 3; ++i) {
@@ -866,60 +1119,49 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
             : fails ? uint8(ITRUSTAudit.SegmentStatus.Failed) : uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw);
         assertEq(status(id, 0), expected);
         assertEq(audit.segment(id, 0).round, passes || fails ? 0 : 1);
+        assertEq(audit.session(id).alignedSeats, passes ? passWeight : fails ? failWeight : 0, "aligned units");
     }
 
     /// @notice Over any sequence of aligned, misaligned and silent seats, reputation follows eq. 3.8
-    ///         exactly (floored) and stays within [0, 1e18].
+    ///         exactly (floored) and stays within [0, 1e18]. Segments are drawn one after another (a
+    ///         one-unit member sits in one open segment at a time), and `c` stakes back what it
+    ///         forfeits.
     function testFuzz_finalizeSegment_reputationStaysInUnitInterval(
         uint256 gammaWad,
         uint256 initialWad,
         uint256 outcomes,
         uint256 rounds
     ) public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.gammaWad = uint64(bound(gammaWad, 1, WAD));
         p.initialReputationWad = uint64(bound(initialWad, 0, WAD));
         applyParams(p);
-        // Two heavy honest seats decide every segment; the third seat's outcome varies.
-        (address a,, address c) = trio(10_000e18, 10_000e18, 1_000e18);
+        // Two honest seats of three (66.7% >= tau) decide every segment; the third seat's outcome varies.
+        (address a, address b, address c) = trio();
         rounds = bound(rounds, 1, 6);
         uint256 id = openSession(uniformSegments(rounds, 1));
-        drawAll(id);
-        // 0 aligned, 1 misaligned, 2 silent
-        uint256[] memory outcome = new uint256[](rounds);
-        for (uint256 s; s < rounds; ++s) {
-            outcome[s] = (outcomes >> (2 * s)) % 3;
-            address[] memory members = audit.committee(id, s);
-            for (uint256 i; i < members.length; ++i) {
-                if (members[i] != c) commitAs(members[i], id, s, true);
-            }
-            if (outcome[s] != 2) commitAs(c, id, s, outcome[s] == 0);
-        }
-        // A segment where c committed too closed its commit window at once: it reveals now. The
-        // others (c silent) reveal once their deadline has passed.
-        for (uint256 pass; pass < 2; ++pass) {
-            if (pass == 1) toLatestCommitEnd(id);
-            for (uint256 s; s < rounds; ++s) {
-                if ((outcome[s] == 2) != (pass == 1)) continue;
-                address[] memory members = audit.committee(id, s);
-                for (uint256 i; i < members.length; ++i) {
-                    if (members[i] != c) revealAs(members[i], id, s, true);
-                }
-                if (outcome[s] != 2) revealAs(c, id, s, outcome[s] == 0);
-            }
-        }
-        toLatestRevealEnd(id);
-
         uint256 rA = p.initialReputationWad;
         uint256 rC = p.initialReputationWad;
         for (uint256 s; s < rounds; ++s) {
+            uint256 outcome = (outcomes >> (2 * s)) % 3; // 0 aligned, 1 misaligned, 2 silent
+            drawSegment(id, s);
+            commitAs(a, id, s, true);
+            commitAs(b, id, s, true);
+            if (outcome != 2) commitAs(c, id, s, outcome == 0);
+            toCommitEnd(id, s);
+            revealAs(a, id, s, true);
+            revealAs(b, id, s, true);
+            if (outcome != 2) revealAs(c, id, s, outcome == 0);
+            toRevealEnd(id, s);
+
             assertTrue(audit.finalizeSegment(id, s));
             rA = rA * (WAD - p.gammaWad) / WAD + p.gammaWad;
-            rC = rC * (WAD - p.gammaWad) / WAD + (outcome[s] == 0 ? p.gammaWad : 0);
+            rC = rC * (WAD - p.gammaWad) / WAD + (outcome == 0 ? p.gammaWad : 0);
             assertEq(registry.auditor(a).reputationWad, rA);
             assertEq(registry.auditor(c).reputationWad, rC);
             assertLe(rA, WAD);
             assertLe(rC, WAD);
+            refill(c, ONE_UNIT);
         }
     }
 }

@@ -36,21 +36,72 @@ contract FixedRandomness is IRandomnessSource {
 }
 
 /// @notice The fee split, reward claims per aligned seat and withdrawals (paper section 3.3.2: R
-///         per aligned seat), governance actions (slashAuditor, setRandomnessSource, UUPS upgrades) and the read-only views.
+///         per aligned seat; a seat that won several of the committee's draws is paid once per
+///         draw, issue L2), governance actions (slashAuditor, setRandomnessSource, UUPS upgrades)
+///         and the read-only views.
 contract TRUSTAuditRewardsTest is TRUSTAuditBase {
-    uint256 internal constant PENALTY = 8e18;
+    /// @notice P, the stake each unit of a seat locks and forfeits in this suite (100 times the
+    ///         default), so that the stakes below back a known number of units.
+    uint256 internal constant PENALTY = 800e18;
+    /// @notice A stake that backs exactly one unit (P <= stake < 2P).
+    uint256 internal constant ONE_UNIT = 1_000e18;
 
     address internal stranger = makeAddr("stranger");
     address internal a;
     address internal b;
     address internal c;
 
+    /// @dev Committees are drawn with replacement (issue L2): a member sits once, with one unit per
+    ///      draw it won and can back (each unit locks P), and leaves the draw when it cannot back
+    ///      one more. Here a and b back one unit (1_000e18 of stake) and c two (2_000e18), and a
+    ///      tier-1 committee is four draws: the units the tier can back are exactly the committee's,
+    ///      so every tier-1 committee seats all three, c with two units. As c holds half of the
+    ///      stake, it holds half of every committee's weight, and earns and forfeits twice what a
+    ///      or b does. A tier-1 auditor sits in one open segment at a time, so the tests settle
+    ///      one segment before drawing the next.
     function setUp() public override {
         super.setUp();
-        // Exactly three tier-1 auditors: every tier-1 committee seats all of them.
-        a = addAuditor("a", 1, 1_000e18);
-        b = addAuditor("b", 1, 1_000e18);
+        applyParams(suiteParams());
+        a = addAuditor("a", 1, ONE_UNIT);
+        b = addAuditor("b", 1, ONE_UNIT);
         c = addAuditor("c", 1, 2_000e18);
+    }
+
+    /// @notice The paper's defaults with P = `PENALTY` (tier 1's minimum stake up to P, as a tier's
+    ///         minimum must back a unit) and four draws per tier-1 committee (escalated: nine).
+    function suiteParams() internal pure returns (Params memory p) {
+        p = defaultParams();
+        p.committeeSizeTier1 = 4;
+        p.penaltyPerSeat = uint96(PENALTY);
+        p.minStakeTier1 = uint96(PENALTY);
+    }
+
+    /// @notice Stakes what `auditor` lost, back up to `target`: a one-unit member that forfeited
+    ///         P backs no unit until it does.
+    function refill(address auditor, uint256 target) internal {
+        uint256 current = registry.auditor(auditor).stake;
+        if (current >= target) return;
+        uint256 amount = target - current;
+        token.transfer(auditor, amount);
+        vm.startPrank(auditor);
+        token.approve(address(registry), amount);
+        registry.stake(amount);
+        vm.stopPrank();
+    }
+
+    /// @notice Draws segment `segmentId`, every seat votes `vote`, and the segment is finalized.
+    function decide(uint256 id, uint256 segmentId, bool vote) internal {
+        drawSegment(id, segmentId);
+        voteAll(id, segmentId, vote);
+        audit.finalizeSegment(id, segmentId);
+    }
+
+    /// @notice The units of the seats `refs` of the session (in their segments' current rounds).
+    function unitsOf(uint256 id, ITRUSTAudit.SeatRef[] memory refs) internal view returns (uint256 units) {
+        for (uint256 i; i < refs.length; ++i) {
+            uint8 round = audit.segment(id, refs[i].segmentId).round;
+            units += audit.seat(id, refs[i].segmentId, round, refs[i].seatIndex).weight;
+        }
     }
 
     function openWithFee(ITRUSTAudit.SegmentInput[] memory segs, uint256 fee) internal returns (uint256 id) {
@@ -74,15 +125,15 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     function test_distributeRewards_splitsTheFee70_15_10_5() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         uint256 registryBefore = address(registry).balance;
-        // 0.7 ether over 3 aligned seats: 233_333_333_333_333_333 each, 1 wei of dust to the treasury.
-        uint256 perSeat = 233_333_333_333_333_333;
+        // 0.7 ether over 4 aligned units (c's seat holds two): 0.175 ether each.
+        uint256 perSeat = 0.175 ether;
         vm.expectEmit(address(audit));
-        emit ITRUSTAudit.RewardsDistributed(id, 3 * perSeat, perSeat, 0.15 ether + 1, 0.1 ether, 0.05 ether);
+        emit ITRUSTAudit.RewardsDistributed(id, 4 * perSeat, perSeat, 0.15 ether, 0.1 ether, 0.05 ether);
         audit.distributeRewards(id);
         vm.snapshotGasLastCall("TRUSTAudit", "distributeRewards_3seats");
 
         // Only the treasury and the insurance fund are credited; auditors claim their seats.
-        assertEq(audit.claimable(treasury), 0.15 ether + 1);
+        assertEq(audit.claimable(treasury), 0.15 ether);
         assertEq(audit.claimable(insurance), 0.05 ether);
         assertEq(audit.claimable(a), 0);
         assertEq(audit.claimable(b), 0);
@@ -91,11 +142,11 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(address(registry).balance - registryBefore, 0.1 ether);
         assertEq(uint8(audit.session(id).status), uint8(ITRUSTAudit.SessionStatus.Distributed));
         // The contract holds the credited balances and every seat's reward until it is claimed.
-        assertEq(address(audit).balance, 0.15 ether + 1 + 0.05 ether + 3 * perSeat);
+        assertEq(address(audit).balance, 0.15 ether + 0.05 ether + 4 * perSeat);
         assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), perSeat);
         assertEq(claimAs(b, id, seatRef(0, seatIndexOf(id, 0, b))), perSeat);
-        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), perSeat);
-        assertEq(address(audit).balance, 0.15 ether + 1 + 0.05 ether);
+        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 2 * perSeat, "two units");
+        assertEq(address(audit).balance, 0.15 ether + 0.05 ether);
     }
 
     function test_distributeRewards_minimumFeePaysRPerSeat() public {
@@ -103,71 +154,54 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id = finalizedSingle(fee, true, true, true);
         audit.distributeRewards(id);
         assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), 0.0006 ether); // R
-        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 0.0006 ether);
+        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 2 * 0.0006 ether, "R per unit");
     }
 
     function test_distributeRewards_paysPerAlignedSeat() public {
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
-        drawAll(id);
-        commitAll(id, 0, true);
-        commitAs(a, id, 1, true);
-        commitAs(b, id, 1, true);
-        commitAs(c, id, 1, false); // c holds 1/2 of the stake: Pass 50%, Fail 50%, undecided
-        toCommitEnd(id, 0);
-        revealAll(id, 0, true);
-        revealAs(a, id, 1, true);
-        revealAs(b, id, 1, true);
-        revealAs(c, id, 1, false);
-        audit.finalizeSegment(id, 0);
-        audit.finalizeSegment(id, 1); // escalates: its seats are released, not aligned
-        assertEq(audit.session(id).alignedSeats, 3);
-
-        // Re-decide segment 1 with tier-2 auditors so the trace can finalize.
-        addAuditors("t2-", 2, 7, 2_000e18);
+        decide(id, 0, true);
         drawSegment(id, 1);
-        voteAll(id, 1, true);
-        audit.finalizeSegment(id, 1);
+        // c holds 2 of the 4 units: Pass 50%, Fail 50%, undecided.
+        castVotes(id, 1, addrs(a, b, c), bools(true, true, false));
+        audit.finalizeSegment(id, 1); // escalates: its seats are held for the verdict, not aligned
+        assertEq(audit.session(id).alignedSeats, 4, "segment 0's four units");
+
+        // Re-decide segment 1 with nine one-unit tier-2 auditors (2k + 1 = 9 draws) so the trace
+        // can finalize.
+        addAuditors("t2-", 2, 9, ONE_UNIT);
+        decide(id, 1, true);
         audit.finalizeTrace(id);
-        assertEq(audit.session(id).alignedSeats, 10);
+        assertEq(audit.session(id).alignedSeats, 13);
 
         audit.distributeRewards(id);
-        uint256 perSeat = 0.07 ether; // 0.7 ether / 10 seats
+        uint256 perSeat = uint256(0.7 ether) / 13; // floored: the dust goes to the treasury
         assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), perSeat);
-        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), perSeat);
+        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 2 * perSeat);
         address[] memory round1 = audit.committee(id, 1);
-        assertEq(round1.length, 7);
+        assertEq(round1.length, 9);
         for (uint256 i; i < round1.length; ++i) {
             assertEq(claimAs(round1[i], id, seatRef(1, i)), perSeat);
         }
-        // The seats a, b and c held in segment 1's first round were released: only the final
-        // round is rewarded, and none of its seats is theirs.
+        // The seats a, b and c held in segment 1's first round are not rewarded: only the final
+        // round is, and none of its seats is theirs.
         for (uint256 i; i < round1.length; ++i) {
             vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 1, i, a));
             vm.prank(a);
             audit.claimRewards(id, seatRef(1, i));
         }
-        assertEq(audit.claimable(treasury), 0.15 ether);
-        assertEq(address(audit).balance, 0.15 ether + 0.05 ether + perSeat, "b has not claimed yet");
+        assertEq(audit.claimable(treasury), 0.15 ether + (0.7 ether - 13 * perSeat));
+        assertEq(address(audit).balance, audit.claimable(treasury) + 0.05 ether + perSeat, "b has not claimed yet");
     }
 
     function test_distributeRewards_auditorWithSeveralAlignedSeatsEarnsEach() public {
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
-        drawAll(id);
-        commitAll(id, 0, true);
-        commitAs(a, id, 1, false);
-        commitAs(b, id, 1, false);
-        commitAs(c, id, 1, false);
-        toCommitEnd(id, 0);
-        revealAll(id, 0, true);
-        revealAs(a, id, 1, false);
-        revealAs(b, id, 1, false);
-        revealAs(c, id, 1, false);
-        audit.finalizeSegments(id, ids(0, 1));
+        decide(id, 0, true);
+        decide(id, 1, false);
         audit.finalizeTrace(id);
         audit.distributeRewards(id);
-        // Six aligned seats, two each: 0.7 ether / 6 per seat, floored; the dust goes to the treasury.
-        uint256 perSeat = uint256(0.7 ether) / 6;
-        assertEq(audit.claimable(treasury), 0.15 ether + (0.7 ether - 6 * perSeat));
+        // Eight aligned units, four per segment: 0.7 ether / 8 each.
+        uint256 perSeat = uint256(0.7 ether) / 8;
+        assertEq(audit.claimable(treasury), 0.15 ether);
         ITRUSTAudit.SeatRef[] memory both = seatRefs(0, seatIndexOf(id, 0, a), 1, seatIndexOf(id, 1, a));
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.RewardsClaimed(id, a, 2, 2 * perSeat);
@@ -175,14 +209,19 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         audit.claimRewards(id, both);
         assertEq(alignedSeatsOf(id, b).length, 2);
         assertEq(claimAs(b, id, alignedSeatsOf(id, b)), 2 * perSeat);
-        assertEq(claimAs(c, id, alignedSeatsOf(id, c)), 2 * perSeat);
+        // c's two seats hold two units each: the claim reports four units.
+        ITRUSTAudit.SeatRef[] memory ofC = alignedSeatsOf(id, c);
+        assertEq(ofC.length, 2);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsClaimed(id, c, 4, 4 * perSeat);
+        assertEq(claimAs(c, id, ofC), 4 * perSeat);
         assertEq(address(audit).balance, audit.claimable(treasury) + audit.claimable(insurance));
     }
 
     function test_distributeRewards_misalignedAndSilentSeatsEarnNothing() public {
         uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
         drawAll(id);
-        // a and c hold 3/4 of the stake and vote Pass; b stays silent.
+        // a and c hold 3 of the 4 units and vote Pass; b stays silent.
         castVotes(id, 0, addrs(a, c), bools(true, true));
         toRevealEnd(id, 0);
         audit.finalizeSegment(id, 0);
@@ -192,21 +231,61 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, silent, b));
         vm.prank(b);
         audit.claimRewards(id, seatRef(0, silent));
-        assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), 0.35 ether);
-        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 0.35 ether);
+        // 0.7 ether over the 3 aligned units, floored.
+        uint256 perSeat = uint256(0.7 ether) / 3;
+        assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), perSeat);
+        assertEq(claimAs(c, id, seatRef(0, seatIndexOf(id, 0, c))), 2 * perSeat);
 
-        // Misaligned: a and c (3/4 of the stake) outvote b.
+        // Misaligned: a and c (3 of 4 units) outvote b. b forfeited its one unit's P when silent:
+        // it stakes it back to sit again.
+        refill(b, ONE_UNIT);
         uint256 id2 = finalizedSingle(1 ether, true, false, true);
         audit.distributeRewards(id2);
         uint256 misaligned = seatIndexOf(id2, 0, b);
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id2, 0, misaligned, b));
         vm.prank(b);
         audit.claimRewards(id2, seatRef(0, misaligned));
-        assertEq(claimAs(a, id2, seatRef(0, seatIndexOf(id2, 0, a))), 0.35 ether);
+        assertEq(claimAs(a, id2, seatRef(0, seatIndexOf(id2, 0, a))), perSeat);
+    }
+
+    /// @notice The per-seat reward is the auditors' share over the aligned units, not seats: a
+    ///         4-unit seat outvotes a 2-unit one (4 of 6 draws, 66.7%), `alignedSeats` counts its
+    ///         four units, and its one claim takes the whole share, reporting four units; the
+    ///         misaligned 2-unit seat earns nothing.
+    function test_distributeRewards_alignedUnitsDriveTheSplit() public {
+        Params memory p = suiteParams();
+        p.committeeSizeTier2 = 6;
+        applyParams(p);
+        // The only tier-2 auditors: the units they back (4 + 2) make the committee, so both sit
+        // with all of them.
+        address x = addAuditor("x", 2, 4 * PENALTY + 200e18);
+        address y = addAuditor("y", 2, 2 * PENALTY + 200e18);
+        uint256 id = openWithFee(uniformSegments(1, 2), 1 ether);
+        drawSegment(id, 0);
+        assertEq(audit.segment(id, 0).seatCount, 2);
+        uint256 xi = seatIndexOf(id, 0, x);
+        uint256 yi = seatIndexOf(id, 0, y);
+        assertEq(audit.seat(id, 0, 0, xi).weight, 4);
+        assertEq(audit.seat(id, 0, 0, yi).weight, 2);
+        castVotes(id, 0, addrs(x, y), bools(true, false));
+        assertTrue(audit.finalizeSegment(id, 0));
+        audit.finalizeTrace(id);
+        assertEq(audit.session(id).alignedSeats, 4, "aligned units");
+
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsDistributed(id, 0.7 ether, 0.175 ether, 0.15 ether, 0.1 ether, 0.05 ether);
+        audit.distributeRewards(id);
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsClaimed(id, x, 4, 0.7 ether);
+        assertEq(claimAs(x, id, seatRef(0, xi)), 0.7 ether);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, yi, y));
+        vm.prank(y);
+        audit.claimRewards(id, seatRef(0, yi));
+        assertEq(address(audit).balance, 0.15 ether + 0.05 ether, "the whole auditors' share was claimed");
     }
 
     function test_distributeRewards_noAlignedSeatSendsTheAuditorsShareToTheTreasury() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 1;
         applyParams(p);
         uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
@@ -246,7 +325,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
             abi.encodeWithSelector(ITRUSTAudit.AuditNotFinalized.selector, id, ITRUSTAudit.SessionStatus.Distributed)
         );
         audit.distributeRewards(id);
-        assertEq(audit.claimable(treasury), 0.15 ether + 1, "credited once");
+        assertEq(audit.claimable(treasury), 0.15 ether, "credited once");
         assertEq(audit.claimable(insurance), 0.05 ether, "credited once");
     }
 
@@ -275,6 +354,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     /// @notice End to end over committees drawn from a larger pool: create, draw, vote, finalize
     ///         segments and trace, distribute, claim, withdraw; every wei of the fee lands somewhere.
+    ///         Each member backs two units, so the draws decide who sits and with how many units.
     function test_distributeRewards_endToEndSession() public {
         address[] memory pool = addAuditors("llm", 2, 8, 2_000e18);
         uint256 fee = audit.minimumFee(uniformSegments(2, 2));
@@ -298,8 +378,9 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
             ITRUSTAudit.SeatRef[] memory refs = alignedSeatsOf(id, pool[i]);
             assertEq(refs.length, seats, "every seat aligned");
             if (seats != 0) {
+                uint256 units = unitsOf(id, refs);
                 uint256 paid = claimAs(pool[i], id, refs);
-                assertEq(paid, seats * 0.0006 ether, "R per aligned seat at the minimum fee");
+                assertEq(paid, units * 0.0006 ether, "R per aligned unit at the minimum fee");
                 claimed += paid;
             }
         }
@@ -316,7 +397,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     function test_claimRewards_paysThePerSeatRewardOncePerSeat() public {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         audit.distributeRewards(id);
-        uint256 perSeat = 233_333_333_333_333_333;
+        uint256 perSeat = 0.175 ether; // 0.7 ether over 4 units
         uint256 index = seatIndexOf(id, 0, a);
         uint256 before = a.balance;
         vm.expectEmit(address(audit));
@@ -330,7 +411,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         // A claimed seat still reads as the vote it revealed.
         ITRUSTAudit.SeatView memory v = audit.seat(id, 0, 0, index);
         assertEq(v.auditor, a);
-        assertEq(v.weight, 1_000e18);
+        assertEq(v.weight, 1, "one unit");
         assertTrue(v.claimed);
         assertTrue(v.committed);
         assertTrue(v.revealed);
@@ -340,7 +421,28 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, index, a));
         vm.prank(a);
         audit.claimRewards(id, seatRef(0, index));
-        assertEq(address(audit).balance, 0.15 ether + 1 + 0.05 ether + 2 * perSeat);
+        assertEq(address(audit).balance, 0.15 ether + 0.05 ether + 3 * perSeat, "b's unit and c's two");
+    }
+
+    /// @notice A seat that won two of the committee's draws is paid the per-seat reward twice
+    ///         (issue L2: R per unit), in one claim that reports its two units, and only once.
+    function test_claimRewards_multiUnitSeatPaysEachUnit() public {
+        uint256 id = finalizedSingle(1 ether, true, true, true);
+        audit.distributeRewards(id);
+        uint256 perSeat = 0.175 ether; // 0.7 ether over the 4 aligned units
+        uint256 index = seatIndexOf(id, 0, c);
+        assertEq(audit.seat(id, 0, 0, index).weight, 2);
+        uint256 before = c.balance;
+        vm.expectEmit(address(audit));
+        emit ITRUSTAudit.RewardsClaimed(id, c, 2, 2 * perSeat);
+        vm.prank(c);
+        audit.claimRewards(id, seatRef(0, index));
+        assertEq(c.balance - before, 2 * perSeat);
+        assertTrue(audit.seat(id, 0, 0, index).claimed);
+        vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, index, c));
+        vm.prank(c);
+        audit.claimRewards(id, seatRef(0, index));
+        assertEq(address(audit).balance, 0.15 ether + 0.05 ether + 2 * perSeat, "a's and b's units");
     }
 
     function test_claimRewards_claimedSeatOfAFailedSegmentReadsFail() public {
@@ -363,7 +465,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         audit.claimRewards(id, seatRefs(0, index, 0, index));
         // Nothing was paid or marked: the seat is still claimable, once.
         assertFalse(audit.seat(id, 0, 0, index).claimed);
-        assertEq(claimAs(a, id, seatRef(0, index)), 233_333_333_333_333_333);
+        assertEq(claimAs(a, id, seatRef(0, index)), 0.175 ether);
     }
 
     function test_claimRewards_revertsForAnotherAuditorsSeat() public {
@@ -376,22 +478,20 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, index, stranger));
         vm.prank(stranger);
         audit.claimRewards(id, seatRef(0, index));
-        assertEq(claimAs(a, id, seatRef(0, index)), 233_333_333_333_333_333);
+        assertEq(claimAs(a, id, seatRef(0, index)), 0.175 ether);
     }
 
     /// @notice A seat index past the committee never names a seat, not even one of another round or
-    ///         segment that the index would reach in storage.
+    ///         segment that the index would reach in storage. Index 3 is within the committee's
+    ///         four draws but past its three seats (c holds two units in one seat).
     function test_claimRewards_revertsForAnIndexPastTheCommittee() public {
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
-        drawAll(id);
-        commitAll(id, 0, true);
-        commitAll(id, 1, true);
-        toCommitEnd(id, 0);
-        revealAll(id, 0, true);
-        revealAll(id, 1, true);
-        audit.finalizeSegments(id, ids(0, 1));
+        decide(id, 0, true);
+        decide(id, 1, true);
         audit.finalizeTrace(id);
         audit.distributeRewards(id);
+        assertEq(audit.segment(id, 0).committeeSize, 4);
+        assertEq(audit.segment(id, 0).seatCount, 3);
         uint256 inSegment1 = seatIndexOf(id, 1, a);
         uint256[3] memory bad = [uint256(3), 255, (1 << 16) | inSegment1];
         for (uint256 i; i < bad.length; ++i) {
@@ -403,15 +503,16 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 2, 0, a));
         vm.prank(a);
         audit.claimRewards(id, seatRef(2, 0));
-        assertEq(claimAs(a, id, alignedSeatsOf(id, a)), 2 * (uint256(0.7 ether) / 6));
+        assertEq(claimAs(a, id, alignedSeatsOf(id, a)), 2 * (uint256(0.7 ether) / 8));
     }
 
     /// @notice Seats of a segment that reached no decision earn nothing, whatever they revealed.
     function test_claimRewards_revertsForSeatsOfAnUndeterminedSegment() public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 1;
         applyParams(p);
-        // a and b (1/2 of the stake) Pass, c (1/2) Fail: no side reaches tau, and no round is left.
+        // a and b (2 of the 4 units) Pass, c (the other 2) Fail: no side reaches tau, and no round
+        // is left.
         uint256 id = finalizedSingle(1 ether, true, true, false);
         assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Undetermined));
         audit.distributeRewards(id);
@@ -458,7 +559,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         audit.claimRewards(9, seatRef(0, 0));
 
         audit.distributeRewards(id);
-        assertEq(claimAs(a, id, seatRef(0, index)), 233_333_333_333_333_333);
+        assertEq(claimAs(a, id, seatRef(0, index)), 0.175 ether);
     }
 
     /// @notice Nothing to pay reverts: an empty list, or a session whose per-seat reward is zero.
@@ -470,7 +571,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         audit.claimRewards(id, new ITRUSTAudit.SeatRef[](0));
 
         // R = 0 allows a 2 wei fee: 1 wei for the auditors, less than a wei per aligned seat.
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.rewardPerSeatWei = 0;
         applyParams(p);
         uint256 id2 = finalizedSingle(2, true, true, true);
@@ -506,7 +607,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id2 = finalizedSingle(2 ether, false, false, false);
         audit.distributeRewards(id1);
         uint256 index = seatIndexOf(id1, 0, b);
-        assertEq(claimAs(b, id1, seatRef(0, index)), 233_333_333_333_333_333);
+        assertEq(claimAs(b, id1, seatRef(0, index)), 0.175 ether);
         uint256 index2 = seatIndexOf(id2, 0, b);
         vm.expectRevert(
             abi.encodeWithSelector(ITRUSTAudit.AuditNotDistributed.selector, id2, ITRUSTAudit.SessionStatus.Finalized)
@@ -514,67 +615,59 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.prank(b);
         audit.claimRewards(id2, seatRef(0, index2));
         audit.distributeRewards(id2);
-        assertEq(claimAs(b, id2, seatRef(0, seatIndexOf(id2, 0, b))), 466_666_666_666_666_666);
+        assertEq(claimAs(b, id2, seatRef(0, seatIndexOf(id2, 0, b))), 0.35 ether);
     }
 
     /// @notice ETH conservation over several sessions with escalation, silent, misaligned and
     ///         undecided seats, partial claims and withdrawals: at every step the fees paid in equal
     ///         what was withdrawn, what was claimed, the stakers' share sent to the registry and what
     ///         the audit contract still holds; and it holds exactly the undistributed fees, the
-    ///         credited balances and the unclaimed seat rewards.
+    ///         credited balances and the unclaimed seat rewards (per aligned unit).
     function test_claimRewards_etherIsConservedEndToEnd() public {
-        address[] memory llms = addAuditors("llm", 2, 7, 2_000e18);
+        // One unit each: the escalated round's nine draws seat all nine.
+        address[] memory llms = addAuditors("llm", 2, 9, ONE_UNIT);
         Ledger memory l;
 
-        // Session 1: segment 0 passes unanimously, segment 1 splits 50/50 and escalates to tier 2
-        // (5 Pass, 1 Fail, 1 silent), segment 2 fails unanimously.
+        // Session 1: segment 0 passes unanimously, segment 2 fails unanimously, segment 1 splits
+        // 50/50 (c holds 2 of the 4 units) and escalates to tier 2 (7 Pass, 1 Fail, 1 silent).
         uint256 id1 = openWithFee(uniformSegments(3, 1), 0.9 ether);
-        // Session 2: one segment; a and c (3/4 of the stake) Pass, b stays silent.
+        // Session 2: one segment; a and c (3 of the 4 units) Pass, b stays silent.
         uint256 id2 = openWithFee(uniformSegments(1, 1), 0.4 ether);
         l.feesIn = 1.3 ether;
         l.sessions = ids(id1, id2);
         checkLedger(l);
 
-        drawAll(id1);
-        drawAll(id2);
-        commitAll(id1, 0, true);
-        commitAs(a, id1, 1, true);
-        commitAs(b, id1, 1, true);
-        commitAs(c, id1, 1, false);
-        commitAll(id1, 2, false);
-        commitAs(a, id2, 0, true);
-        commitAs(c, id2, 0, true);
-        // Every seat of session 1 committed, so its windows closed at once; b's silence keeps
-        // session 2's open until its deadline.
-        revealAll(id1, 0, true);
-        revealAs(a, id1, 1, true);
-        revealAs(b, id1, 1, true);
-        revealAs(c, id1, 1, false);
-        revealAll(id1, 2, false);
-        audit.finalizeSegments(id1, ids(0, 2));
+        // The tier-1 seats are settled one segment after another; segment 1's first round holds
+        // a, b and c until its escalated round decides.
+        decide(id1, 0, true);
+        decide(id1, 2, false);
+        drawSegment(id1, 1);
+        castVotes(id1, 1, addrs(a, b, c), bools(true, true, false));
         assertFalse(audit.finalizeSegment(id1, 1)); // 50/50: escalates
-        toCommitEnd(id2, 0);
-        revealAs(a, id2, 0, true);
-        revealAs(c, id2, 0, true);
-        toRevealEnd(id2, 0);
-        assertTrue(audit.finalizeSegment(id2, 0));
-        audit.finalizeTrace(id2);
         checkLedger(l);
 
         drawSegment(id1, 1);
         address[] memory round1 = audit.committee(id1, 1);
-        for (uint256 i; i < 6; ++i) {
-            commitAs(round1[i], id1, 1, i != 5);
+        assertEq(round1.length, 9);
+        for (uint256 i; i < 8; ++i) {
+            commitAs(round1[i], id1, 1, i != 7);
         }
         toCommitEnd(id1, 1);
-        for (uint256 i; i < 6; ++i) {
-            revealAs(round1[i], id1, 1, i != 5);
+        for (uint256 i; i < 8; ++i) {
+            revealAs(round1[i], id1, 1, i != 7);
         }
         toRevealEnd(id1, 1);
         assertTrue(audit.finalizeSegment(id1, 1));
         audit.finalizeTrace(id1);
-        assertEq(audit.session(id1).alignedSeats, 3 + 5 + 3);
-        assertEq(audit.session(id2).alignedSeats, 2);
+
+        drawSegment(id2, 0);
+        castVotes(id2, 0, addrs(a, c), bools(true, true));
+        toRevealEnd(id2, 0);
+        assertTrue(audit.finalizeSegment(id2, 0));
+        audit.finalizeTrace(id2);
+        checkLedger(l);
+        assertEq(audit.session(id1).alignedSeats, 4 + 7 + 4);
+        assertEq(audit.session(id2).alignedSeats, 3);
 
         uint256 before = address(registry).balance;
         audit.distributeRewards(id2);
@@ -605,8 +698,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         l.withdrawn += withdrawAs(treasury);
         checkLedger(l);
         assertEq(address(audit).balance, 0, "everything claimed and withdrawn");
-        // Per seat: 0.63 ether / 11 in session 1, 0.28 ether / 2 in session 2.
-        assertEq(l.claimed, 11 * (uint256(0.63 ether) / 11) + 2 * 0.14 ether);
+        // Per unit: 0.63 ether / 15 in session 1, 0.28 ether / 3 in session 2.
+        assertEq(l.claimed, 15 * (uint256(0.63 ether) / 15) + 3 * (uint256(0.28 ether) / 3));
     }
 
     /// @dev The ETH ledger of `test_claimRewards_etherIsConservedEndToEnd`.
@@ -630,13 +723,14 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
                 continue;
             }
             uint256 perSeat = s.alignedSeats == 0 ? 0 : s.feeWei * 7_000 / BPS / s.alignedSeats;
-            owed += perSeat * unclaimedAlignedSeats(id);
+            owed += perSeat * unclaimedAlignedUnits(id);
         }
         assertEq(held, owed, "held = undistributed fees + credited balances + unclaimed seat rewards");
     }
 
-    /// @dev Aligned seats of decided segments' final rounds not claimed yet, counted from the seat views.
-    function unclaimedAlignedSeats(uint256 id) internal view returns (uint256 n) {
+    /// @dev The units of the aligned seats of decided segments' final rounds not claimed yet,
+    ///      counted from the seat views (a seat is paid once per unit).
+    function unclaimedAlignedUnits(uint256 id) internal view returns (uint256 n) {
         uint256 segmentCount = audit.session(id).segmentCount;
         for (uint256 s; s < segmentCount; ++s) {
             ITRUSTAudit.SegmentView memory g = audit.segment(id, s);
@@ -644,7 +738,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
             if (!passed && g.status != ITRUSTAudit.SegmentStatus.Failed) continue;
             for (uint256 i; i < g.committeeSize; ++i) {
                 ITRUSTAudit.SeatView memory v = audit.seat(id, s, g.round, i);
-                if (v.revealed && !v.claimed && v.vote == passed) ++n;
+                if (v.revealed && !v.claimed && v.vote == passed) n += v.weight;
             }
         }
     }
@@ -657,19 +751,19 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id = finalizedSingle(1 ether, true, true, true);
         audit.distributeRewards(id);
         uint256 owed = audit.claimable(treasury);
-        assertEq(owed, 0.15 ether + 1);
+        assertEq(owed, 0.15 ether);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.Withdrawn(treasury, owed);
         vm.prank(treasury);
         audit.withdraw();
         vm.snapshotGasLastCall("TRUSTAudit", "withdraw");
-        assertEq(treasury.balance, 0.15 ether + 1);
+        assertEq(treasury.balance, 0.15 ether);
         assertEq(audit.claimable(treasury), 0);
 
         vm.prank(insurance);
         audit.withdraw();
         assertEq(insurance.balance, 0.05 ether);
-        assertEq(address(audit).balance, 3 * 233_333_333_333_333_333, "the seats' rewards wait for claims");
+        assertEq(address(audit).balance, 4 * 0.175 ether, "the seats' rewards (four units) wait for claims");
     }
 
     function test_withdraw_revertsWhenNothingIsOwed() public {
@@ -695,8 +789,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 id2 = finalizedSingle(2 ether, false, false, false);
         audit.distributeRewards(id1);
         audit.distributeRewards(id2);
-        // 0.15 ether + 1 wei of dust, then 0.3 ether + 2 wei (1.4 ether over 3 seats).
-        uint256 expected = 0.45 ether + 3;
+        // 0.15 ether, then 0.3 ether (no dust: 0.7 and 1.4 ether split evenly over 4 units).
+        uint256 expected = 0.45 ether;
         assertEq(audit.claimable(treasury), expected);
         assertEq(withdrawAs(treasury), expected);
         assertEq(withdrawAs(insurance), 0.15 ether);
@@ -743,13 +837,14 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     }
 
     function test_slashAuditor_reachesUnbondingStake() public {
-        vm.prank(a);
+        // c (2_000e18): what stays bonded must keep the tier minimum (P in this suite).
+        vm.prank(c);
         registry.requestUnstake(500e18);
-        audit.slashAuditor(a, 800e18, "left in a hurry");
-        IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
+        audit.slashAuditor(c, 1_800e18, "left in a hurry");
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(c);
         assertEq(info.stake, 0);
         assertEq(info.unbonding, 200e18);
-        assertEq(registry.claimableTokens(insurance), 800e18);
+        assertEq(registry.claimableTokens(insurance), 1_800e18);
     }
 
     function test_slashAuditor_revertsOnZeroAmountOrUnknownAuditor() public {
@@ -794,7 +889,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     }
 
     function test_setRandomnessSource_drawsReadTheNewSource() public {
-        addAuditors("t1-", 1, 5, 1_000e18); // eight tier-1 auditors: the seed decides who sits
+        // Eight tier-1 auditors backing nine units for four draws: the seed decides who sits.
+        addAuditors("t1-", 1, 5, ONE_UNIT);
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
         uint256 randomnessBlock = audit.segment(id, 0).randomnessBlock;
         // A source that answers before the randomness block is mined still cannot draw: weights are
@@ -813,7 +909,11 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         vm.revertToState(snapshot);
         audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Ready, keccak256("another value")));
         audit.assignAuditors(id, 0);
-        assertEq(audit.committee(id, 0).length, 3);
+        uint256 units;
+        for (uint256 i; i < audit.segment(id, 0).seatCount; ++i) {
+            units += audit.seat(id, 0, 0, i).weight;
+        }
+        assertEq(units, 4, "every draw seated");
         assertTrue(keccak256(abi.encode(withVrf)) != keccak256(abi.encode(audit.committee(id, 0))), "seed ignored");
 
         audit.setRandomnessSource(new FixedRandomness(IRandomnessSource.Status.Expired, 0));
@@ -873,7 +973,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertTrue(audit.session(id).valid);
         // And it keeps working.
         audit.distributeRewards(id);
-        assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), 233_333_333_333_333_333);
+        assertEq(claimAs(a, id, seatRef(0, seatIndexOf(id, 0, a))), 0.175 ether);
     }
 
     function test_upgradeToAndCall_revertsForNonOwner() public {
@@ -965,18 +1065,12 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(uint8(s.status), uint8(ITRUSTAudit.SessionStatus.None));
 
         uint256 id = openWithFee(uniformSegments(2, 1), 1 ether);
-        drawAll(id);
-        commitAll(id, 0, true);
-        commitAll(id, 1, false);
-        toCommitEnd(id, 0);
-        revealAll(id, 0, true);
-        revealAll(id, 1, false);
-        audit.finalizeSegment(id, 0);
+        decide(id, 0, true);
         s = audit.session(id);
         assertEq(s.finalizedCount, 1);
         assertEq(s.passWeight, 1);
-        assertEq(s.alignedSeats, 3);
-        audit.finalizeSegment(id, 1);
+        assertEq(s.alignedSeats, 4, "aligned units");
+        decide(id, 1, false);
         audit.finalizeTrace(id);
         s = audit.session(id);
         assertEq(s.provider, provider);
@@ -990,7 +1084,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(s.passWeight, 1);
         assertEq(s.criticalFailed, 0);
         assertEq(s.contradictionsConfirmed, 0);
-        assertEq(s.alignedSeats, 6);
+        assertEq(s.alignedSeats, 8);
     }
 
     function test_seatAndCommittee_areEmptyBeforeTheDraw() public {
@@ -1007,11 +1101,11 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         Params memory empty;
         assertEq(abi.encode(audit.sessionParams(1)), abi.encode(empty));
         uint256 id = openWithFee(uniformSegments(1, 1), 1 ether);
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.tauBps = 7_000;
         applyParams(p);
         assertEq(audit.sessionParams(id).tauBps, 6_600);
-        assertEq(abi.encode(audit.sessionParams(id)), abi.encode(defaultParams()));
+        assertEq(abi.encode(audit.sessionParams(id)), abi.encode(suiteParams()));
     }
 
     function test_minimumFee_followsTheCurrentParams() public {
@@ -1020,7 +1114,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         segs[1] = segmentInput(3, 1, false, false, keccak256("y"));
         assertEq(audit.minimumFee(segs), 8_571_428_571_428_572); // 10 seats * 0.0006 ether / 0.7, up
         assertEq(audit.minimumFee(new ITRUSTAudit.SegmentInput[](0)), 0);
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.committeeSizeTier3 = 8;
         p.auditorShareBps = 8_000;
         p.treasuryShareBps = 500;
@@ -1076,27 +1170,30 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     // ------------------------------------------------------------------ fuzz
 
     /// @dev Claims the seat of each of a, b and c (choice % 3: 0 silent, 1 Pass, 2 Fail) that voted
-    ///      the outcome of segment 0, checking that each pays `auditorsWei / aligned`; every other
-    ///      seat's claim must revert.
+    ///      the outcome of segment 0, checking that each pays `auditorsWei / aligned` per unit (a and
+    ///      b hold one unit, c two); every other seat's claim must revert. `aligned` counts units.
     function claimTrio(uint256 id, uint8[3] memory choices, uint256 auditorsWei)
         internal
         returns (uint256 toAuditors, uint256 aligned)
     {
         ITRUSTAudit.SegmentStatus status = audit.segment(id, 0).status;
         bool[3] memory isAligned;
+        uint256[3] memory units = [uint256(1), 1, 2];
         for (uint256 i; i < 3; ++i) {
             isAligned[i] = (status == ITRUSTAudit.SegmentStatus.Passed && choices[i] % 3 == 1)
                 || (status == ITRUSTAudit.SegmentStatus.Failed && choices[i] % 3 == 2);
-            if (isAligned[i]) ++aligned;
+            if (isAligned[i]) aligned += units[i];
         }
         assertEq(audit.session(id).alignedSeats, aligned);
         uint256 perSeat = aligned == 0 ? 0 : auditorsWei / aligned;
         address[3] memory who = [a, b, c];
         for (uint256 i; i < 3; ++i) {
             uint256 index = seatIndexOf(id, 0, who[i]);
+            assertEq(audit.seat(id, 0, 0, index).weight, units[i]);
             if (isAligned[i]) {
-                assertEq(claimAs(who[i], id, seatRef(0, index)), perSeat, "an aligned seat gets its share");
-                toAuditors += perSeat;
+                uint256 share = perSeat * units[i];
+                assertEq(claimAs(who[i], id, seatRef(0, index)), share, "an aligned seat gets its share per unit");
+                toAuditors += share;
             } else {
                 vm.expectRevert(abi.encodeWithSelector(ITRUSTAudit.AuditSeatNotRewarded.selector, id, 0, index, who[i]));
                 vm.prank(who[i]);
@@ -1107,8 +1204,8 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
 
     /// @notice Whatever the split, the fee and the votes, the four shares claimed, credited or sent
     ///         add up to the fee exactly: each aligned seat claims the auditors' share divided by the
-    ///         aligned seats, the treasury gets the dust (or the whole share when no seat aligned),
-    ///         and no other seat can claim anything.
+    ///         aligned units, once per unit of its own, the treasury gets the dust (or the whole
+    ///         share when no seat aligned), and no other seat can claim anything.
     function testFuzz_distributeRewards_sharesAddUpToTheFee(
         uint256 fee,
         uint256 auditorBps,
@@ -1116,7 +1213,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         uint256 stakerBps,
         uint8[3] memory choices
     ) public {
-        Params memory p = defaultParams();
+        Params memory p = suiteParams();
         p.maxRounds = 1; // every round is final: Pass, Fail or Undetermined
         p.auditorShareBps = uint16(bound(auditorBps, 1, BPS));
         p.treasuryShareBps = uint16(bound(treasuryBps, 0, BPS - p.auditorShareBps));
@@ -1162,7 +1259,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         assertEq(
             audit.claimable(treasury), fee * p.treasuryShareBps / BPS + auditorsWei - toAuditors, "the treasury gets the dust"
         );
-        assertLt(auditorsWei - toAuditors, aligned == 0 ? auditorsWei + 1 : aligned, "dust below a wei per seat");
+        assertLt(auditorsWei - toAuditors, aligned == 0 ? auditorsWei + 1 : aligned, "dust below a wei per unit");
         assertEq(address(audit).balance, audit.claimable(treasury) + audit.claimable(insurance), "every seat claimed");
         if (aligned == 0) assertEq(toAuditors, 0);
     }
