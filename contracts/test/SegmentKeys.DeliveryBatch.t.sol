@@ -19,7 +19,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
     uint256 internal constant TRANSACTION_FIELDS_BYTES = 1024;
 
     /// @notice A session in every state a set can meet, built once in `setUp`:
-    ///         segment 0: tier 1, escalated, round 1 seated (7 tier-2 seats), Voting;
+    ///         segment 0: tier 1, escalated, round 1 seated (7 tier-2 draws), Voting;
     ///         segments 1 and 4: tier 2, round 0 (5 seats), Voting (finalizable);
     ///         segment 2: tier 1, round 0 (3 seats), Voting (finalizable);
     ///         segment 3: tier 1, Passed;
@@ -30,9 +30,11 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
     /// @notice The segments that take envelopes, and their current rounds.
     uint256[4] internal votingSegments = [uint256(0), 1, 2, 4];
 
+    address[] internal tier1;
+
     function setUp() public override {
         super.setUp();
-        addAuditors("t1-", 1, 4, 1_000e18);
+        tier1 = addAuditors("t1-", 1, 4, 1_000e18);
         addAuditors("t2-", 2, 8, 2_000e18);
 
         ITRUSTAudit.SegmentInput[] memory segments = uniformSegments(6, 1);
@@ -58,12 +60,19 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         drawSegment(id, 0);
 
         assertEq(audit.segment(id, 0).round, 1);
-        assertEq(audit.committee(id, 0).length, 7);
+        // Seven draws of tier 2 (with replacement: a member drawn twice holds one seat of two units).
+        assertEq(audit.segment(id, 0).committeeSize, 7);
+        assertEq(audit.committee(id, 0).length, audit.segment(id, 0).seatCount);
         assertEq(uint8(audit.segment(id, 3).status), uint8(ITRUSTAudit.SegmentStatus.Passed));
         assertEq(uint8(audit.segment(id, 5).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /// @notice The seats (distinct members) of a segment's current round of the fixture session.
+    function seats(uint256 segmentId) internal view returns (uint256) {
+        return audit.segment(id, segmentId).seatCount;
+    }
 
     function ids5(uint256 a, uint256 b, uint256 c, uint256 d, uint256 e) internal pure returns (uint256[] memory l) {
         l = new uint256[](5);
@@ -78,9 +87,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
     {
         ITRUSTAudit.SegmentView memory g = audit.segment(sessionId, segmentId);
         return
-            ISegmentKeys.EnvelopeSet({
-                segmentId: segmentId, round: g.round, envelopeCids: envelopes(g.committeeSize, tag)
-            });
+            ISegmentKeys.EnvelopeSet({segmentId: segmentId, round: g.round, envelopeCids: envelopes(g.seatCount, tag)});
     }
 
     function sets2(ISegmentKeys.EnvelopeSet memory a, ISegmentKeys.EnvelopeSet memory b)
@@ -97,10 +104,25 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         keys.publishEnvelopesBatch(sessionId, sets);
     }
 
-    /// @notice A session of `count` drawn tier-1 segments (3 seats each).
+    /// @notice A session of `count` drawn tier-1 segments of three seats each: committees are drawn
+    ///         with replacement, so the tier holds three auditors that back one unit each (the
+    ///         setUp's step aside) and every committee seats all three (`drawRestoringOneUnit`).
     function drawnTier1Session(uint256 count) internal returns (uint256 sessionId) {
+        applyParams(oneUnitParams());
+        for (uint256 i; i < tier1.length; ++i) {
+            vm.prank(tier1[i]);
+            registry.setAvailable(false);
+        }
+        addAuditors("one-unit-", 1, 3, ONE_UNIT_STAKE);
         sessionId = openSession(uniformSegments(count, 1));
-        drawAll(sessionId);
+        uint256[] memory ids = new uint256[](count);
+        for (uint256 i; i < count; ++i) {
+            ids[i] = i;
+        }
+        drawRestoringOneUnit(sessionId, ids);
+        for (uint256 i; i < count; ++i) {
+            assertEq(audit.segment(sessionId, i).seatCount, 3, "three seats");
+        }
     }
 
     /// @notice `count` sets, one per segment 0..count-1 of `sessionId`, each for its current round.
@@ -143,7 +165,11 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         }
         vm.recordLogs();
         batch(id, sets);
-        assertEq(keysLogs().length, 3 + 7 + 5 + 5, "one event per seat of every set, nothing else");
+        assertEq(
+            keysLogs().length,
+            seats(2) + seats(0) + seats(4) + seats(1),
+            "one event per seat of every set, nothing else"
+        );
     }
 
     function test_publishEnvelopesBatch_namesTheRoundOfEachSet() public {
@@ -151,9 +177,9 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         vm.recordLogs();
         batch(id, sets);
         Vm.Log[] memory logs = keysLogs();
-        assertEq(logs.length, 7 + 3);
+        assertEq(logs.length, seats(0) + seats(2));
         assertPublishedAt(logs, 0, id, 0, 1, audit.committee(id, 0), sets[0].envelopeCids);
-        assertPublishedAt(logs, 7, id, 2, 0, audit.committee(id, 2), sets[1].envelopeCids);
+        assertPublishedAt(logs, seats(0), id, 2, 0, audit.committee(id, 2), sets[1].envelopeCids);
     }
 
     function test_publishEnvelopesBatch_aSegmentTwiceEmitsBothSetsInOrder() public {
@@ -163,9 +189,9 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         vm.recordLogs();
         batch(id, sets);
         Vm.Log[] memory logs = keysLogs();
-        assertEq(logs.length, 6);
+        assertEq(logs.length, 2 * members.length);
         assertPublishedAt(logs, 0, id, 2, 0, members, sets[0].envelopeCids);
-        assertPublishedAt(logs, 3, id, 2, 0, members, sets[1].envelopeCids);
+        assertPublishedAt(logs, members.length, id, 2, 0, members, sets[1].envelopeCids);
     }
 
     function test_publishEnvelopesBatch_oneSetEmitsWhatPublishEnvelopesEmits() public {
@@ -183,11 +209,12 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
 
     function test_publishEnvelopesBatch_acceptsCidsOfOneTo128Bytes() public {
         ISegmentKeys.EnvelopeSet memory set = setFor(id, 2, "");
+        assertGe(set.envelopeCids.length, 2, "the fixture seats two members on segment 2");
         set.envelopeCids[0] = bytesOfLength(1);
-        set.envelopeCids[2] = bytesOfLength(128);
+        set.envelopeCids[set.envelopeCids.length - 1] = bytesOfLength(128);
         vm.recordLogs();
         batch(id, sets2(set, setFor(id, 4, "")));
-        assertEq(keysLogs().length, 3 + 5);
+        assertEq(keysLogs().length, seats(2) + seats(4));
     }
 
     // ------------------------------------------------------------------ gas
@@ -365,27 +392,34 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
 
     function test_publishEnvelopesBatch_revertsOnWrongCount() public {
         ISegmentKeys.EnvelopeSet memory bad = setFor(id, 0, "");
-        bad.envelopeCids = envelopes(6, "");
+        // One envelope per seat (a member drawn twice holds one seat), not per draw.
+        uint256 n = seats(0);
+        bad.envelopeCids = envelopes(7, "");
+        assertTrue(n != 7, "the fixture's round 1 seats fewer members than its seven draws");
         assertSecondSetRevertsAs(
-            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 6, 7)
+            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 7, n)
         );
         bad.envelopeCids = new bytes[](0);
         assertSecondSetRevertsAs(
-            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 0, 7)
+            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysWrongEnvelopeCount.selector, id, 0, 0, n)
         );
     }
 
     function test_publishEnvelopesBatch_revertsOnEmptyCid() public {
         ISegmentKeys.EnvelopeSet memory bad = setFor(id, 4, "");
-        bad.envelopeCids[3] = "";
-        assertSecondSetRevertsAs(bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysEmptyEnvelope.selector, id, 4, 3));
+        uint256 last = bad.envelopeCids.length - 1;
+        bad.envelopeCids[last] = "";
+        assertSecondSetRevertsAs(
+            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysEmptyEnvelope.selector, id, 4, last)
+        );
     }
 
     function test_publishEnvelopesBatch_revertsOnOverlongCid() public {
         ISegmentKeys.EnvelopeSet memory bad = setFor(id, 1, "");
-        bad.envelopeCids[4] = bytesOfLength(129);
+        uint256 last = bad.envelopeCids.length - 1;
+        bad.envelopeCids[last] = bytesOfLength(129);
         assertSecondSetRevertsAs(
-            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysEnvelopeTooLong.selector, id, 1, 4, 129, 128)
+            bad, abi.encodeWithSelector(ISegmentKeys.SegmentKeysEnvelopeTooLong.selector, id, 1, last, 129, 128)
         );
     }
 
@@ -456,7 +490,7 @@ contract SegmentKeysDeliveryBatchTest is SegmentKeysBase {
         for (uint256 s; s < setCount; ++s) {
             uint256 segmentId = votingSegments[uint256(keccak256(abi.encode(seed, s))) % votingSegments.length];
             ITRUSTAudit.SegmentView memory g = audit.segment(id, segmentId);
-            bytes[] memory cids = new bytes[](g.committeeSize);
+            bytes[] memory cids = new bytes[](g.seatCount);
             for (uint256 i; i < cids.length; ++i) {
                 cids[i] = randomBytes(keccak256(abi.encode(seed, s, i)), 1, MAX_CID);
             }
