@@ -213,7 +213,8 @@ contract AuditorRegistryDrawTest is AuditorRegistryDrawBase {
         uint256 snapshot = vm.snapshotState();
         uint256 largeDrawn;
         for (uint256 s; s < 400; ++s) {
-            (address[] memory members,) = drawAsAudit(1, 1, keccak256(abi.encode("proportional", s)), address(0), PENALTY);
+            (address[] memory members,) =
+                drawAsAudit(1, 1, keccak256(abi.encode("proportional", s)), address(0), PENALTY);
             if (members[0] == large) ++largeDrawn;
             vm.revertToState(snapshot);
         }

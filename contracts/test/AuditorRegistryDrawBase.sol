@@ -146,7 +146,10 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
 
     // ------------------------------------------------------------------ drawing and checking
 
-    function requestDraw(DrawRequest memory request) internal returns (address[] memory members, uint96[] memory weights) {
+    function requestDraw(DrawRequest memory request)
+        internal
+        returns (address[] memory members, uint96[] memory weights)
+    {
         vm.prank(address(audit));
         (members, weights) = registry.drawCommittee(request);
     }
