@@ -1088,10 +1088,10 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryDrawBase {
         (tree[count], weights[count]) = (minnow, 1_000e18);
     }
 
-    /// @notice A draw passes over at most 64 members and draws again after each of them: with 63
-    ///         whales that cannot back a unit of 500 and one small member that can, a one-unit
-    ///         draw always seats the small one, even when it comes after all 63 whales.
-    function test_drawCommittee_passesOverUpTo64() public {
+    /// @notice A draw passes over at most 64 members, drawing again after each of the first 63:
+    ///         with 63 whales that cannot back a unit of 500 and one small member that can, a
+    ///         one-unit draw always seats the small one, even when it comes after all 63 whales.
+    function test_drawCommittee_seatsAfter63PassedOver() public {
         (address[] memory tree, uint256[] memory weights, address minnow, uint256 r) = setUpLockedWhales(63);
         uint256 lastInLine;
         for (uint256 s; s < 10; ++s) {
