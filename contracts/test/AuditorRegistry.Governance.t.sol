@@ -9,6 +9,7 @@ import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
 import {AuditorRegistry} from "../src/AuditorRegistry.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {DrawRequest, SeatOutcome, SeatSettlement, SettlementTerms} from "../src/types/Settlement.sol";
+import {Params} from "../src/types/Params.sol";
 import {AuditorRegistryUpgradeTarget, NotUpgradeable} from "./mocks/UpgradeTargets.sol";
 
 /// @notice Credentials, the audit-contract pointer, the audit-only entry points and upgrades.
@@ -71,17 +72,29 @@ contract AuditorRegistryGovernanceTest is AuditorRegistryBase {
         assertEq(registry.eligibleStake(3), 12_000e18);
     }
 
+    /// @notice A revoked human is never drawn: with one of six revoked, the five draws of a tier-3
+    ///         committee seat every other human, one unit each.
+    /// @dev The subject is the credential, not the draw: with P = 6,000 each human of 10,000 backs
+    ///      exactly one unit, so a human drawn again leaves the draw and the five draws seat five
+    ///      distinct humans (sampling without replacement, issue L2's fixture). The lower tiers'
+    ///      minimums rise with P, which every tier's minimum must back.
     function test_revokeCredential_revokedTier3AuditorIsNotDrawn() public {
+        Params memory p = defaultParams();
+        (p.penaltyPerSeat, p.minStakeTier1, p.minStakeTier2) = (6_000e18, 6_000e18, 6_000e18);
+        params.setParams(p);
         address[] memory humans = addAuditors("human", 3, 6, 10_000e18);
         registry.revokeCredential(humans[2]);
         assertEq(registry.eligibleCount(3), 5);
-        uint256 sessionId = openSession(uniformSegments(1, 3)); // tier 3: five seats
+        uint256 sessionId = openSession(uniformSegments(1, 3)); // tier 3: five draws
         drawAll(sessionId);
         address[] memory members = audit.committee(sessionId, 0);
         assertEq(members.length, 5);
         assertFalse(contains(members, humans[2]));
+        assertEq(info(humans[2]).locked, 0);
         for (uint256 i; i < humans.length; ++i) {
-            if (i != 2) assertTrue(contains(members, humans[i]), "every other human is seated");
+            if (i == 2) continue;
+            assertTrue(contains(members, humans[i]), "every other human is seated");
+            assertEq(info(humans[i]).locked, 6_000e18, "one unit each");
         }
     }
 

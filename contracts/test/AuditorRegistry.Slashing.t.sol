@@ -3,14 +3,17 @@ pragma solidity ^0.8.28;
 
 import {OwnableUpgradeable} from "@openzeppelin/contracts-upgradeable/access/OwnableUpgradeable.sol";
 
-import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
+import {AuditorRegistryDrawBase} from "./AuditorRegistryDrawBase.sol";
 import {TRUSTAudit} from "../src/TRUSTAudit.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
+import {ReputationLib} from "../src/libraries/ReputationLib.sol";
+import {DrawRequest, SeatOutcome, SeatSettlement, SettlementTerms} from "../src/types/Settlement.sol";
 
-/// @notice Governance slashes (through TRUSTAudit.slashAuditor), forfeits of silent seats, and
-///         claims of the forfeited tokens.
-contract AuditorRegistrySlashingTest is AuditorRegistryBase {
+/// @notice Governance slashes (through TRUSTAudit.slashAuditor), forfeits of silent seats (a seat
+///         of `units` draws locked and forfeits units * P, issue L2), settlement, and claims of
+///         the forfeited tokens.
+contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
     address internal alice;
 
     function setUp() public override {
@@ -61,40 +64,41 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
         registry.executeUnstake();
     }
 
+    /// @notice Alice, the only tier-1 auditor, holds one seat of three units: 3P = 24 locked.
     function test_slash_neverTouchesLockedStake() public {
-        addAuditor("bob", 1, 150e18);
-        addAuditor("carol", 1, 150e18);
         vm.prank(alice);
         registry.requestUnstake(50e18); // stake 150, unbonding 50
         (uint256 sessionId, address[] memory members) = openSeatedSession();
-        assertTrue(contains(members, alice));
-        assertEq(info(alice).locked, PENALTY);
+        assertEq(members.length, 1);
+        assertEq(members[0], alice);
+        assertEq(audit.seat(sessionId, 0, 0, 0).weight, 3, "one seat of three units");
+        assertEq(info(alice).locked, 3 * PENALTY);
 
-        // Free stake is 150 - 8 = 142, unbonding 50: at most 192, whatever is asked (issue L3:
+        // Free stake is 150 - 24 = 126, unbonding 50: at most 176, whatever is asked (issue L3:
         // the slash takes what is there rather than reverting).
         vm.expectEmit(true, true, true, true, address(registry));
-        emit IAuditorRegistry.StakeForfeited(alice, 192e18, insurance, "governance");
+        emit IAuditorRegistry.StakeForfeited(alice, 176e18, insurance, "governance");
         vm.expectEmit(true, true, true, true, address(audit));
-        emit ITRUSTAudit.AuditorSlashed(0, alice, 192e18);
+        emit ITRUSTAudit.AuditorSlashed(0, alice, 176e18);
         slash(alice, 193e18);
         IAuditorRegistry.AuditorInfo memory a = info(alice);
-        assertEq(a.stake, PENALTY, "only the locked stake is left");
-        assertEq(a.locked, PENALTY);
+        assertEq(a.stake, 3 * PENALTY, "only the locked stake is left");
+        assertEq(a.locked, 3 * PENALTY);
         assertEq(a.unbonding, 0);
-        assertEq(registry.claimableTokens(insurance), 192e18);
-        assertEq(registry.eligibleCount(1), 2, "below the minimum: no longer drawn");
+        assertEq(registry.claimableTokens(insurance), 176e18);
+        assertEq(registry.eligibleCount(1), 0, "below the minimum: no longer drawn");
         // Nothing within reach: a further slash takes nothing.
         vm.expectEmit(true, true, true, true, address(audit));
         emit ITRUSTAudit.AuditorSlashed(0, alice, 0);
         slash(alice, 1);
-        assertEq(info(alice).stake, PENALTY);
-        assertEq(registry.claimableTokens(insurance), 192e18);
+        assertEq(info(alice).stake, 3 * PENALTY);
+        assertEq(registry.claimableTokens(insurance), 176e18);
 
         // The seat is still backed: it settles normally.
         settleAligned(sessionId);
         a = info(alice);
         assertEq(a.locked, 0);
-        assertEq(a.stake, PENALTY);
+        assertEq(a.stake, 3 * PENALTY);
     }
 
     /// @notice Asked for more than its stake and unbonding stake, a slash takes all of both.
@@ -172,20 +176,122 @@ contract AuditorRegistrySlashingTest is AuditorRegistryBase {
 
     // ------------------------------------------------------------------ forfeits of silent seats
 
+    /// @notice Nobody reveals: every seat forfeits its units * P (the units add up to the three
+    ///         draws, so 3P in all), each seated auditor's reputation moves down once, whatever its
+    ///         units, and nobody else is touched.
     function test_settlement_silentSeatsForfeitTheirLock() public {
         address bob = addAuditor("bob", 1, 150e18);
         address carol = addAuditor("carol", 1, 150e18);
         (uint256 sessionId,) = openSeatedSession();
+        (address[] memory members, uint96[] memory units) = seatUnits(sessionId, 0);
+        assertCommittee(members, units, 3);
         toRevealEnd(sessionId, 0);
+        for (uint256 i; i < members.length; ++i) {
+            vm.expectEmit(true, true, true, true, address(registry));
+            emit IAuditorRegistry.StakeForfeited(members[i], units[i] * PENALTY, insurance, "no reveal");
+        }
+        for (uint256 i; i < members.length; ++i) {
+            vm.expectEmit(true, true, true, true, address(audit));
+            emit ITRUSTAudit.AuditorSlashed(sessionId, members[i], units[i] * PENALTY);
+        }
         audit.finalizeSegment(sessionId, 0); // nobody revealed: escalates, every seat forfeits
-        assertEq(registry.stakeOf(alice), 200e18 - PENALTY);
-        assertEq(registry.stakeOf(bob), 150e18 - PENALTY);
-        assertEq(registry.stakeOf(carol), 150e18 - PENALTY);
-        assertEq(info(alice).locked, 0);
-        assertEq(registry.reputationOf(alice), 0.45e18, "reputation down (eq. 3.8)");
+        address[3] memory everyone = [alice, bob, carol];
+        uint256[3] memory staked = [uint256(200e18), 150e18, 150e18];
+        for (uint256 k; k < 3; ++k) {
+            uint256 u = unitsIn(members, units, everyone[k]);
+            assertEq(registry.stakeOf(everyone[k]), staked[k] - u * PENALTY, "forfeits units * P");
+            assertEq(info(everyone[k]).locked, 0);
+            assertEq(registry.reputationOf(everyone[k]), u == 0 ? 0.5e18 : 0.45e18, "down once per seat (eq. 3.8)");
+        }
         assertEq(registry.claimableTokens(insurance), 3 * PENALTY);
         assertEq(registry.totalStake(), 500e18 - 3 * PENALTY);
         assertEq(token.balanceOf(address(registry)), 500e18);
+    }
+
+    /// @notice Alice alone backs all three draws: one seat of weight 3 that locked 3P. Silent, it
+    ///         forfeits 3P in one forfeit (one event each, carrying 3P) and its reputation moves
+    ///         down once, as one seat's.
+    function test_settlement_aSilentSeatOfThreeUnitsForfeitsThreeLocks() public {
+        (uint256 sessionId, address[] memory members) = openSeatedSession();
+        assertEq(members.length, 1);
+        assertEq(members[0], alice);
+        assertEq(audit.seat(sessionId, 0, 0, 0).weight, 3);
+        assertEq(info(alice).locked, 3 * PENALTY);
+        toRevealEnd(sessionId, 0);
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.StakeForfeited(alice, 3 * PENALTY, insurance, "no reveal");
+        vm.expectEmit(true, true, true, true, address(audit));
+        emit ITRUSTAudit.AuditorSlashed(sessionId, alice, 3 * PENALTY);
+        audit.finalizeSegment(sessionId, 0);
+        assertEq(registry.stakeOf(alice), 200e18 - 3 * PENALTY);
+        assertEq(info(alice).locked, 0);
+        assertEq(registry.reputationOf(alice), 0.45e18, "one seat: one step down");
+        assertEq(registry.claimableTokens(insurance), 3 * PENALTY);
+        assertEq(registry.totalStake(), 200e18 - 3 * PENALTY);
+    }
+
+    /// @notice `settleSeats` with units, called as the audit contract on a seat of three units
+    ///         (alice alone, 3P locked): aligned, it unlocks 3P and forfeits nothing; silent, it
+    ///         forfeits 3P; misaligned under p_slash (roll 0), 3P; misaligned above it (roll
+    ///         9,999), nothing; released, nothing and no reputation change. Each unlocks 3P.
+    function test_settleSeats_unlocksAndForfeitsUnitsTimesTheLock() public {
+        SettlementTerms memory terms = SettlementTerms({
+            lockPerSeat: PENALTY, gammaWad: 0.1e18, pMinBps: 3_500, pMaxBps: 5_000, beneficiary: insurance
+        });
+        SeatOutcome[5] memory outcomes = [
+            SeatOutcome.Aligned,
+            SeatOutcome.Silent,
+            SeatOutcome.Misaligned,
+            SeatOutcome.Misaligned,
+            SeatOutcome.Released
+        ];
+        uint16[5] memory rolls = [uint16(0), 0, 0, 9_999, 0];
+        bool[5] memory forfeits = [false, true, true, false, false];
+        uint256 stakeNow = 200e18;
+        uint256 forfeited;
+        for (uint256 k; k < outcomes.length; ++k) {
+            vm.roll(block.number + 1);
+            (address[] memory members, uint96[] memory units) = requestDraw(
+                DrawRequest({
+                    tier: 1,
+                    size: 3,
+                    seed: keccak256(abi.encode("units", k)),
+                    snapshotBlock: block.number - 1,
+                    excluded: address(0),
+                    lockPerSeat: PENALTY
+                })
+            );
+            assertEq(members[0], alice);
+            assertEq(units[0], 3);
+            assertEq(info(alice).locked, 3 * PENALTY);
+            uint64 reputation = uint64(registry.reputationOf(alice));
+            SeatSettlement[] memory seats = new SeatSettlement[](1);
+            seats[0] = SeatSettlement({auditor: alice, outcome: outcomes[k], slashRollBps: rolls[k], units: 3});
+            if (forfeits[k]) {
+                vm.expectEmit(true, true, true, true, address(registry));
+                emit IAuditorRegistry.StakeForfeited(
+                    alice, 3 * PENALTY, insurance, k == 1 ? "no reveal" : "vote against consensus"
+                );
+            }
+            vm.prank(address(audit));
+            uint256 mask = registry.settleSeats(seats, terms);
+            assertEq(mask, forfeits[k] ? 1 : 0, "forfeit mask");
+            if (forfeits[k]) {
+                stakeNow -= 3 * PENALTY;
+                forfeited += 3 * PENALTY;
+            }
+            assertEq(info(alice).locked, 0, "unlocks units * P");
+            assertEq(registry.stakeOf(alice), stakeNow, "forfeits units * P, or nothing");
+            assertEq(registry.claimableTokens(insurance), forfeited);
+            if (outcomes[k] == SeatOutcome.Released) {
+                assertEq(registry.reputationOf(alice), reputation);
+            } else {
+                assertEq(
+                    registry.reputationOf(alice), ReputationLib.update(reputation, 0.1e18, k == 0), "one step (eq. 3.8)"
+                );
+            }
+        }
+        assertEq(registry.totalStake(), 200e18 - forfeited);
     }
 
     // ------------------------------------------------------------------ claimTokens

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {AuditorRegistryBase} from "./AuditorRegistryBase.sol";
+import {AuditorRegistryDrawBase} from "./AuditorRegistryDrawBase.sol";
 import {IAuditorRegistry} from "../src/interfaces/IAuditorRegistry.sol";
 import {ITRUSTAudit} from "../src/interfaces/ITRUSTAudit.sol";
 import {Params} from "../src/types/Params.sol";
 import {ParamsLib} from "../src/libraries/ParamsLib.sol";
 
 /// @notice Top-ups, the two-step unstake, availability and draw eligibility.
-contract AuditorRegistryStakingTest is AuditorRegistryBase {
+contract AuditorRegistryStakingTest is AuditorRegistryDrawBase {
     address internal alice;
 
     function setUp() public override {
@@ -155,21 +155,29 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         requestUnstakeAs(stranger, 1);
     }
 
+    /// @notice Each seated member locked units * P and cannot start unbonding until its seat
+    ///         settles; the error carries its lock.
     function test_requestUnstake_revertsWithOpenSeats() public {
-        addAuditor("bob", 1, 150e18);
-        addAuditor("carol", 1, 300e18);
-        (uint256 sessionId, address[] memory members) = openSeatedSession();
-        assertTrue(contains(members, alice));
+        address bob = addAuditor("bob", 1, 150e18);
+        address carol = addAuditor("carol", 1, 300e18);
+        (uint256 sessionId,) = openSeatedSession();
+        (address[] memory members, uint96[] memory units) = seatUnits(sessionId, 0);
+        assertCommittee(members, units, 3);
         for (uint256 i; i < members.length; ++i) {
-            assertEq(info(members[i]).locked, PENALTY);
-            vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryHasOpenSeats.selector, members[i], PENALTY));
+            uint256 lock = units[i] * PENALTY;
+            assertEq(info(members[i]).locked, lock, "locked = units * P");
+            vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryHasOpenSeats.selector, members[i], lock));
             requestUnstakeAs(members[i], 1);
         }
         // Once the seats settle, the stake can leave.
         settleAligned(sessionId);
-        assertEq(info(alice).locked, 0);
-        requestUnstakeAs(alice, 200e18);
-        assertEq(info(alice).unbonding, 200e18);
+        address[3] memory everyone = [alice, bob, carol];
+        uint256[3] memory staked = [uint256(200e18), 150e18, 300e18];
+        for (uint256 k; k < 3; ++k) {
+            assertEq(info(everyone[k]).locked, 0);
+            requestUnstakeAs(everyone[k], staked[k]);
+            assertEq(info(everyone[k]).unbonding, staked[k]);
+        }
     }
 
     function test_requestUnstake_revertsWhileUnbondingPending() public {
@@ -188,7 +196,9 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
     }
 
     function test_requestUnstake_revertsWhenExceedingStake() public {
-        vm.expectRevert(abi.encodeWithSelector(IAuditorRegistry.RegistryExceedsStake.selector, alice, 200e18 + 1, 200e18));
+        vm.expectRevert(
+            abi.encodeWithSelector(IAuditorRegistry.RegistryExceedsStake.selector, alice, 200e18 + 1, 200e18)
+        );
         requestUnstakeAs(alice, 200e18 + 1);
     }
 
@@ -368,21 +378,33 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         registry.setAvailable(true);
     }
 
+    /// @dev The subject is availability, not the draw: with P = 100 each of the others (150)
+    ///      backs exactly one unit, so the three draws seat three distinct members (issue L2's
+    ///      fixture): all three others, never alice.
     function test_setAvailable_unavailableAuditorIsNeverDrawn() public {
+        Params memory p = defaultParams();
+        p.penaltyPerSeat = uint96(MIN_TIER1);
+        params.setParams(p);
         address[] memory others = addAuditors("other", 1, 3, 150e18);
         vm.prank(alice);
         registry.setAvailable(false);
         (, address[] memory members) = openSeatedSession();
         assertFalse(contains(members, alice));
         for (uint256 i; i < others.length; ++i) {
-            assertTrue(contains(members, others[i]), "exactly three may be drawn: all of them");
+            assertTrue(contains(members, others[i]), "exactly three units are backed: all of them");
+            assertEq(info(others[i]).locked, MIN_TIER1);
         }
         assertEq(info(alice).locked, 0);
     }
 
-    /// @notice Two of three tier-1 auditors available: the registry seats nobody and says so, and
-    ///         the segment waits for another draw with nothing locked.
+    /// @notice Two of three tier-1 auditors available, and under P = 120 each backs one unit: two
+    ///         units for three draws, so the registry seats nobody and says so, and the segment
+    ///         waits for another draw with nothing locked. Under the default P the same two back
+    ///         the three draws between them: two seats, three units.
     function test_setAvailable_tooFewAvailableLeavesTheCommitteeUndrawn() public {
+        Params memory p = defaultParams();
+        (p.penaltyPerSeat, p.minStakeTier1) = (120e18, 120e18); // every minimum backs one unit
+        params.setParams(p);
         address bob = addAuditor("bob", 1, 150e18);
         address carol = addAuditor("carol", 1, 150e18);
         vm.prank(carol);
@@ -396,44 +418,70 @@ contract AuditorRegistryStakingTest is AuditorRegistryBase {
         assertEq(audit.committee(sessionId, 0).length, 0, "no committee seated");
         assertEq(info(alice).locked, 0, "nothing locked");
         assertEq(info(bob).locked, 0, "nothing locked");
+
+        params.setParams(defaultParams());
+        uint256 second = openSession(uniformSegments(1, 1));
+        drawAll(second);
+        (address[] memory members, uint96[] memory units) = seatUnits(second, 0);
+        assertCommittee(members, units, 3);
+        assertEq(members.length, 2, "two seats, one of two units");
+        assertFalse(contains(members, carol));
+        assertEq(info(alice).locked + info(bob).locked, 3 * PENALTY);
     }
 
     /// @dev Locks do not enter the draw weight: a member short of unlocked stake keeps its weight,
-    ///      its place in eligibleCount and eligibleStake, and is skipped by the draw instead.
+    ///      its place in eligibleCount and eligibleStake, and is passed over by the draw instead.
+    ///      Under P = 100, alice (200) backs two units, bob (150) and carol (100) one each.
     function test_eligibility_memberShortOfUnlockedStakeKeepsItsWeightButIsSkipped() public {
         Params memory p = defaultParams();
-        p.penaltyPerSeat = uint96(MIN_TIER1); // one seat locks a whole minimum stake
+        p.penaltyPerSeat = uint96(MIN_TIER1); // one unit locks a whole minimum stake
         params.setParams(p);
         address bob = addAuditor("bob", 1, 150e18);
         address carol = addAuditor("carol", 1, 100e18);
+        address[] memory everyone = new address[](3);
+        (everyone[0], everyone[1], everyone[2]) = (alice, bob, carol);
+        uint256[3] memory backed = [uint256(2), 1, 1];
         assertEq(registry.eligibleCount(1), 3);
-        (uint256 sessionId, address[] memory members) = openSeatedSession();
-        assertEq(members.length, 3);
-        // alice: 200 - 100 = 100 free, still one seat; bob: 50; carol: 0. No weight changes.
+        (uint256 sessionId,) = openSeatedSession();
+        (address[] memory members, uint96[] memory units) = seatUnits(sessionId, 0);
+        assertCommittee(members, units, 3);
+        uint256[3] memory lockedAfterFirst;
+        for (uint256 k; k < 3; ++k) {
+            uint256 u = unitsIn(members, units, everyone[k]);
+            assertLe(u, backed[k], "no more units than its stake backs");
+            assertEq(info(everyone[k]).locked, u * MIN_TIER1);
+            lockedAfterFirst[k] = u * MIN_TIER1;
+        }
+        // Three of the four units backed are locked. No weight changes.
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 450e18);
 
-        // A second committee of three: only alice can back another seat, so the draw exhausts the
-        // tree with one member seated.
+        // A second committee of three: one unit is left to back, so the draw passes over every
+        // member in turn with one unit drawn.
         uint256 second = openSession(uniformSegments(1, 1));
         vm.roll(audit.session(second).randomnessBlock + 1);
         vm.expectEmit(true, true, true, true, address(registry));
         emit IAuditorRegistry.CommitteeUnavailable(1, 3, 1);
         audit.assignAuditors(second, 0);
-        assertEq(info(alice).locked, 100e18, "the failed draw locked nothing");
-        assertEq(info(bob).locked, 100e18);
+        for (uint256 k; k < 3; ++k) {
+            assertEq(info(everyone[k]).locked, lockedAfterFirst[k], "the failed draw locked nothing");
+        }
         assertEq(audit.committee(second, 0).length, 0);
 
-        // Once the first seats settle, every member can back a seat again (the retry draws from the
+        // Once the first seats settle, the four units are backed again (the retry draws from the
         // new randomness block the failed attempt fixed).
         settleAligned(sessionId);
         assertEq(registry.eligibleCount(1), 3);
         assertEq(registry.eligibleStake(1), 450e18);
         vm.roll(audit.segment(second, 0).randomnessBlock + 1);
         audit.assignAuditors(second, 0);
-        address[] memory drawn = audit.committee(second, 0);
-        assertTrue(contains(drawn, alice) && contains(drawn, bob) && contains(drawn, carol));
-        assertEq(info(carol).locked, 100e18);
+        (members, units) = seatUnits(second, 0);
+        assertCommittee(members, units, 3);
+        for (uint256 k; k < 3; ++k) {
+            uint256 u = unitsIn(members, units, everyone[k]);
+            assertLe(u, backed[k], "no more units than its stake backs");
+            assertEq(info(everyone[k]).locked, u * MIN_TIER1);
+        }
     }
 
     function test_eligibility_drawWeightIsTheWholeStakeWhileSeated() public {

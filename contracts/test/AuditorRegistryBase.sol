@@ -30,8 +30,9 @@ abstract contract AuditorRegistryBase is TRUSTBase {
         return registry.auditor(a);
     }
 
-    /// @dev A session of one tier-1 segment whose committee (size 3) is drawn, so that each member
-    ///      holds one open seat. With exactly three tier-1 auditors registered, every one is seated.
+    /// @dev A session of one tier-1 segment whose committee (three draws, with replacement) is
+    ///      drawn: each member holds one open seat of the units it won (issue L2). Every one of
+    ///      three tier-1 auditors is seated only when each backs a single unit (P > stake / 2).
     function openSeatedSession() internal returns (uint256 sessionId, address[] memory members) {
         sessionId = openSession(uniformSegments(1, 1));
         drawAll(sessionId);
