@@ -749,6 +749,43 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryDrawBase {
     ///         blocks before (passed over, charged), not for those from r + 4 on. Slashed down to
     ///         120 after every block, it still backs fifteen units of P: no draw changes; under a
     ///         lock of 100 it backs one unit, and each draw is the model's again.
+    /// @notice A member that asked to unstake after the block but staked back at least what the
+    ///         block counted still risks that much: it is not a deserter, sits as any member, and
+    ///         its unbonding stake is not charged. Below the block's weight it is one.
+    function test_drawCommittee_aMemberToppedBackUpAfterUnstakingIsNoDeserter() public {
+        address x = pool[0]; // 200 at the block
+        uint256 r = block.number;
+        vm.roll(r + 1);
+        unstakeAs(x, 50e18); // 150
+        stakeAs(x, 60e18); // 210 >= 200
+        vm.roll(r + 2);
+        bool[] memory deserted = new bool[](6);
+        deserted[0] = true; // it asked to unstake after block r
+        bool sat = false;
+        for (uint256 s; s < 8; ++s) {
+            (ModelDraw memory m, address[] memory members,) = frozenModelCheck(
+                drawRequest(1, r, 6, seedOf(900 + s), address(0), PENALTY),
+                pool,
+                candidatesOf(pool, poolWeights(), deserted, PENALTY),
+                NOBODY
+            );
+            assertEq(m.charged.length, 0, "nobody charged");
+            sat = sat || contains(members, x);
+        }
+        assertTrue(sat, "x sits in some committee of the block");
+        // A forfeit-sized slash takes it below the block's weight: now it deserted.
+        audit.slashAuditor(x, 20e18, "below the block's weight");
+        for (uint256 s; s < 8; ++s) {
+            (, address[] memory members,) = frozenModelCheck(
+                drawRequest(1, r, 6, seedOf(900 + s), address(0), PENALTY),
+                pool,
+                candidatesOf(pool, poolWeights(), deserted, PENALTY),
+                NOBODY
+            );
+            assertFalse(contains(members, x), "a deserter never sits");
+        }
+    }
+
     function test_drawCommittee_readsTheWeightHistoryBlockByBlock() public {
         address x = pool[0]; // 200
         uint256 r = block.number;
@@ -780,8 +817,9 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryDrawBase {
     }
 
     /// @dev For each block, committees of six over several seeds are the model's with pool[0] = x
-    ///      weighing `weightsAt` and deserted before block r + 4 (`blocks[4]`); x never sits
-    ///      where it weighed nothing or had deserted.
+    ///      weighing `weightsAt` and asking to unstake after every block before r + 4 (`blocks[4]`);
+    ///      x never sits where it weighed nothing or deserted (asked to unstake after the block and
+    ///      now holds less than it weighed there).
     function assertHistoryDraws(address x, uint256[6] memory blocks, uint256[6] memory weightsAt, uint96 lock)
         internal
     {
@@ -797,7 +835,10 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryDrawBase {
                     candidatesOf(pool, weights, deserted, lock),
                     NOBODY
                 );
-                if (weightsAt[k] == 0 || deserted[0]) assertFalse(contains(members, x));
+                // A deserter is one that asked to unstake after the block and holds less than its
+                // weight at the block now (topped back up, it risks what the block counted).
+                bool gone = deserted[0] && registry.stakeOf(x) < weightsAt[k];
+                if (weightsAt[k] == 0 || gone) assertFalse(contains(members, x));
             }
         }
     }

@@ -14,8 +14,9 @@ import {DrawRequest} from "../src/types/Settlement.sol";
 ///      tier's tree): each draw takes keccak256(seed, nonce) modulo the weight still in range and
 ///      maps it onto the members still in range by a linear scan. A member won over stays in range.
 ///      A member leaves the range (its weight with it) when it is drawn and cannot take the unit:
-///      it is the excluded account, it asked to unstake after the snapshot block (a deserter,
-///      charged the lock when its unbonding stake covers it), or its unlocked stake does not back
+///      it is the excluded account, it asked to unstake after the snapshot block and holds less
+///      than its snapshot weight now (a deserter, charged the lock when its unbonding stake covers
+///      it), or its unlocked stake does not back
 ///      one more unit. After `MAX_PASSED_OVER` members left, the draw gives up; it fails when fewer
 ///      than `size` units were drawn.
 abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
@@ -27,7 +28,8 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
     /// @dev One member of the pool as a draw sees it.
     /// @param weight Its draw weight at the snapshot block (its odds).
     /// @param capacity The units its unlocked stake backs now: (stake - locked) / lock.
-    /// @param deserted It asked to unstake after the snapshot block.
+    /// @param deserted It asked to unstake after the snapshot block and its stake is now below its
+    ///        snapshot weight.
     /// @param chargeable Its unbonding stake covers the lock (a deserter is then charged).
     struct Candidate {
         uint256 weight;
@@ -129,7 +131,9 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
             pool[i] = Candidate({
                 weight: weights[i],
                 capacity: lock == 0 ? UNLIMITED : (uint256(a.stake) - a.locked) / lock,
-                deserted: deserted[i],
+                // The registry reads the unbonding slot only for a member now below its snapshot
+                // weight: one that asked to unstake and topped its stake back up is not passed over.
+                deserted: deserted[i] && a.stake < weights[i],
                 chargeable: a.unbonding >= lock
             });
         }
