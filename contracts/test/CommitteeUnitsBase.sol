@@ -49,15 +49,6 @@ abstract contract CommitteeUnitsBase is TRUSTAuditBase {
         sessionId = openSingle(3);
     }
 
-    /// @notice `auditor` stakes `amount` more tokens (handed over by this contract).
-    function stakeMore(address auditor, uint256 amount) internal {
-        token.transfer(auditor, amount);
-        vm.startPrank(auditor);
-        token.approve(address(registry), amount);
-        registry.stake(amount);
-        vm.stopPrank();
-    }
-
     /// @notice Draws the session's segments `segmentIds` one at a time. After each draw, every member
     ///         it seated stakes what its seat locked (units * P) more, so its unlocked stake is what
     ///         it was before: with `ONE_UNIT_STAKE` auditors, each segment's committee is drawn as if

@@ -62,19 +62,6 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         addAuditors("t1-", 1, 6, ONE_UNIT);
     }
 
-    /// @notice Stakes what `auditor` lost, back up to `target`: a one-unit member that forfeited
-    ///         P backs no unit until it does.
-    function refill(address auditor, uint256 target) internal {
-        uint256 current = registry.auditor(auditor).stake;
-        if (current >= target) return;
-        uint256 amount = target - current;
-        token.transfer(auditor, amount);
-        vm.startPrank(auditor);
-        token.approve(address(registry), amount);
-        registry.stake(amount);
-        vm.stopPrank();
-    }
-
     /// @notice The units (seat weight) `auditor` holds in the segment's current round.
     function unitsOf(uint256 id, uint256 segmentId, address auditor) internal view returns (uint256) {
         uint8 round = audit.segment(id, segmentId).round;

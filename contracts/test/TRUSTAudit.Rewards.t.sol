@@ -76,19 +76,6 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
         p.minStakeTier1 = uint96(PENALTY);
     }
 
-    /// @notice Stakes what `auditor` lost, back up to `target`: a one-unit member that forfeited
-    ///         P backs no unit until it does.
-    function refill(address auditor, uint256 target) internal {
-        uint256 current = registry.auditor(auditor).stake;
-        if (current >= target) return;
-        uint256 amount = target - current;
-        token.transfer(auditor, amount);
-        vm.startPrank(auditor);
-        token.approve(address(registry), amount);
-        registry.stake(amount);
-        vm.stopPrank();
-    }
-
     /// @notice Draws segment `segmentId`, every seat votes `vote`, and the segment is finalized.
     function decide(uint256 id, uint256 segmentId, bool vote) internal {
         drawSegment(id, segmentId);

@@ -251,6 +251,22 @@ abstract contract TRUSTAuditBase is TRUSTBase {
         params.setParams(p);
     }
 
+    /// @notice `auditor` stakes `amount` more tokens (handed over by this contract).
+    function stakeMore(address auditor, uint256 amount) internal {
+        token.transfer(auditor, amount);
+        vm.startPrank(auditor);
+        token.approve(address(registry), amount);
+        registry.stake(amount);
+        vm.stopPrank();
+    }
+
+    /// @notice Stakes what `auditor` lost, back up to `target`: a one-unit member (stake < 2P) that
+    ///         forfeited P backs no unit until it does.
+    function refill(address auditor, uint256 target) internal {
+        uint256 current = registry.auditor(auditor).stake;
+        if (current < target) stakeMore(auditor, target - current);
+    }
+
     /// @notice Mines past the segment's own randomness block (an escalation fixes a new one).
     function rollPastRandomness(uint256 sessionId, uint256 segmentId) internal {
         uint256 target = uint256(audit.segment(sessionId, segmentId).randomnessBlock) + 1;
