@@ -256,6 +256,11 @@ class AuditContract:
         """The wei a `claimRewards` transaction paid."""
         return sum(int(a["amountWei"]) for a in _event_args(self.contract, "RewardsClaimed", sent))
 
+    def units_claimed_in(self, sent: SentTransaction) -> int:
+        """The units a `claimRewards` transaction was paid for: each claimed seat's committee draws
+        (`RewardsClaimed.units`), so the amount is R times this."""
+        return sum(int(a["units"]) for a in _event_args(self.contract, "RewardsClaimed", sent))
+
     @staticmethod
     def new_salt() -> bytes:
         """A fresh 32-byte salt from the OS's CSPRNG. Store it durably before committing."""
@@ -314,7 +319,8 @@ class AuditContract:
         return [int(a["segmentId"]) for a in _event_args(self.contract, "SegmentEscalated", sent)]
 
     def slashed_in(self, sent: SentTransaction) -> list[tuple[str, int]]:
-        """(auditor, amount) of every `AuditorSlashed` event in a transaction."""
+        """(auditor, amount) of every `AuditorSlashed` event in a transaction. A seat forfeits P
+        per unit (committee draw it won): the amount is the seat's units times P."""
         return [(a["auditor"], int(a["amount"])) for a in _event_args(self.contract, "AuditorSlashed", sent)]
 
     async def finalize_trace(self, caller: LocalAccount, session_id: int) -> tuple[bool, SentTransaction]:
