@@ -580,7 +580,8 @@ def _why_undetermined(info: SegmentInfo, tally: tuple[float, float, float] | Non
         )
     passed, failed, silent = tally
     if passed == 0 and failed == 0:
-        return f"none of the {info.seat_count} seats of its last committee revealed a vote in time"
+        seats = f"{info.seat_count} seat" + ("" if info.seat_count == 1 else "s")
+        return f"none of the {seats} of its last committee ({info.committee_size} votes) revealed a vote in time"
     return (
         f"the votes split: pass {passed:.2f}, fail {failed:.2f} and no vote {silent:.2f} of the committee's votes, "
         f"where a decision needs {tau:.2f}"
