@@ -58,7 +58,7 @@ def test_environment_overrides_nested_fields(monkeypatch: pytest.MonkeyPatch, tm
     devnet = settings.devnet_protocol()
     assert devnet.commit_window_seconds == settings.devnet.commit_window_seconds
     assert devnet.tau == Decimal("0.7")
-    # A devnet of the default size can seat an escalated round: 2k+1 human auditors.
+    # A devnet of the default size has a person for each of an escalated round's 2k+1 draws.
     from trust.devnet import tier_plan
 
     assert tier_plan(settings.devnet.auditors).count(3) >= 2 * devnet.committee_size_tier2 + 1

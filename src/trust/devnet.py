@@ -87,8 +87,11 @@ def tier_plan(count: int) -> list[int]:
     """Tiers for `count` auditors: about 1/4 computational, 3/8 LLM, 3/8 human, at least one each.
 
     Humans are over-represented compared with the paper's traffic shares (Table 2) because an
-    escalated segment needs 2k+1 of them: with the devnet's k = 1, eight auditors give the three
-    human seats of a second round (and the three LLM seats of a tier-1 segment escalated).
+    escalated segment makes 2k+1 draws among them. One human's stake backs them all (a committee
+    is drawn with replacement; the tier-3 minimum backs 1,250 penalties of 8 tokens), but a round
+    whose draws all land on one person is one reviewer's word: with the devnet's k = 1, eight
+    auditors give three humans, so a second round's three draws can seat three people (and a
+    tier-1 segment escalated, three LLM auditors).
     """
     if count < 3:
         raise DevnetError(f"a devnet needs at least 3 auditors (one per tier), not {count}")

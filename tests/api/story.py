@@ -6,8 +6,8 @@ The session (four segments of a trace stored on the local IPFS node with `store_
 - segment 1, tier 1, critical: fail x3 -> failed (the trace is invalid);
 - segment 2, tier 1: pass, fail, one seat commits and never reveals -> escalates to 7 tier-2 seats,
   six pass and one stays silent -> passed;
-- segment 3, tier 2: pass, fail, one seat never commits -> escalates to tier 3, where one auditor
-  cannot fill 7 seats: three draws short of auditors -> undetermined.
+- segment 3, tier 2: pass, fail, one seat never commits -> escalates to tier 3, where one auditor's
+  stake cannot back 7 draws: three draws short of auditors -> undetermined.
 Then the trace is finalized, the fee distributed, every auditor but one claims its aligned seats,
 one claims its stakers' share, and governance slashes a tier-2 auditor with a hostile reason. A
 tier-3 auditor's metadata URI is hostile HTML. One auditor of segment 1 publishes its audit report
@@ -55,10 +55,24 @@ PROTOCOL = ProtocolSettings(
     max_rounds=3,
     commit_window_seconds=COMMIT_WINDOW_SECONDS,
     reveal_window_seconds=REVEAL_WINDOW_SECONDS,
+    # Every auditor stakes the minimum, 100 tokens, and a committee draw locks P = 60: its stake backs
+    # one draw (unit) at a time, so a member drawn again cannot take a second unit and leaves the
+    # draw. The draw (with replacement, issue L2) is then successive sampling without replacement,
+    # and the story's committees are its planned head counts of one vote each. The explorer's
+    # subject is what it shows, not the draw; seats weighing several draws are shown in
+    # tests/api/test_index_refresh.py.
+    min_stake_tier1_tokens=100,
+    min_stake_tier2_tokens=100,
+    min_stake_tier3_tokens=100,
+    penalty_per_seat_tokens=60,
 )
-TIERS = [1, 1, 1] + [2] * 7 + [3]
-"""Three tier-1 auditors (one committee), seven tier-2 (an escalated committee of 2k+1), and one
-tier-3 auditor, too few for any tier-3 committee."""
+STAKE_UNITS = PROTOCOL.min_stake(1)
+"""Every auditor's stake (token base units): it backs one committee draw of P."""
+TIERS = [1] * 9 + [2] * 10 + [3]
+"""Nine tier-1 auditors (the three tier-1 segments' committees at once: a seat locks its member's
+one unit), ten tier-2 (segment 3's first committee, two of whose seats stay locked until its
+verdict and one forfeits, then an escalated committee of 2k+1 = 7), and one tier-3 auditor, whose
+stake backs one of a tier-3 committee's seven draws."""
 HOSTILE_URI = 'javascript:alert(1)//"><script>document.title="pwned"</script><img src=x onerror=alert(2)>'
 GOVERNANCE_REASON = '<b>copied votes</b> & "collusion"'
 GOVERNANCE_SLASH_UNITS = 5 * 10**18
@@ -119,14 +133,14 @@ async def build_world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> 
     await chain.rpc("evm_setAutomine", [True])
     deployment = await deploy_protocol(chain, deployer, PROTOCOL, GovernanceSettings())
     protocol = Protocol.bind(chain, deployment)
-    # Equal stakes within a tier: the stake-weighted threshold reads as a head count.
+    # One unit per auditor (see PROTOCOL): every seat votes one, and the threshold reads as a head count.
     accounts = await provision_auditors(
         protocol,
         deployer,
         TIERS,
         keystore_dir,
         PASSWORD,
-        stake_for=lambda _index, tier: PROTOCOL.min_stake(tier) * 2,
+        stake_for=lambda _index, _tier: STAKE_UNITS,
         scrypt_n=2**10,
     )
     wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in accounts}
@@ -274,7 +288,7 @@ async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
     story.distributed = await audit.distribute_rewards(world.deployer, session_id)
 
     aligned = aligned_seats(story)
-    story.unclaimed = world.tier1[0]
+    story.unclaimed = story.committees[(1, 0)].members[0]  # aligned: segment 1 failed unanimously
     for auditor, seats in sorted(aligned.items()):
         if auditor != story.unclaimed:
             story.claims[auditor] = await audit.claim_rewards(world.wallets[auditor], session_id, seats)

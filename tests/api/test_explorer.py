@@ -118,11 +118,14 @@ async def test_the_session_is_what_its_transactions_did(story: Story, index: Cha
         distributed["insuranceWei"],
     )
     assert split.auditors_wei + split.treasury_wei + split.stakers_wei + split.insurance_wei == story.fee_wei
-    claimed = {c.auditor: (c.seats, c.amount_wei, c.at.tx_hash) for c in detail.claims}
+    claimed = {c.auditor: (c.units, c.amount_wei, c.at.tx_hash) for c in detail.claims}
+    audit = story.world.protocol.audit
     assert claimed == {
-        auditor: (len(aligned_seats(story)[auditor]), story.world.protocol.audit.rewards_claimed_in(sent), sent.tx_hash)
+        auditor: (audit.units_claimed_in(sent), audit.rewards_claimed_in(sent), sent.tx_hash)
         for auditor, sent in story.claims.items()
     }
+    # One vote per seat here (story.PROTOCOL): the units claimed are the aligned seats.
+    assert all(claimed[a][0] == len(aligned_seats(story)[a]) for a in story.claims)
 
     states = [g.state for g in detail.segments]
     assert states == [SegmentState.PASSED, SegmentState.FAILED, SegmentState.PASSED, SegmentState.UNDETERMINED]
@@ -143,7 +146,9 @@ async def test_every_round_shows_its_committee_votes_and_deadlines(story: Story,
         r = detail.rounds[round_id]
         assert r.drawn is not None and r.drawn.tx_hash == story.draws[(segment_id, round_id)].tx_hash
         assert r.drawn.timestamp == await block_time(story, story.draws[(segment_id, round_id)])
-        assert r.tier == committee.tier and r.committee_size == len(committee.members)
+        # One seat per member; the committee size counts draws, each seat here weighing one (story.PROTOCOL).
+        assert r.tier == committee.tier and r.committee_size == sum(seat.votes for seat in r.seats)
+        assert all(seat.votes == 1 for seat in r.seats)
         assert r.scheduled_commit_deadline == committee.commit_deadline
         assert [seat.auditor for seat in r.seats] == list(committee.members)
 
@@ -185,16 +190,6 @@ async def test_every_round_shows_its_committee_votes_and_deadlines(story: Story,
             assert r.commits_complete is not None and r.commit_deadline == r.commits_complete.timestamp - 1
 
         for seat in r.seats:
-            # The member's stake at the randomness block: what it staked less what it forfeited before.
-            draw_block = story.draws[(segment_id, round_id)].block_number
-            lost = sum(
-                amount
-                for sent in story.finalizations
-                if sent.block_number < draw_block
-                for auditor, amount in audit.slashed_in(sent)
-                if auditor == seat.auditor
-            )
-            assert seat.weight_units == story.world.initial_stake[seat.auditor] - lost
             assert seat.committed == ((segment_id, round_id, seat.auditor) in story.commits)
             outcome = expected_outcome(story, segment_id, round_id, seat.auditor)
             assert seat.outcome is outcome, (segment_id, round_id, seat.index)
@@ -210,11 +205,14 @@ async def test_every_round_shows_its_committee_votes_and_deadlines(story: Story,
             assert seat.envelope is not None
             key = (segment_id, round_id, seat.index)
             assert (seat.envelope.cid, seat.envelope.publications) == (latest_envelope[key], publications[key])
+        # A seat's votes are the draws its member won, as the seat view holds them.
         view_weights = [
             (await audit.seat(story.session_id, segment_id, round_id, i)).weight for i in range(len(r.seats))
         ]
-        assert r.total_weight_units == sum(view_weights)
-        assert r.pass_weight_units == sum(s.weight_units for s in r.seats if s.vote is True)
+        assert [s.votes for s in r.seats] == view_weights
+        assert r.total_votes == sum(view_weights) == r.committee_size
+        assert r.pass_votes == sum(s.votes for s in r.seats if s.vote is True)
+        assert r.fail_votes == sum(s.votes for s in r.seats if s.vote is False)
 
     # The forfeits attributed to seats are the AuditorSlashed events of the finalizations.
     slashed = Counter(a for sent in story.finalizations for a in audit.slashed_in(sent))
@@ -338,8 +336,9 @@ async def test_auditors_sort_and_paginate(story: Story, index: ChainIndex) -> No
             values = [key(a) for a in listing.items]
             assert values == sorted(values, reverse=descending), (sort, descending)
             assert {a.address for a in listing.items} == set(story.world.wallets)
-    pages = [await index.auditors(sort=AuditorSort.REPUTATION, page=p, per_page=4) for p in (1, 2, 3)]
-    assert [len(p.items) for p in pages] == [4, 4, 3] and all(p.total == 11 for p in pages)
+    count = len(story.world.wallets)  # 20
+    pages = [await index.auditors(sort=AuditorSort.REPUTATION, page=p, per_page=8) for p in (1, 2, 3)]
+    assert [len(p.items) for p in pages] == [8, 8, count - 16] and all(p.total == count for p in pages)
     whole = await index.auditors(sort=AuditorSort.REPUTATION, per_page=100)
     assert [a for p in pages for a in p.items] == list(whole.items)
     with pytest.raises(ValueError, match="per_page"):
@@ -369,7 +368,7 @@ async def test_json_says_what_the_index_says(site: str, story: Story, index: Cha
     async with httpx.AsyncClient(base_url=site) as client:
         status = (await client.get("/explorer/api/status")).json()
         assert status["chain_id"] == story.world.chain.chain_id and status["sessions"] == 1
-        assert status["auditors"] == 11 and status["head_block"] >= index.head_block
+        assert status["auditors"] == len(story.world.wallets) and status["head_block"] >= index.head_block
         assert status["contracts"]["TRUSTAudit"] == story.world.protocol.audit.address
 
         listing = (await client.get("/explorer/api/sessions")).json()
@@ -392,7 +391,7 @@ async def test_json_says_what_the_index_says(site: str, story: Story, index: Cha
         for got, want in zip(segment["rounds"], expected.rounds, strict=True):
             assert [e["at"]["tx_hash"] for e in got["events"]] == [e.at.tx_hash for e in want.events]
             assert [s["outcome"] for s in got["seats"]] == [s.outcome.value for s in want.seats]
-            assert [s["weight_units"] for s in got["seats"]] == [str(s.weight_units) for s in want.seats]
+            assert [s["votes"] for s in got["seats"]] == [s.votes for s in want.seats]
             assert got["commit_deadline"] == want.commit_deadline
 
         by_reputation = (

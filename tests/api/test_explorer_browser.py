@@ -67,7 +67,7 @@ async def test_browse_from_the_sessions_to_an_auditor(site: str, story: Story, t
         await page.locator("#segment-2").get_by_role("link", name="segment 2").click()
         await page.wait_for_url(f"**/explorer/sessions/{story.session_id}/segments/2")
         await expect(page.locator("#round-0 h2")).to_contain_text("escalated")
-        await expect(page.locator("#round-1 h2")).to_contain_text("tier 2 · 7 seats")
+        await expect(page.locator("#round-1 h2")).to_contain_text("tier 2 · 7 votes in 7 seats")
         await expect(page.locator("#round-1 h2")).to_contain_text("passed")
         await expect(page.locator("#seats-1 tbody tr")).to_have_count(7)
         outcomes = await page.locator("#seats-1 tbody tr td:nth-child(6)").all_inner_texts()

@@ -1,6 +1,7 @@
 """Incremental refresh: the index reads only blocks it has not read, in bounded ranges, picks up new
 sessions (also through a running explorer), equals an index built in one go, and rebuilds itself
-when the chain it read is replaced (a reorganization, here an Anvil snapshot reverted)."""
+when the chain it read is replaced (a reorganization, here an Anvil snapshot reverted). And a seat
+that won several of its committee's draws shows, locks, earns and is claimed as that many votes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import pytest_asyncio
 from eth_account.signers.local import LocalAccount
 
-from tests.api.story import PASSWORD, PROTOCOL, serve
+from tests.api.story import PASSWORD, PROTOCOL, serve, warp
 from trust.api.explorer import create_explorer_app
 from trust.api.index import ChainIndex, SeatOutcome, SegmentState, SessionState
 from trust.chain.anvil import AnvilNode
@@ -37,6 +38,7 @@ class Net:
     protocol: Protocol
     provider: LocalAccount
     auditors: dict[str, LocalAccount]
+    deployer: LocalAccount
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -51,7 +53,7 @@ async def net(
         keystores: Path = tmp_path_factory.mktemp("keystores")
         provisioned = await provision_auditors(protocol, deployer, [1, 1, 1], keystores, PASSWORD, scrypt_n=2**10)
         wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in provisioned}
-        yield Net(chain, protocol, dev_account(mnemonic, 3), wallets)
+        yield Net(chain, protocol, dev_account(mnemonic, 3), wallets, deployer)
 
 
 async def open_session(net: Net, root: bytes, segments: int = 2) -> int:
@@ -88,7 +90,10 @@ async def test_refresh_reads_only_new_blocks_in_bounded_ranges(net: Net) -> None
     await net.protocol.audit.assign_auditors(net.provider, session_id, [0, 1])
     await index.refresh()
     segment = await index.segment(session_id, 0)
-    assert segment.segment.state is SegmentState.VOTING and len(segment.rounds[0].seats) == 3
+    # Three draws with replacement: one seat per member drawn, the seats' votes adding up to three.
+    seats = segment.rounds[0].seats
+    assert segment.segment.state is SegmentState.VOTING and sum(s.votes for s in seats) == 3
+    assert [s.auditor for s in seats] == await net.protocol.audit.committee(session_id, 0)
 
     # Built in one go, with one request, the index says the same.
     whole = ChainIndex(net.protocol, block_range=10_000)
@@ -184,3 +189,80 @@ async def test_seats_released_for_want_of_a_key_envelope_show_as_undelivered(net
     seats = (await index.segment(session_id, 0)).rounds[0].seats
     assert [s.outcome for s in seats] == [SeatOutcome.UNDELIVERED] * len(members)
     assert all(s.forfeited_units == 0 for s in seats)
+
+
+async def test_a_seat_that_won_several_draws_votes_locks_earns_and_is_claimed_as_that_many(
+    net: Net, tmp_path: Path
+) -> None:
+    """Committees are drawn with replacement (issue L2). With the other tier-1 auditors out of the
+    draw, the one left wins all three draws of a committee: one seat of three votes, locking 3P. A
+    governance slash while the seat is open takes the free stake first (stake less 3P), then the
+    unbonding tokens, and the auditor's replayed history must follow it; the aligned seat counts three
+    aligned votes in the session and earns, and is claimed as, three times the per-seat reward."""
+    audit, registry = net.protocol.audit, net.protocol.registry
+    penalty = PROTOCOL.to_params()["penaltyPerSeat"]
+    # A fresh auditor (the module's others hold seats of sessions left open): 300 tokens.
+    stake = 5 * penalty
+    (account,) = await provision_auditors(
+        net.protocol, net.deployer, [1], tmp_path, PASSWORD, first_index=10, stake_for=lambda _i, _t: stake,
+        scrypt_n=2**10,
+    )  # fmt: skip
+    whale = account.address
+    wallet = load_keystore(Path(account.keystore), PASSWORD)
+    others = list(net.auditors)
+    # Unbonding requested before the draw's snapshot: the draw counts what stays (240 tokens, four
+    # draws of P = 60) and does not pass it over; the unbonding tokens stay slashable.
+    await registry.request_unstake(wallet, penalty)
+    for address in others:
+        await registry.set_available(net.auditors[address], False)
+    try:
+        session_id = await open_session(net, b"\x09" * 32, segments=1)
+        randomness = (await audit.session(session_id)).randomness_block
+        while await net.chain.block_number() <= randomness:
+            await net.chain.rpc("evm_mine", [])
+        await audit.assign_auditors(net.provider, session_id, [0])
+    finally:
+        for address in others:
+            await registry.set_available(net.auditors[address], True)
+    segment = await audit.segment(session_id, 0)
+    assert (segment.committee_size, segment.seat_count) == (3, 1)
+    assert await audit.committee(session_id, 0) == [whale]
+    info = await registry.auditor(whale)
+    assert (info.stake, info.locked, info.unbonding) == (stake - penalty, 3 * penalty, penalty)
+
+    # Free stake is 240 - 180 = 60: a slash of 100 takes it and 40 of the unbonding tokens.
+    slash_amount = 100 * 10**18
+    slash = audit.contract.functions.slashAuditor(whale, slash_amount, "stake at risk")
+    await net.chain.transact(slash, net.deployer)
+    info = await registry.auditor(whale)
+    assert (info.stake, info.unbonding) == (3 * penalty, penalty - (slash_amount - penalty))
+
+    salt = audit.new_salt()
+    await audit.commit_vote(wallet, session_id, 0, audit.commitment(session_id, 0, 0, whale, True, salt))
+    await warp(net.chain, 1)  # every seat committed: the commit window closed in that block
+    await audit.reveal_vote(wallet, session_id, 0, True, salt)
+    await audit.finalize_segments(net.provider, session_id, [0])  # every seat revealed: final at once
+    await audit.finalize_trace(net.provider, session_id)
+    await audit.distribute_rewards(net.provider, session_id)
+
+    index = ChainIndex(net.protocol)
+    await index.refresh()
+    r = (await index.segment(session_id, 0)).rounds[0]
+    assert [(s.auditor, s.votes, s.vote, s.outcome) for s in r.seats] == [(whale, 3, True, SeatOutcome.ALIGNED)]
+    assert (r.committee_size, r.pass_votes, r.fail_votes, r.total_votes) == (3, 3, 0, 3)
+    detail = await index.session(session_id)
+    assert detail.aligned_seats == (await audit.session(session_id)).aligned_seats == 3
+    assert detail.fee_split is not None
+    per_seat = detail.fee_split.per_seat_wei
+    before = await index.auditor(whale)
+    assert before.auditor.rewards_claimable_wei == 3 * per_seat
+    # The replay takes the slash from the free stake as the registry did: stake less 3P, not less P.
+    assert (before.history[-1].stake_units, before.history[-1].unbonding_units) == (info.stake, info.unbonding)
+    assert before.history[-1].seat_rewards_wei == 3 * per_seat
+
+    sent = await audit.claim_rewards(wallet, session_id, [(0, 0)])
+    assert (audit.units_claimed_in(sent), audit.rewards_claimed_in(sent)) == (3, 3 * per_seat)
+    await index.refresh()
+    after = await index.auditor(whale)
+    assert [(c.units, c.amount_wei) for c in after.claims if c.session_id == session_id] == [(3, 3 * per_seat)]
+    assert after.auditor.rewards_claimable_wei == 0

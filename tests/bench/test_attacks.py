@@ -9,37 +9,49 @@ import sys
 
 import pytest
 
-from trust.bench.attacks import DEFENDED, OPEN, OPEN_FINDINGS, VULNERABLE, Checks, run_attacks
+from trust.bench.attacks import DEFENDED, OPEN_FINDINGS, VULNERABLE, Checks, run_attacks
 from trust.settings import Settings
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
-async def test_whale_front_run_and_withheld_envelopes_are_defended_and_open_findings_say_so() -> None:
+async def test_whale_split_stake_front_run_and_withheld_envelopes_are_defended() -> None:
     report = await run_attacks(Settings(), only=["L4", "L2", "H2", "M3"], measure_gas=False)
     assert report.to_json() == {
         # in the issue's order, whatever was asked
-        "attacks": {"H2": DEFENDED, "M3": DEFENDED, "L2": OPEN, "L4": DEFENDED},
+        "attacks": {"H2": DEFENDED, "M3": DEFENDED, "L2": DEFENDED, "L4": DEFENDED},
         "gas_per_seat": None,
     }
-    assert not report.all_defended  # L2 is open: the run fails until it is built
+    assert report.all_defended and not OPEN_FINDINGS  # every finding of the review is built
     h2, m3, l2, l4 = report.outcomes
-    # What was measured on chain, not assumed: the whale's seat weighs its bonded 100 tokens ...
-    assert "the whale's seat weighs 100 tokens, its bonded stake (not 1,000,000)" in h2.steps
-    assert any(
-        step.startswith("unbonding the rest while the seat is open: refused (RegistryHasOpenSeats") for step in h2.steps
+    # What was measured on chain, not assumed: the whale that unbonded after the snapshot was passed
+    # over and charged P, and every seat weighs units each backed by P locked ...
+    assert h2.steps[2].startswith(
+        "the draw passed the whale over (stake that may leave backs no vote) and charged it P"
     )
-    assert h2.steps[-1] == "the whale voted Fail, the honest seats Pass: the segment passed"
+    assert (
+        h2.steps[3].startswith("each seat weighs the draws it won (")
+        and "3 in all), each backed by P locked" in h2.steps[3]
+    )
+    assert any(
+        step.startswith("a seated auditor unbonding while its seat is open: refused (RegistryHasOpenSeats")
+        for step in h2.steps
+    )
+    assert h2.steps[-1] == "the honest seats decided the segment: Passed"
+    # ... the same stake in one account and in twelve won its share of the registry's draws each ...
+    assert l2.steps[1].startswith("1000 committees of 3 drawn by the registry's drawCommittee")
+    assert l2.steps[2].startswith("one account drawn more than once holds one seat of several units")
+    assert l2.steps[4].startswith("splitting gains nothing: ")
+    assert l2.steps[-1].startswith("every seat was paid R per unit (")
     # ... the seats of a withheld segment claimed their release, and nobody lost stake ...
     assert "each claim released its seat's stake at once" in m3.steps
     assert "the round, undelivered, ended Undetermined instead of escalating: nobody else was drawn in" in m3.steps
-    assert m3.steps[-1].startswith("no stake forfeited, no reputation moved; each seat was credited 6")
+    assert m3.steps[-1].startswith("no stake forfeited, no reputation moved; each seat was credited R per vote (6")
     # ... and both batches went through after a front-run.
     assert [s.split(";")[1].strip() for s in l4.steps] == [
         "the keeper's draw of [0, 1, 2] went through (all 3 voting)",
         "the keeper's finalization of [0, 1, 2] went through (all passed)",
     ]
-    assert l2.reason == OPEN_FINDINGS["L2"] and not l2.steps
 
 
 async def test_grinding_and_slash_dodging_are_defended() -> None:
@@ -55,6 +67,18 @@ async def test_grinding_and_slash_dodging_are_defended() -> None:
         "the slash of 500 tokens executed: it took 500 of 1,000 within reach",
         "the slash of 500 tokens executed: it took 300 of 300 within reach",
     )
+
+
+async def test_a_persistent_veto_is_escalated_and_settled_against_the_vetoer() -> None:
+    """M1 on committees of five (three cannot be vetoed at tau 0.66): the vetoer blocks where it won 2
+    or 3 of the 5 votes, its seats stay locked through the escalation and are settled misaligned."""
+    report = await run_attacks(Settings(), only=["M1"], measure_gas=False)
+    assert report.to_json()["attacks"] == {"M1": DEFENDED}
+    (m1,) = report.outcomes
+    assert m1.steps[0].startswith("tier 1 (committees of 5 draws): a vetoer with 1,500 tokens")
+    assert m1.steps[1].startswith("round 1 gave the vetoer [") and "it can block segments [" in m1.steps[1]
+    assert "undecided and escalated to tier 2; the vetoer's seats there stay locked" in m1.steps[2]
+    assert "passed every vetoed segment; the vetoer was settled misaligned on each" in m1.steps[3]
 
 
 async def test_just_in_time_staking_is_defended() -> None:
@@ -87,7 +111,7 @@ def test_a_defence_that_does_not_hold_is_vulnerable_with_its_reason() -> None:
     )
 
 
-def test_cli_ends_with_the_json_line_and_fails_while_a_finding_is_open() -> None:
+def test_cli_ends_with_the_json_line_and_succeeds_when_every_attack_is_defended() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "trust", "bench", "attacks", "--only", "m5", "--only", "L2", "--json"],
         capture_output=True,
@@ -95,7 +119,7 @@ def test_cli_ends_with_the_json_line_and_fails_while_a_finding_is_open() -> None
         timeout=300,
         env={**os.environ, "COLUMNS": "200"},
     )
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 0, result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
-    assert line["attacks"] == {"M5": DEFENDED, "L2": OPEN}
+    assert line["attacks"] == {"M5": DEFENDED, "L2": DEFENDED}
     assert isinstance(line["gas_per_seat"], int) and line["gas_per_seat"] > 0

@@ -17,6 +17,7 @@ from trust.auditors.tiers import computational_auditor
 from trust.bench.byzantine import (
     COMMITTEE_SIZE,
     SEGMENTS_PER_TRACE,
+    VETO_COMMITTEE_SIZE,
     AuditorBalance,
     ByzantineBench,
     RhoPhase,
@@ -108,11 +109,12 @@ def _phase(adversaries: int, segments: tuple[SegmentRecord, ...] = ()) -> RhoPha
 
 
 def _by_hand(adversaries: int, adversary: bool, p_slash: float) -> float:
-    """An adversarial seat's three neighbours hold j of the other adversaries: it is paid 6 when
-    j >= 2 (three or four wrong votes decide) and slashed 8 when j = 0 (three honest votes decide);
-    an honest seat is paid when j <= 1 and slashed when j >= 3."""
-    others = adversaries - 1 if adversary else adversaries
-    pmf = [math.comb(others, j) * math.comb(19 - others, 3 - j) / math.comb(19, 3) for j in range(4)]
+    """A unit's committee has three other draws, each adversarial with probability rho (with
+    replacement: independent of the unit's own), j of them in all: an adversarial unit is paid 6
+    when j >= 2 (three or four wrong votes decide) and slashed 8 when j = 0 (three honest votes
+    decide); an honest unit is paid when j <= 1 and slashed when j >= 3."""
+    rho = adversaries / 20
+    pmf = [math.comb(3, j) * rho**j * (1 - rho) ** (3 - j) for j in range(4)]
     paid, slashed = (pmf[2] + pmf[3], pmf[0]) if adversary else (pmf[0] + pmf[1], pmf[3])
     return 6 * paid - 8 * p_slash * slashed
 
@@ -120,26 +122,39 @@ def _by_hand(adversaries: int, adversary: bool, p_slash: float) -> float:
 @pytest.mark.parametrize("adversaries", [2, 4, 6])
 @pytest.mark.parametrize("adversary", [True, False])
 @pytest.mark.parametrize("p_slash", [0.35, 0.5])
-def test_a_seat_s_expected_payoff_counts_its_committee_s_other_seats(
+def test_a_unit_s_expected_payoff_counts_its_committee_s_other_draws(
     adversaries: int, adversary: bool, p_slash: float
 ) -> None:
-    assert _phase(adversaries).seat_payoff(adversary, p_slash) == pytest.approx(
+    assert _phase(adversaries).unit_payoff(adversary, p_slash) == pytest.approx(
         _by_hand(adversaries, adversary, p_slash)
     )
 
 
-def test_at_rho_0_3_an_adversarial_seat_is_expected_to_lose_little() -> None:
+def test_at_rho_0_3_an_adversarial_unit_is_expected_to_earn_little_either_way() -> None:
     # Why one adversary's payoff may come out positive while the group's is negative.
     phase = _phase(6)
-    assert -0.6 < phase.seat_payoff(True, 0.5) < phase.seat_payoff(True, 0.35) < 0
-    assert _phase(2).seat_payoff(True, 0.35) < -2
+    assert -0.1 < phase.unit_payoff(True, 0.5) < 0 < phase.unit_payoff(True, 0.35) < 0.4
+    assert _phase(2).unit_payoff(True, 0.5) < -2 and _phase(4).unit_payoff(True, 0.35) < -0.5
 
 
-def _segment(adversarial_seats: int) -> SegmentRecord:
+def test_the_expected_composition_is_binomial_in_the_adversaries_share() -> None:
+    # k = 4 draws with replacement at rho = 0.3: m adversarial units ~ Binomial(4, 0.3), eq. 3.4.
+    phase = _phase(6, tuple(_segment(m) for m in (0, 1, 1, 2, 4)))
+    expected = [5 * math.comb(4, m) * 0.3**m * 0.7 ** (4 - m) for m in range(5)]
+    assert phase.expected_composition() == pytest.approx(expected)
+    assert phase.composition() == [1, 2, 1, 0, 1]
+    # A committee's composition implies its verdict: q = 3 of its four votes decide.
+    assert [s.implied_verdict(phase.quorum) for s in phase.segments] == [
+        "correct", "correct", "correct", "undetermined", "wrong",
+    ]  # fmt: skip
+
+
+def _segment(adversarial_units: int) -> SegmentRecord:
+    """A committee of four seats of one unit each, the first `adversarial_units` adversarial."""
     members = tuple(f"0x{i:040x}" for i in range(COMMITTEE_SIZE))
-    votes = tuple(i >= adversarial_seats for i in range(COMMITTEE_SIZE))
+    votes = tuple(i >= adversarial_units for i in range(COMMITTEE_SIZE))
     return SegmentRecord(
-        1, 0, "op0", True, SegmentOutcome.PASSED, members, adversarial_seats, (True,) * COMMITTEE_SIZE, votes
+        1, 0, "op0", True, SegmentOutcome.PASSED, members, adversarial_units, (True,) * COMMITTEE_SIZE, votes
     )
 
 
@@ -176,13 +191,13 @@ def test_the_adversaries_lose_when_each_is_slashed_and_their_sum_is_negative() -
     assert not _bench(_balance(False, -8, 6)).honest_gained
 
 
-def test_the_expected_payoff_sums_each_role_s_seats_over_the_phases() -> None:
+def test_the_expected_payoff_sums_each_role_s_units_over_the_phases() -> None:
     bench = _bench()
     phase = bench.phases[0]
-    assert (phase.adversarial_seats, phase.honest_seats) == (3, 9)
+    assert (phase.adversarial_units, phase.honest_units) == (3, 9)
     low, high = bench.expected_payoff(adversary=True)
-    assert low == pytest.approx(3 * phase.seat_payoff(True, 0.5))
-    assert high == pytest.approx(3 * phase.seat_payoff(True, 0.35))
+    assert low == pytest.approx(3 * phase.unit_payoff(True, 0.5))
+    assert high == pytest.approx(3 * phase.unit_payoff(True, 0.35))
     assert bench.summary()["adversaries"]["expected_seat_payoff_units"] == [round(low, 3), round(high, 3)]
 
 
@@ -193,8 +208,8 @@ _TIER2 = tuple(f"0x{i + 0x20:040x}" for i in range(7))
 
 
 def _escalated(outcome: SegmentOutcome, tier2_votes: tuple[bool, ...] = (True,) * 7) -> SegmentRecord:
-    """A true claim whose round 0 (honest 1x and 2x, vetoer 3x voting fail) was blocked, then seven
-    tier-2 seats voted `tier2_votes` and the chain ended the segment `outcome`."""
+    """A true claim whose round 0 (three seats of 1, 3 and 2 units, the vetoer's 3 voting fail) was
+    blocked, then seven tier-2 seats voted `tier2_votes` and the chain ended the segment `outcome`."""
     later = RoundRecord(2, _TIER2, 0, (True,) * 7, tier2_votes, (1,) * 7)
     return SegmentRecord(
         7,
@@ -203,7 +218,7 @@ def _escalated(outcome: SegmentOutcome, tier2_votes: tuple[bool, ...] = (True,) 
         True,
         outcome,
         (_HONEST_A, _VETOER, _HONEST_B),
-        1,
+        3,
         (True, True, True),
         (True, False, True),
         (1, 3, 2),
@@ -230,51 +245,63 @@ def test_an_undetermined_segment_releases_every_revealed_seat_and_pays_none() ->
     assert segment.verdict == "undetermined"
 
 
-def test_a_round_splits_by_stake_weight_as_the_contract_compares() -> None:
-    blocked = RoundRecord(1, (_HONEST_A, _VETOER, _HONEST_B), 1, (True,) * 3, (True, False, True), (1, 3, 2))
+def test_a_round_splits_by_its_seats_units_as_the_contract_compares() -> None:
+    # Weights are units (the draws each member won): six draws here, the vetoer won three.
+    blocked = RoundRecord(1, (_HONEST_A, _VETOER, _HONEST_B), 3, (True,) * 3, (True, False, True), (1, 3, 2))
     assert blocked.split(True, 6600, frozenset({_VETOER})) == "blocked"  # 3/6 on each side of 0.66
+    assert blocked.units == 6
     decided = RoundRecord(1, (_HONEST_A, _VETOER, _HONEST_B), 1, (True,) * 3, (True, False, True), (2, 1, 2))
     assert decided.split(True, 6600, frozenset({_VETOER})) == "correct"  # 4/5 >= 0.66
     assert decided.split(True, 6600, frozenset({_HONEST_A, _HONEST_B})) == "wrong"
 
 
 def _veto_auditor(
-    address: str, tier: int, floors: float, settled: dict[str, int], r_after: float, stake_change: int
+    address: str,
+    tier: int,
+    floors: float,
+    settled: dict[str, int],
+    r_after: float,
+    slashed_seats: int,
+    units_per_seat: int = 2,
 ) -> VetoAuditor:
+    """An auditor whose seats each weighed `units_per_seat` draws; each slashed seat forfeited that
+    many P."""
     seats = sum(settled.values())
+    stake_change = -8 * units_per_seat * slashed_seats
     balance = AuditorBalance(
         address, address == _VETOER, (), seats, settled.get("paid", 0), 10**20, 10**20, 10**22,
-        10**22 + stake_change * 10**18, 10**14, 10**18,
+        10**22 + stake_change * 10**18, 10**14, 10**18, seats * units_per_seat,
     )  # fmt: skip
-    return VetoAuditor(balance, tier, floors, 0.5, r_after, settled, seats if tier == 1 else 0)
+    return VetoAuditor(balance, tier, floors, 0.5, r_after, settled, slashed_seats)
 
 
 def _veto_bench(vetoer: VetoAuditor, segments: tuple[SegmentRecord, ...]) -> VetoBench:
+    # The run's tier 1: honest stakes of 1 and 2 floors, four each, and a vetoer of 6 (a third).
     pools = {
-        1: TierPool((StakeClass(1, 4), StakeClass(2, 4), StakeClass(3, 1, vetoer=True))),
+        1: TierPool((StakeClass(1, 4), StakeClass(2, 4), StakeClass(6, 1, vetoer=True))),
         2: TierPool((StakeClass(1, 7),)),
     }
-    classes = {(1, 1.0, False): 0, (1, 2.0, False): 1, (1, 3.0, True): 2, (2, 1.0, False): 0}
+    classes = {(1, 1.0, False): 0, (1, 2.0, False): 1, (1, 6.0, True): 2, (2, 1.0, False): 0}
     terms = SlashTerms(6, 8, 0.35, 0.5, 0.1)
     return VetoBench(
-        VetoModel(pools, 3, 0.66, 2), terms, classes, segments, (TraceRecord(7, True, True, True, 1.0),),
-        (vetoer,), 0.99, 6600, 0.0, 0, 1.0, 1.0,
+        VetoModel(pools, VETO_COMMITTEE_SIZE, 0.66, 2), terms, classes, segments,
+        (TraceRecord(7, True, True, True, 1.0),), (vetoer,), 0.99, 6600, 0.0, 0, 1.0, 1.0,
     )  # fmt: skip
 
 
 def test_the_vetoer_s_reputation_slashes_and_payoff_follow_the_escalation_rule() -> None:
     seats = 10
-    r_after = 0.5 * 0.9**seats  # misaligned at every seat: r <- (1 - gamma) r
-    vetoer = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": seats}, r_after, -8 * 5)
+    r_after = 0.5 * 0.9**seats  # misaligned at every seat: r <- (1 - gamma) r, once a seat
+    vetoer = _veto_auditor(_VETOER, 1, 6.0, {"misaligned_late": seats}, r_after, 5)
     bench = _veto_bench(vetoer, (_escalated(SegmentOutcome.PASSED),))
-    assert bench.vetoer_share == pytest.approx(3 / 15)
+    assert bench.vetoer_share == pytest.approx(6 / 18)
     assert bench.predicted_reputation(vetoer) == pytest.approx(r_after, abs=1e-15) and bench.reputations_agree
     by_hand = sum(0.35 + 0.15 * (1 - 0.5 * 0.9**i) for i in range(seats))
     assert bench.expected_slashes(vetoer) == pytest.approx(by_hand)
-    # The escalation rule: every seat of the vetoer is settled misaligned, so it is expected to lose
-    # P p_slash(r) a seat; the old rule released it (0).
-    assert bench.expected_payoff(vetoer, "escalation") == pytest.approx(-8 * by_hand)
-    assert bench.expected_payoff(vetoer, "free") == 0.0
+    # The escalation rule settles a blocked round's vetoer against the later verdict, so it is
+    # expected to lose; the old rule released it, and its veto cost nothing.
+    escalation, free = bench.expected_payoff(vetoer, "escalation"), bench.expected_payoff(vetoer, "free")
+    assert escalation < 0 and escalation < free
     assert bench.vetoer_lost
     slashed = next(row for row in bench.comparisons() if row.quantity == "vetoer slashed")
     assert (slashed.observed.successes, slashed.observed.trials) == (5, seats)
@@ -283,9 +310,9 @@ def test_the_vetoer_s_reputation_slashes_and_payoff_follow_the_escalation_rule()
 
 
 def test_a_reputation_off_the_exact_path_or_a_vetoer_never_slashed_fails_the_run() -> None:
-    off = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": 10}, 0.5 * 0.9**9, -8 * 5)
+    off = _veto_auditor(_VETOER, 1, 6.0, {"misaligned_late": 10}, 0.5 * 0.9**9, 5)
     assert not _veto_bench(off, ()).reputations_agree
-    unslashed = _veto_auditor(_VETOER, 1, 3.0, {"misaligned_late": 40}, 0.5 * 0.9**40, 0)
+    unslashed = _veto_auditor(_VETOER, 1, 6.0, {"misaligned_late": 40}, 0.5 * 0.9**40, 0)
     bench = _veto_bench(unslashed, (_escalated(SegmentOutcome.PASSED),))
     assert not bench.vetoer_lost and not bench.passed
     slashed = next(row for row in bench.comparisons() if row.quantity == "vetoer slashed")
@@ -294,12 +321,14 @@ def test_a_reputation_off_the_exact_path_or_a_vetoer_never_slashed_fails_the_run
 
 def test_the_veto_protocol_escalates_a_blocked_round_once() -> None:
     protocol = veto_protocol()
-    assert (protocol.committee_size_tier1, protocol.max_rounds) == (3, 2)
+    assert (protocol.committee_size_tier1, protocol.max_rounds) == (VETO_COMMITTEE_SIZE, 2) == (5, 2)
+    # At tau 0.66 three votes always give one side a quorum: a committee of three cannot be vetoed.
+    assert quorum(3, 0.66) == 2 and quorum(5, 0.66) == 4
 
 
 async def test_bad_veto_settings_are_refused_before_any_network_starts() -> None:
-    with pytest.raises(ConfigError, match="tier 1 needs at least 3 auditors"):
-        await run_veto_benchmark(honest_stakes=(1,))
+    with pytest.raises(ConfigError, match="tier 1 needs an honest auditor"):
+        await run_veto_benchmark(honest_stakes=())
     with pytest.raises(ConfigError, match="segments = 0"):
         await run_veto_benchmark(segments=0)
 

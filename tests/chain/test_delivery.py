@@ -40,7 +40,7 @@ from trust.storage.kubo import KuboClient
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 PASSWORD = "delivery-test-only"
-TIERS = [1, 2, 2, 2, 2]  # one computational auditor, four LLM auditors (three per tier-2 seat)
+TIERS = [1, 2, 2, 2, 2]  # one computational auditor, four LLM auditors (three draws per tier-2 committee)
 
 
 @pytest.fixture
@@ -87,7 +87,10 @@ async def test_each_seat_reads_exactly_its_node_and_parents(network: Network, ku
     announced = await deliver_keys(protocol, kubo, network.provider, session_id, graph, stored, committees)
     seats = {(c.segment_id, member) for c in committees for member in c.members}
     assert {(e.segment_id, e.auditor) for e in announced} == seats
-    assert len(seats) == sum(len(c.members) for c in committees) == 2 * 1 + 4 * 3
+    # Two tier-1 draws (one auditor) and four tier-2 committees of three draws: a member drawn twice
+    # holds one seat, so each tier-2 segment seats one to three of the four LLM auditors.
+    assert len(seats) == sum(len(c.members) for c in committees) <= 2 * 1 + 4 * 3
+    assert all(len(c.members) == 1 for c in committees if c.tier == 1)
 
     for auditor, private_key in network.private_keys.items():
         received = await receive_keys(protocol, kubo, auditor, private_key, session_id)

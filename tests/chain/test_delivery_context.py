@@ -168,8 +168,10 @@ async def test_seats_on_the_turns_open_their_user_and_tool_parents(network: Netw
     for leaf in (*stored.leaves, *stored.context_leaves):
         assert await protocol.segment_keys.verify_segment(session_id, leaf, stored.proof(leaf.index))
 
-    # Seats sit only on the registered segments: three per turn, none on the user or tool turn.
-    assert sorted(r.envelope.segment_id for r in received) == [0, 0, 0, 1, 1, 1]
+    # Seats sit only on the registered segments: one grant per seat of each turn (its three draws seat
+    # one to three auditors), none on the user or tool turn.
+    seated = [len(await protocol.audit.committee(session_id, g)) for g in (0, 1)]
+    assert sorted(r.envelope.segment_id for r in received) == [g for g in (0, 1) for _ in range(seated[g])]
     for r in received:
         node_id = stored.segments[r.envelope.segment_id].node_id
         assert [k.node_id for k in r.grant.segments] == list(need_to_know(graph, node_id))

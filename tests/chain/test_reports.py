@@ -36,6 +36,13 @@ SETTINGS = ProtocolSettings(
     committee_size_tier3=3,
     commit_window_seconds=300,
     reveal_window_seconds=300,
+    # Each auditor's 100 tokens back one committee draw of P = 60 at a time: a member drawn again
+    # leaves the draw, so each segment seats three distinct auditors of one unit (the subject here
+    # is the reports of seats, not the draw, which draws with replacement).
+    min_stake_tier1_tokens=100,
+    min_stake_tier2_tokens=100,
+    min_stake_tier3_tokens=100,
+    penalty_per_seat_tokens=60,
 )
 ROOT = b"\x52" * 32
 
@@ -52,10 +59,13 @@ class World:
 
 @pytest.fixture
 async def world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> World:
-    """Three tier-2 auditors seated on both segments of a fresh session (committees of three)."""
+    """Six tier-2 auditors, three distinct ones seated on each segment of a fresh session."""
     deployer, provider, stranger = dev_account(mnemonic, 0), dev_account(mnemonic, 3), dev_account(mnemonic, 4)
     protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, SETTINGS, GovernanceSettings()))
-    accounts = await provision_auditors(protocol, deployer, [2, 2, 2], keystore_dir, PASSWORD, scrypt_n=2**10)
+    accounts = await provision_auditors(
+        protocol, deployer, [2] * 6, keystore_dir, PASSWORD, stake_for=lambda _i, _t: SETTINGS.min_stake(2),
+        scrypt_n=2**10,
+    )  # fmt: skip
     audit = protocol.audit
     specs = [SegmentSpec(tier=2, weight=1, content_digest=bytes([i + 1]) * 32) for i in range(2)]
     session_id, _ = await audit.create_session(provider, ROOT, specs)

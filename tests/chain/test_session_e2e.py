@@ -34,7 +34,18 @@ SETTINGS = ProtocolSettings(
     max_rounds=3,
     commit_window_seconds=300,
     reveal_window_seconds=300,
+    # Every auditor stakes 100 tokens and a committee draw locks P = 60: its stake backs one draw at a
+    # time, so a member drawn again (or already seated on the other segment) leaves the draw, and
+    # committees are the successive sampling without replacement this test's subject (votes,
+    # settlement, reputation, rewards of a session) is written against: three distinct tier-2 seats
+    # of one unit on each segment, seven tier-3 seats for the escalated round. Seats of several
+    # units are the subject of tests/api/test_index_refresh.py and of `trust bench attacks` (L2).
+    min_stake_tier1_tokens=100,
+    min_stake_tier2_tokens=100,
+    min_stake_tier3_tokens=100,
+    penalty_per_seat_tokens=60,
 )
+STAKE_UNITS = SETTINGS.min_stake(2)
 
 
 def ema(reputation: int, correct: bool, gamma: int = SETTINGS.to_params()["gammaWad"]) -> int:
@@ -67,14 +78,14 @@ async def world(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> World:
         insurance_fund=insurance.address,
     )
     protocol = Protocol.bind(chain, deployment)
-    # Equal stakes within a tier: the stake-weighted threshold then reads as a head count.
+    # One unit per auditor (see SETTINGS): every seat votes one, the threshold reads as a head count.
     accounts = await provision_auditors(
         protocol,
         deployer,
-        [2] * 3 + [3] * 7,
+        [2] * 6 + [3] * 7,
         keystore_dir,
         PASSWORD,
-        stake_for=lambda _index, tier: SETTINGS.min_stake(tier) * 2,
+        stake_for=lambda _index, _tier: STAKE_UNITS,
         scrypt_n=2**10,
     )
     wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in accounts}
@@ -126,10 +137,15 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     await _mine_past(chain, session.randomness_block)
     drawn = audit.committees_in(await audit.assign_auditors(world.deployer, session_id, [0, 1]))
     assert [c.segment_id for c in drawn] == [0, 1]
+    # Each committee: three draws, three distinct members of one unit; the first segment's members
+    # have no stake left to back a unit of the second, so the two committees share nobody.
+    assert sorted(drawn[0].members + drawn[1].members) == sorted(world.llm)
     for committee in drawn:
-        assert sorted(committee.members) == sorted(world.llm)  # all three tier-2 auditors, distinct
+        assert len(committee.members) == 3
+        assert [(await audit.seat(session_id, committee.segment_id, 0, i)).weight for i in range(3)] == [1, 1, 1]
+        assert (await audit.segment(session_id, committee.segment_id)).seat_count == 3
     for address in world.llm:
-        assert (await registry.auditor(address)).locked == 2 * penalty  # one seat on each segment
+        assert (await registry.auditor(address)).locked == penalty  # one seat of one unit
 
     seg0, seg1 = drawn
     minority0 = seg0.members[2]

@@ -45,29 +45,39 @@ def test_an_hdag_becomes_masks_of_need_to_know_with_routed_tiers() -> None:
         assert members == {node_id, *hdag.parents(node_id)}
 
 
-def test_committees_have_k_distinct_auditors_of_the_nodes_tier() -> None:
+def test_committees_seat_at_most_k_distinct_auditors_of_the_nodes_tier() -> None:
     rng = np.random.default_rng(1)
     pool = make_pool(30, rng)
-    trace = PrivacyTrace("t", "hdag", (1, 2, 3, 2), (1, 2, 4, 8))
-    for members, tier in zip(draw_committees(trace, pool, (3, 5, 4), rng), trace.tiers, strict=True):
-        assert len(set(members.tolist())) == (3, 5, 4)[tier - 1] == len(members)
+    trace = PrivacyTrace("t", "hdag", (1, 2, 3, 2) * 50, (1, 2, 4, 8) * 50)
+    sizes = (3, 5, 4)
+    seen = set()
+    for members, tier in zip(draw_committees(trace, pool, sizes, rng), trace.tiers, strict=True):
+        assert 1 <= len(members) == len(set(members.tolist())) <= sizes[tier - 1]
         assert set(pool.tiers[members].tolist()) == {tier}
+        seen.add(len(members))
+    assert min(seen) < max(seen)  # members drawn twice hold one seat: some committees have fewer
 
 
-def test_the_draw_is_stake_weighted_without_replacement() -> None:
-    # Two of three auditors with stakes 1, 2, 7: the exact probability of each pair under successive
-    # stake-proportional draws (the registry's rule) against 40k Gumbel-top-k draws.
+def test_the_draw_is_stake_weighted_with_replacement() -> None:
+    # Two draws from auditors with stakes 1, 2, 7: a member drawn twice holds one seat. The exact
+    # probability of each seating under independent stake-proportional draws (the registry's rule)
+    # against 40k sampled committees.
     stakes = np.array([1.0, 2.0, 7.0])
     pool = AuditorPool(np.array([2, 2, 2]), stakes)
     trace = PrivacyTrace("t", "cig", (2,) * 40_000, (1,) * 40_000)
     seats = draw_committees(trace, pool, (1, 2, 1), np.random.default_rng(5))
     counts = Counter(tuple(sorted(m.tolist())) for m in seats)
-    total = stakes.sum()
+    share = stakes / stakes.sum()
+    for a in range(3):
+        assert counts[(a,)] / len(seats) == pytest.approx(share[a] ** 2, abs=0.01)
     for a, b in combinations(range(3), 2):
-        exact = stakes[a] / total * stakes[b] / (total - stakes[a]) + stakes[b] / total * stakes[a] / (
-            total - stakes[b]
-        )
-        assert counts[(a, b)] / len(seats) == pytest.approx(exact, abs=0.01)
+        assert counts[(a, b)] / len(seats) == pytest.approx(2 * share[a] * share[b], abs=0.01)
+    # One auditor per tier seats every committee, whatever its size.
+    lone = AuditorPool(np.array([1, 2, 3]), np.array([1.0, 1.0, 1.0]))
+    assert [
+        m.tolist()
+        for m in draw_committees(PrivacyTrace("t", "cig", (2, 2), (1, 2)), lone, (3, 5, 5), np.random.default_rng(0))
+    ] == [[1], [1]]
 
 
 def test_coalitions_read_their_seats_and_the_parents_and_never_exceed_their_share() -> None:
@@ -104,7 +114,7 @@ def test_the_benchmark_reports_rows_per_pool_and_the_claim_verdict() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"auditors": (9,)}, "fewer than the largest committee"),
+        ({"auditors": (2,)}, "at least one auditor per tier"),
         ({"committee_sizes": (3, 5)}, "committee sizes"),
         ({"draws": 0}, "draws"),
         ({"fractions": (0.0,)}, "seat fractions"),

@@ -60,7 +60,9 @@ async def test_a_byzantine_run_agrees_with_the_exact_probabilities(tmp_path: Pat
         assert len(phase.segments) == SEGMENTS_PER_RHO, table
         assert phase.silent_seats == 0, f"rho = {phase.rho}: seats that never revealed break the model\n{table}"
         assert phase.mismatched == 0, f"rho = {phase.rho}: verdicts the committees' votes do not explain\n{table}"
-        assert {len(s.members) for s in phase.segments} == {phase.committee_size}
+        # k draws each, with replacement: the seats' units add up to k, in k or fewer seats.
+        assert {s.units for s in phase.segments} == {phase.committee_size}
+        assert all(len(s.members) <= phase.committee_size for s in phase.segments)
 
     disagreeing = [row.to_json() for row in bench.comparisons() if not row.agrees]
     assert bench.agrees, f"{disagreeing}\n{table}"

@@ -98,7 +98,8 @@ async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes
 
     assert sound.verdict is Verdict.VALID and sound.proof.valid_on_chain, _describe(sound)
     assert all(node.status is NodeStatus.VALID for node in sound.nodes.values())
-    assert sound.root_causes == () and sound.seats == 3 * len(sound.nodes)
+    # Three draws per node: one to three seats (a member drawn twice holds one seat).
+    assert sound.root_causes == () and len(sound.nodes) <= sound.seats <= 3 * len(sound.nodes)
 
     assert flawed.verdict is Verdict.INVALID and not flawed.proof.valid_on_chain
     roots = {cause.node_id for cause in flawed.root_causes}
@@ -133,7 +134,7 @@ async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) ->
     # the agents' turns are segments on chain.
     assert list(result.nodes) == [f"t{i}" for i in range(1, len(APPLES_LOG["turns"]))], _describe(result)
     assert all(node.tier in (2, 3) for node in result.nodes.values()), _describe(result)  # 3: escalated
-    assert result.seats == 3 * len(result.nodes)
+    assert len(result.nodes) <= result.seats <= 3 * len(result.nodes)
     _check_proof_and_phases(result)
     failed = {n for n, node in result.nodes.items() if node.outcome != "passed"}
     assert (result.verdict is Verdict.VALID) == result.proof.valid_on_chain

@@ -13,8 +13,11 @@ from trust.worker.capacity import (
     AuditTimes,
     DrawPipeline,
     EdfSlots,
-    draw_probability,
+    cap_by_free_units,
+    expected_units,
     forecast,
+    free_units,
+    seat_probability,
     steer,
 )
 
@@ -135,13 +138,36 @@ def test_an_unmeasured_default_counts_for_at_most_a_quarter_of_the_window() -> N
     assert running.audit_seconds == 25.0 and running.basis == "running"
 
 
-def test_the_draw_probability_bounds_the_chance_of_a_seat_from_above() -> None:
-    # Ten members: a light one at most 3 in 10, a heavy one at most its share of the weight.
-    assert draw_probability(3, 50, 1000, 10) == pytest.approx(0.3)
-    assert draw_probability(3, 200, 1000, 10) == pytest.approx(0.6)
-    assert draw_probability(3, 500, 1000, 10) == 1.0
-    assert draw_probability(3, 1, 1000, 3) == 1.0  # three members for three seats: all of them
-    assert draw_probability(3, 0, 1000, 10) == 0.0 and draw_probability(3, 100, 0, 10) == 0.0
+def test_a_seat_comes_with_the_chance_of_winning_one_of_k_draws_with_replacement() -> None:
+    # Each of three draws lands on a member of 200 out of 1000 with probability 0.2, whatever it won before.
+    assert seat_probability(3, 200, 1000) == pytest.approx(1 - 0.8**3)
+    assert seat_probability(1, 200, 1000) == pytest.approx(0.2)
+    # Three members for three draws no longer seat everyone: a light one is often left out.
+    assert seat_probability(3, 1, 3) == pytest.approx(1 - (2 / 3) ** 3)
+    assert seat_probability(3, 1000, 1000) == 1.0
+    assert seat_probability(3, 0, 1000) == 0.0 and seat_probability(3, 100, 0) == 0.0
+
+
+def test_expected_units_are_the_share_of_the_draws_and_splitting_the_stake_wins_none_more() -> None:
+    assert expected_units(3, 200, 1000) == pytest.approx(0.6)
+    assert expected_units(5, 1000, 1000) == 5.0  # the whole tier wins every draw
+    # The same stake in one account or in four expects the same units (issue L2).
+    assert sum(expected_units(7, 50, 1000) for _ in range(4)) == pytest.approx(expected_units(7, 200, 1000))
+    # One audit per seat: at most one seat per draw, fewer seats than units when draws repeat.
+    assert seat_probability(7, 200, 1000) < expected_units(7, 200, 1000)
+
+
+def test_the_free_units_bound_the_seats_still_to_come() -> None:
+    token = 10**18
+    assert free_units(100 * token, 16 * token, 8 * token) == 10
+    assert free_units(100 * token, 100 * token, 8 * token) == 0
+    assert free_units(7 * token, 0, 8 * token) == 0  # cannot back one unit: passed over by every draw
+    with pytest.raises(ValueError, match="positive"):
+        free_units(100, 0, 0)
+    assert cap_by_free_units(0.4, 0.3, 5) == (0.4, 0.3)  # room for everything
+    assert cap_by_free_units(2.5, 1.0, 2) == (2.0, 0.0)  # the fixed draws first
+    assert cap_by_free_units(1.5, 1.0, 2) == (1.5, 0.5)
+    assert cap_by_free_units(1.0, 1.0, 0) == (0.0, 0.0)
 
 
 def _event(kind: DrawEventKind, block: int, index: int, session: int, segment: int | None = None, **fields: int):  # type: ignore[no-untyped-def]

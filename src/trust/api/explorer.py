@@ -160,7 +160,10 @@ class EnvelopeOut(_Out):
 class SeatOut(_Out):
     index: int
     auditor: str
-    weight_units: str = Field(description="stake at the randomness block, token base units (decimal string)")
+    votes: int = Field(
+        description="the committee draws the member won (drawn with replacement): the seat's votes, and how many "
+        "times it locked P, earns R when aligned and forfeits P"
+    )
     committed: bool
     revealed: bool
     vote: bool | None
@@ -178,7 +181,7 @@ class SeatOut(_Out):
 class RoundOut(_Out):
     number: int
     tier: int
-    committee_size: int | None
+    committee_size: int | None = Field(description="the round's committee draws: its votes in all")
     randomness_block: int | None
     randomness_refreshes: list[RandomnessRefreshOut]
     unavailable: list[DrawAttemptOut]
@@ -192,9 +195,9 @@ class RoundOut(_Out):
     events: list[VoteEventOut]
     closed: TxOut | None
     result: str | None = Field(description="passed, failed, escalated or undetermined; null while open")
-    pass_weight_units: str
-    fail_weight_units: str
-    total_weight_units: str
+    pass_votes: int
+    fail_votes: int
+    total_votes: int
 
 
 class SegmentSummaryOut(_Out):
@@ -249,7 +252,7 @@ class FeeSplitOut(_Out):
 class RewardClaimOut(_Out):
     session_id: int
     auditor: str
-    seats: int
+    units: int = Field(description="the claimed seats' votes in all: R each")
     amount_wei: str
     at: TxOut
 
@@ -268,7 +271,10 @@ class SessionOut(_Out):
     share_bps: list[int] = Field(description="auditors, treasury, stakers, insurance")
     fee_split: FeeSplitOut | None
     claims: list[RewardClaimOut]
-    aligned_seats: int
+    aligned_seats: int = Field(
+        description="aligned votes of decided segments' final rounds (the chain's alignedSeats): a seat counts the "
+        "committee draws its member won, and the auditors' pool pays R per vote"
+    )
     refund_wei: str | None
 
 

@@ -15,7 +15,7 @@ What comes from where:
   (`RewardsDistributed`), claims, key envelopes per seat, reputation changes and forfeits;
 - views give the current figures of the entities a page shows: an auditor's stake, locks,
   reputation and availability (`AuditorRegistry.auditor`), its pending stakers' reward, a seat's
-  voting weight and claimed flag (`TRUSTAudit.seat`), a session's parameters and fee, and whether a
+  units and claimed flag (`TRUSTAudit.seat`), a session's parameters and fee, and whether a
   segment that did not pass `Failed` or ended `Undetermined` (`TRUSTAudit.segment`; the event says
   only "not passed"). Views are read at the latest block, so they can be a few blocks ahead of the
   events indexed; auditor and session views are cached and re-read only after an event touched them.
@@ -28,6 +28,10 @@ Attribution that events leave implicit, and how it is made:
   so the slashes are held per transaction and given to the next segment event of that transaction.
 - `SeatUndelivered` releases a seat whose provider delivered no key envelope in time (issue M3);
   the seat shows as "undelivered" and is not settled again when its round closes.
+- `CommitteeDrawn` names the distinct members seated, not how many of the committee's draws each
+  won (committees are drawn with replacement, issue L2): a seat's units, which it votes, locks P,
+  earns R and forfeits P with, come from its seat view, read once per seat (fixed at the draw) when
+  a page needs them: the session's aligned units, an auditor's claimable rewards and locks.
 
 A reorganization is detected by the hash of the last indexed block: when it changed, the model is
 rebuilt from the deployment block. `confirmations` keeps the newest blocks out of the model on
@@ -106,6 +110,8 @@ WAD = 10**18
 """The contracts' fixed-point one (reputation, the stakers' reward accumulator)."""
 
 T = TypeVar("T")
+_SeatKey = tuple[int, int, int, int]
+"""(session, segment, round, seat index)."""
 
 
 class UnknownEntity(TrustError):
@@ -261,14 +267,15 @@ class EnvelopeRef:
 
 @dataclass(frozen=True, slots=True)
 class SeatDetail:
-    """One seat of a round. `weight_units` is its member's stake at the randomness block (token base
-    units, the seat's voting weight); `claimed` is the seat view's flag (reward taken);
+    """One seat of a round. `votes` is the seat's units: how many of the committee's draws its member
+    won (drawn with replacement), the weight it votes with and the multiple of P it locked, of R it
+    earns when aligned and of P it forfeits; `claimed` is the seat view's flag (reward taken);
     `forfeited_units` the stake it lost at settlement; `report` where its audit report (the critique,
     sealed to the provider's reply key) lies, when the auditor published one."""
 
     index: int
     auditor: str
-    weight_units: int
+    votes: int
     committed: bool
     revealed: bool
     vote: bool | None
@@ -291,8 +298,10 @@ class RoundDetail:
     minus one (`closed_early`; `commits_complete` is the commit that filled the committee), and the
     reveal window then starts there. The effective deadlines come from the segment view while the
     round is the segment's latest; for an earlier round they are inferred: a reveal before the
-    scheduled deadline proves the window closed when the last seat committed. Weights are sums of
-    seat weights (token base units).
+    scheduled deadline proves the window closed when the last seat committed. `committee_size` is
+    the round's number of draws, its votes in all; a member that won several draws holds one seat
+    with that many votes, so a round may have fewer seats. `pass_votes`, `fail_votes` and
+    `total_votes` add up the seats' votes (`total_votes` is the committee size once drawn).
     """
 
     number: int
@@ -311,9 +320,9 @@ class RoundDetail:
     events: tuple[VoteEvent, ...]
     closed: TxRef | None
     result: RoundResult | None
-    pass_weight_units: int
-    fail_weight_units: int
-    total_weight_units: int
+    pass_votes: int
+    fail_votes: int
+    total_votes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,11 +374,12 @@ class FeeSplit:
 
 @dataclass(frozen=True, slots=True)
 class RewardClaim:
-    """`RewardsClaimed`: an auditor took the reward of `seats` aligned seats of a session."""
+    """`RewardsClaimed`: an auditor took the reward of aligned seats of a session weighing `units`
+    votes in all (R per unit)."""
 
     session_id: int
     auditor: str
-    seats: int
+    units: int
     amount_wei: int
     at: TxRef
 
@@ -475,8 +485,9 @@ class AuditorSeat:
 class AuditorSummary:
     """An auditor: registry figures (views, token base units), seats and money (events).
 
-    `rewards_claimable_wei` is per-seat reward times the aligned seats of distributed sessions not
-    claimed yet; `staker_pending_wei` is the registry's `pendingStakerReward`.
+    `rewards_claimable_wei` is the per-seat reward R times the units (votes) of the aligned seats of
+    distributed sessions not claimed yet; `staker_pending_wei` is the registry's
+    `pendingStakerReward`. `seats` and the outcome counts count seats, whatever their units.
     """
 
     address: str
@@ -516,7 +527,7 @@ class AuditorHistoryPoint:
     `event` names what happened ("registered", "staked", "unstake requested", "unstaked", "forfeit",
     "reputation", "rewards distributed", "stakers' reward", "seat rewards claimed", "stakers' share
     claimed"). `stake_units` and `unbonding_units` are token base units; `reputation_wad` is WAD.
-    Money is cumulative wei: `seat_rewards_wei` the seat rewards earned (aligned seats x the
+    Money is cumulative wei: `seat_rewards_wei` the seat rewards earned (aligned seats' units x the
     session's per-seat reward, from its distribution), `staker_share_wei` the stakers' share accrued
     (claimed or not, as `pendingStakerReward` would have said then), `claimed_wei` what the auditor
     took (seat rewards and stakers' share); `earnings_wei` is the first two together.
@@ -794,6 +805,7 @@ class ChainIndex:
         self._auditor_views: dict[str, _AuditorViews] = {}
         self._session_fees: dict[int, int] = {}
         self._session_params: dict[int, dict[str, int]] = {}
+        self._seat_units: dict[_SeatKey, int] = {}  # units of seats read so far (fixed at the draw)
         self._seq = 0  # the chain-order position of the log being applied
         self._head_time = 0
         self._closing_txs: set[str] = set()  # transactions that settled a round (seat forfeits)
@@ -1038,7 +1050,8 @@ class ChainIndex:
         round_ = segment.round(int(args["round"]))
         round_.tier = int(args["tier"])
         round_.members = tuple(to_checksum_address(m) for m in args["members"])
-        round_.committee_size = len(round_.members)
+        # The members are the distinct seats; the committee size (draws) is the session's k for a
+        # first round and came with `SegmentEscalated` for a later one.
         round_.commit_deadline = int(args["commitDeadline"])
         round_.reveal_deadline = int(args["revealDeadline"])
         round_.drawn = at
@@ -1199,7 +1212,7 @@ class ChainIndex:
     def _on_rewards_claimed(self, args: Mapping[str, Any], at: TxRef) -> None:
         session = self._sessions.get(int(args["sessionId"]))
         auditor = to_checksum_address(args["auditor"])
-        claim = RewardClaim(int(args["sessionId"]), auditor, int(args["seats"]), int(args["amountWei"]), at)
+        claim = RewardClaim(int(args["sessionId"]), auditor, int(args["units"]), int(args["amountWei"]), at)
         if session is not None:
             session.claims.append(claim)
         if auditor in self._auditors:
@@ -1403,13 +1416,15 @@ class ChainIndex:
         fee = (await self._fees([session_id]))[session_id]
         segments = [session.segments[i] for i in sorted(session.segments)]
         failed = [s for s in segments if s.state in (SegmentState.FAILED, SegmentState.UNDETERMINED)]
-        aligned = sum(
-            1
+        aligned_keys = [
+            (session_id, s.segment_id, s.current.number, i)
             for s in segments
             if s.state in (SegmentState.PASSED, SegmentState.FAILED)
-            for a in s.current.members
+            for i, a in enumerate(s.current.members)
             if s.current.outcome(a) is SeatOutcome.ALIGNED
-        )
+        ]
+        # Aligned units, as the chain's `alignedSeats` counts them: the fee pays R per unit.
+        aligned = sum((await self._units(aligned_keys)).values())
         return SessionDetail(
             session=self._session_summary(session, fee),
             segments=tuple(self._segment_summary(s) for s in segments),
@@ -1453,6 +1468,8 @@ class ChainIndex:
             self.view_concurrency, [partial(self.protocol.audit.seat, session_id, segment_id, r, i) for r, i in keys]
         )
         views = dict(zip(keys, seats, strict=True))
+        for (number, index), view in views.items():
+            self._seat_units[(session_id, segment_id, number, index)] = int(view.weight)
         rounds = []
         for r in segment.rounds:
             details = []
@@ -1463,7 +1480,7 @@ class ChainIndex:
                     SeatDetail(
                         index=index,
                         auditor=auditor,
-                        weight_units=int(view.weight),
+                        votes=int(view.weight),
                         committed=auditor in r.committed_at,
                         revealed=revealed is not None,
                         vote=None if revealed is None else revealed[0],
@@ -1499,9 +1516,9 @@ class ChainIndex:
                     events=tuple(r.events),
                     closed=r.closed,
                     result=r.result,
-                    pass_weight_units=sum(s.weight_units for s in details if s.vote is True),
-                    fail_weight_units=sum(s.weight_units for s in details if s.vote is False),
-                    total_weight_units=sum(s.weight_units for s in details),
+                    pass_votes=sum(s.votes for s in details if s.vote is True),
+                    fail_votes=sum(s.votes for s in details if s.vote is False),
+                    total_votes=sum(s.votes for s in details),
                 )
             )
         return SegmentDetail(self._segment_summary(segment), tuple(rounds), params["tauBps"], params["maxRounds"])
@@ -1546,29 +1563,46 @@ class ChainIndex:
         segment = self._sessions[session_id].segments[segment_id]
         return segment, segment.rounds[number]
 
-    def _outcomes(self, state: _Auditor) -> tuple[dict[SeatOutcome, int], dict[int, int]]:
-        """The auditor's seats by outcome, and its aligned seats per session (those of a segment's
-        final round: the seats a distribution pays)."""
+    def _outcomes(self, state: _Auditor) -> tuple[dict[SeatOutcome, int], list[_SeatKey]]:
+        """The auditor's seats by outcome, and its aligned seats of segments' final rounds (the
+        seats a distribution pays, R per unit)."""
         outcomes: dict[SeatOutcome, int] = defaultdict(int)
-        aligned_by_session: dict[int, int] = defaultdict(int)
+        aligned: list[_SeatKey] = []
         for key in state.seats:
             segment, round_ = self._round_of(key)
             outcome = round_.outcome(state.address)
             outcomes[outcome] += 1
             if outcome is SeatOutcome.ALIGNED and round_ is segment.current:
-                aligned_by_session[segment.session_id] += 1
-        return outcomes, aligned_by_session
+                aligned.append((*key, round_.seat_of(state.address)))
+        return outcomes, aligned
 
-    def _summary(self, state: _Auditor, views: _AuditorViews) -> AuditorSummary:
-        outcomes, aligned_by_session = self._outcomes(state)
-        claimed_seats: dict[int, int] = defaultdict(int)
+    async def _aligned_units(self, state: _Auditor) -> dict[int, int]:
+        """The units of the auditor's aligned seats per session (see `_outcomes`)."""
+        units = await self._units(self._outcomes(state)[1])
+        by_session: dict[int, int] = defaultdict(int)
+        for key, count in units.items():
+            by_session[key[0]] += count
+        return by_session
+
+    async def _units(self, keys: Sequence[_SeatKey]) -> dict[_SeatKey, int]:
+        """Each seat's units (the committee draws its member won, `TRUSTAudit.seat`'s weight), read
+        once per seat: they are fixed when the committee is drawn."""
+        missing = [key for key in dict.fromkeys(keys) if key not in self._seat_units]
+        views = await _bounded(self.view_concurrency, [partial(self.protocol.audit.seat, *key) for key in missing])
+        for key, view in zip(missing, views, strict=True):
+            self._seat_units[key] = int(view.weight)
+        return {key: self._seat_units[key] for key in keys}
+
+    def _summary(self, state: _Auditor, views: _AuditorViews, aligned_units: Mapping[int, int]) -> AuditorSummary:
+        outcomes, _ = self._outcomes(state)
+        claimed_units: dict[int, int] = defaultdict(int)
         for claim in state.claims:
-            claimed_seats[claim.session_id] += claim.seats
+            claimed_units[claim.session_id] += claim.units
         claimable = 0
-        for session_id, aligned in aligned_by_session.items():
+        for session_id, aligned in aligned_units.items():
             split = self._sessions[session_id].fee_split
             if split is not None:
-                claimable += max(aligned - claimed_seats[session_id], 0) * split.per_seat_wei
+                claimable += max(aligned - claimed_units[session_id], 0) * split.per_seat_wei
         info = views.info
         return AuditorSummary(
             address=state.address,
@@ -1613,7 +1647,9 @@ class ChainIndex:
         start, stop = _page_bounds(page, per_page)
         addresses = sorted(self._auditors)
         views = await self._views(addresses)
-        summaries = [self._summary(self._auditors[a], views[a]) for a in addresses]
+        summaries = [
+            self._summary(self._auditors[a], views[a], await self._aligned_units(self._auditors[a])) for a in addresses
+        ]
         key: Callable[[AuditorSummary], int] = {
             AuditorSort.STAKE: lambda s: s.stake_units,
             AuditorSort.REPUTATION: lambda s: s.reputation_wad,
@@ -1648,7 +1684,7 @@ class ChainIndex:
                 )
             )
         return AuditorDetail(
-            auditor=self._summary(state, views),
+            auditor=self._summary(state, views, await self._aligned_units(state)),
             seats=tuple(seats),
             forfeits=tuple(reversed(state.forfeits)),
             claims=tuple(reversed(state.claims)),
@@ -1685,7 +1721,7 @@ class ChainIndex:
             for seq, at, acc in self._notifications
             if seq > state.registered_seq
         ]
-        for session_id, aligned in self._outcomes(state)[1].items():
+        for session_id, aligned in (await self._aligned_units(state)).items():
             session = self._sessions[session_id]
             if session.fee_split is not None:
                 earned = aligned * session.fee_split.per_seat_wei
@@ -1734,12 +1770,14 @@ class ChainIndex:
 
     async def _locked_at(self, state: _Auditor, seq: int) -> int:
         """The stake the auditor's open seats locked just before the event at `seq`: the session's
-        penalty per seat for every seat drawn before it and not settled before it."""
+        penalty P times the seat's units for every seat drawn before it and not settled before it."""
         locked = 0
         for key in state.seats:
             _, round_ = self._round_of(key)
             if round_.drawn_seq < seq and (round_.closed_seq is None or round_.closed_seq > seq):
-                locked += (await self._params(key[0]))["penaltyPerSeat"]
+                seat = (*key, round_.seat_of(state.address))
+                units = (await self._units([seat]))[seat]
+                locked += (await self._params(key[0]))["penaltyPerSeat"] * units
         return locked
 
     async def _initial_reputation(self, seq: int) -> int:

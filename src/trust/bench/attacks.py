@@ -3,13 +3,16 @@
 Each finding of the review (docs/protocol.md, "Threat model and hardening") is one function below: it
 starts from a fresh Anvil with the protocol deployed as the devnet deploys it (`deploy_protocol`,
 then the governance timelock owning every contract), but with the protocol parameters of the
-settings rather than the devnet's one-seat committees, so that the numbers are the issue's; it plays the attacker with
-web3 transactions from the attacker's own accounts, and returns what the chain then says: every
-verdict is *measured* (a seat weight read from `seat()`, a revert decoded from the contract, a
-`StakeForfeited` event, a segment's status), never assumed. A defence that does not hold is
-reported `vulnerable`, with the check that failed. Findings the contracts do not defend yet are
-`open` (`OPEN_FINDINGS`, one line each) and make the run fail as well: that is the truth until they
-are built. Adding an attack is one function and one line in `ATTACKS`.
+settings rather than the devnet's one-seat committees, so that the numbers are the issue's (an
+attack may change a parameter it needs, `Attack.protocol`: M1 draws tier-1 committees of five,
+since at tau = 0.66 any split of three votes decides); it plays the attacker with web3 transactions
+from the attacker's own accounts, and returns what the chain then says: every verdict is *measured*
+(a seat's units read from `seat()`, a committee drawn by the registry's own `drawCommittee`, a
+revert decoded from the contract, a `StakeForfeited` event, a segment's status), never assumed. A
+defence that does not hold is reported `vulnerable`, with the check that failed. Findings the
+contracts do not defend yet are `open` (`OPEN_FINDINGS`, one line each; none now) and make the run
+fail as well: that is the truth until they are built. Adding an attack is one function and one line
+in `ATTACKS`.
 
 Every attack but H3 runs with the block-hash randomness source (insecure, but it seeds draws at once
 and the attacks on stake, votes and batches do not depend on it). H3 is about that source: it runs
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +48,7 @@ from trust.chain.protocol import AuditContract, Protocol
 from trust.chain.types import SeatCommit, SeatReveal, SegmentSpec, SegmentStatus
 from trust.devnet import dev_account
 from trust.errors import ContractReverted
-from trust.settings import TOKEN, Settings
+from trust.settings import TOKEN, ProtocolSettings, Settings
 from trust.toolchain import Toolchain
 
 __all__ = [
@@ -64,14 +68,13 @@ VULNERABLE = "vulnerable"
 OPEN = "open"
 
 #: Findings with no defence in the contracts yet (docs/protocol.md's table), with the reason.
-OPEN_FINDINGS: dict[str, str] = {
-    "L2": "seats are not proportional to locked stake across accounts: splitting stake still wins more seats",
-}
+OPEN_FINDINGS: dict[str, str] = {}
 
 #: The order of the report (the issue's): attacks and open findings interleaved.
 FINDINGS = ("H1", "H2", "H3", "M1", "M2", "M3", "M4", "M5", "L1", "L2", "L3", "L4")
 
 _ETH = 10**18
+_BPS = 10_000
 _ACCOUNT_FUNDING_WEI = 100 * _ETH
 #: Auditor and attacker accounts are derived from the devnet mnemonic from this index on (Anvil's
 #: funded accounts are 0..9; the devnet's own auditors use random keys).
@@ -205,6 +208,15 @@ class Arena:
             reveal = SeatReveal(session_id, segment_id, index, votes[member], salts[member])
             await self.audit.reveal_votes(wallets[member], [reveal])
 
+    async def units(self, session_id: int, segment_id: int) -> dict[str, int]:
+        """Each member of the segment's current committee with its units: the draws it won (a seat
+        votes, locks P, earns R and forfeits P that many times)."""
+        segment = await self.audit.segment(session_id, segment_id)
+        members = await self.audit.committee(session_id, segment_id)
+        return {
+            m: (await self.audit.seat(session_id, segment_id, segment.round, i)).weight for i, m in enumerate(members)
+        }
+
 
 async def refused(action: Awaitable[object]) -> str | None:
     """The contract error that refused `action`, or None when the transaction went through."""
@@ -288,50 +300,64 @@ async def h1_grinding(arena: Arena) -> Checks:
         f"adding a segment once the seed is public: refused ({error})",
         "a segment was added after the seed was public",
     )
-    drawn = await audit.assign_auditors(arena.keeper, session_id, [0, 1])
+    await audit.assign_auditors(arena.keeper, session_id, [0, 1])
     mine = {a.address for a in own}
-    seats = [m for committee in audit.committees_in(drawn) for m in committee.members]
-    c.saw(f"the draw seated the provider's accounts in {sum(m in mine for m in seats)} of {len(seats)} seats")
+    units = [await arena.units(session_id, g) for g in (0, 1)]
+    won = sum(u for drawn in units for m, u in drawn.items() if m in mine)
+    c.saw(f"the draw gave the provider's accounts {won} of the {sum(sum(d.values()) for d in units)} committee votes")
     return c
 
 
 async def h2_unbacked_weight(arena: Arena) -> Checks:
-    """A whale with 1,000,000 tokens unbonds all but the tier minimum once the snapshot is taken."""
+    """A whale with 1,000,000 tokens unbonds all but the tier minimum once the snapshot is taken,
+    hoping to vote with the weight the snapshot counted."""
     c = Checks()
     honest = await arena.auditors(1, 100, 4)
     whale = await arena.auditor(1, 1_000_000)
     c.saw("tier 1: a whale with 1,000,000 tokens against 4 honest auditors of 100")
+    registry = arena.protocol.registry
     session_id = await arena.open_session([_spec()])
     session = await arena.audit.session(session_id)
     await arena.mine_to(session.randomness_block)
-    await arena.protocol.registry.request_unstake(whale, 999_900 * TOKEN)
+    start = await arena.chain.block_number()
+    await registry.request_unstake(whale, 999_900 * TOKEN)
     c.saw(f"after the snapshot block {session.randomness_block}, the whale unbonded 999,900 tokens (keeping 100)")
     await arena.draw(session_id, [0])
-    members = await arena.audit.committee(session_id, 0)
-    if not c.expect(whale.address in members, "the draw seated the whale", "the whale was not seated; rerun"):
-        return c
-    index = members.index(whale.address)
-    weight = (await arena.audit.seat(session_id, 0, 0, index)).weight
-    bonded = (await arena.protocol.registry.auditor(whale.address)).stake
+    units = await arena.units(session_id, 0)
+    penalty = (await arena.audit.session_params(session_id))["penaltyPerSeat"]
+    charged = [
+        amount
+        for who, amount, reason, _ in await registry.forfeits(start)
+        if who == whale.address and "snapshot" in reason
+    ]
     c.expect(
-        weight == bonded and weight < 1_000_000 * TOKEN,
-        f"the whale's seat weighs {_tokens(weight)} tokens, its bonded stake (not 1,000,000)",
-        f"the whale's seat weighs {_tokens(weight)} tokens against {_tokens(bonded)} bonded",
+        whale.address not in units and charged == [penalty],
+        f"the draw passed the whale over (stake that may leave backs no vote) and charged it P = "
+        f"{_tokens(penalty)} tokens of its unbonding stake; the committee is {len(units)} honest seats",
+        f"the whale {'sat' if whale.address in units else 'was passed over'} and was charged {charged}",
     )
-    error = await refused(arena.protocol.registry.request_unstake(whale, bonded))
+    k = (await arena.audit.segment(session_id, 0)).committee_size
+    locked = {m: (await registry.auditor(m)).locked for m in units}
+    c.expect(
+        sum(units.values()) == k and all(locked[m] == u * penalty for m, u in units.items()),
+        f"each seat weighs the draws it won ({sorted(units.values(), reverse=True)}, {k} in all), each backed "
+        f"by P locked: {', '.join(_tokens(v) for v in locked.values())} tokens",
+        f"seat weights {units} against locks {locked} (P = {_tokens(penalty)})",
+    )
+    seated = next(iter(units))
+    error = await refused(registry.request_unstake(_wallets(honest)[seated], 1))
     c.expect(
         error is not None,
-        f"unbonding the rest while the seat is open: refused ({error})",
-        "the whale unbonded the stake behind its open seat",
+        f"a seated auditor unbonding while its seat is open: refused ({error})",
+        "a seated auditor unbonded the stake behind its open seat",
     )
-    wallets = _wallets([*honest, whale])
-    await arena.vote(session_id, 0, wallets, {m: m != whale.address for m in members})
+    await arena.vote(session_id, 0, _wallets(honest), dict.fromkeys(units, True))
     await arena.audit.finalize_segments(arena.keeper, session_id, [0])
     status = (await arena.audit.segment(session_id, 0)).status
     c.expect(
         status == SegmentStatus.PASSED,
-        "the whale voted Fail, the honest seats Pass: the segment passed",
-        f"the whale's Fail decided the segment ({status.name})",
+        "the honest seats decided the segment: Passed",
+        f"the segment ended {status.name}",
     )
     return c
 
@@ -407,49 +433,82 @@ async def _run_signers(arena: Arena, beacon: BeaconContract, block_number: int) 
     raise RuntimeError(f"the beacon signers did not publish block {block_number}'s randomness")
 
 
+M1_SEGMENTS = 8
+"""Segments of the veto session: the vetoer blocks those where it won more than 1 - tau and less than
+tau of the votes (2 or 3 of 5, with half the stake: 5/8 of the committees), so that eight leave
+none to block about once in 2,500 runs."""
+M1_COMMITTEE_SIZE = 5
+"""Tier-1 committees of M1: at tau = 0.66 a committee of three cannot be vetoed (any split of three
+votes gives one side 2/3), one of five can (2 or 3 votes of 5 decide neither way)."""
+
+
 async def m1_veto(arena: Arena) -> Checks:
-    """A seat with more than 1 - tau of a round's weight votes against the majority."""
+    """A vetoer votes against the majority wherever it holds more than 1 - tau of a round's votes."""
     c = Checks()
-    honest = await arena.auditors(1, 100, 2)
-    vetoer = await arena.auditor(1, 300)
+    honest = await arena.auditors(1, 500, 3)
+    vetoer = await arena.auditor(1, 1_500)
     higher = await arena.auditors(2, 1_000, 7)
-    c.saw("tier 1: a vetoer with 300 tokens and 2 honest auditors of 100 (the vetoer holds 60% > 1 - tau); tier 2: 7")
-    wallets = _wallets([*honest, vetoer, *higher])
-    session_id = await arena.open_session([_spec()])
-    await arena.draw(session_id, [0])
-    members = await arena.audit.committee(session_id, 0)
-    if not c.expect(vetoer.address in members, "round 1 seated the vetoer", "the vetoer was not seated"):
-        return c
-    before = await arena.protocol.registry.auditor(vetoer.address)
-    await arena.vote(session_id, 0, wallets, {m: m != vetoer.address for m in members})
-    escalated = await arena.audit.finalize_segments(arena.keeper, session_id, [0])
     c.saw(
-        "the vetoer voted Fail, the others Pass: round 1 "
-        + ("undecided, escalated to the next tier" if arena.audit.escalations_in(escalated) == [0] else "decided")
+        f"tier 1 (committees of {M1_COMMITTEE_SIZE} draws): a vetoer with 1,500 tokens and 3 honest auditors of 500 "
+        "(half the stake); tier 2: 7 auditors"
     )
-    locked = (await arena.protocol.registry.auditor(vetoer.address)).locked
+    wallets = _wallets([*honest, vetoer, *higher])
+    registry = arena.protocol.registry
+    tau_bps = (await arena.protocol.params.params())["tauBps"]
+    session_id = await arena.open_session([_spec(tag=g) for g in range(1, M1_SEGMENTS + 1)])
+    await arena.draw(session_id, list(range(M1_SEGMENTS)))
+    units = {g: await arena.units(session_id, g) for g in range(M1_SEGMENTS)}
+
+    def blocks(drawn: Mapping[str, int]) -> bool:
+        mine, k = drawn.get(vetoer.address, 0), sum(drawn.values())
+        return (k - mine) * _BPS < tau_bps * k and mine * _BPS < tau_bps * k
+
+    vetoed = [g for g in range(M1_SEGMENTS) if blocks(units[g])]
+    share = [units[g].get(vetoer.address, 0) for g in range(M1_SEGMENTS)]
+    if not c.expect(
+        bool(vetoed),
+        f"round 1 gave the vetoer {share} of {M1_COMMITTEE_SIZE} votes: it can block segments {vetoed}",
+        f"the vetoer won {share} votes: no round to block (rerun)",
+    ):
+        return c
+    before = await registry.auditor(vetoer.address)
+    for g in range(M1_SEGMENTS):
+        await arena.vote(session_id, g, wallets, {m: g not in vetoed or m != vetoer.address for m in units[g]})
+    sent = await arena.audit.finalize_segments(arena.keeper, session_id, list(range(M1_SEGMENTS)))
+    escalated = sorted(arena.audit.escalations_in(sent))
+    locked = (await registry.auditor(vetoer.address)).locked
+    penalty = (await arena.audit.session_params(session_id))["penaltyPerSeat"]
+    held = sum(units[g][vetoer.address] for g in vetoed) * penalty
     c.expect(
-        locked >= before.locked > 0,
-        f"the vetoer's seat stays locked through the escalation ({_tokens(locked)} tokens)",
-        "the vetoer's seat was released at the escalation, without penalty",
+        escalated == vetoed and locked == held > 0,
+        f"the vetoer voted Fail where it could block, Pass elsewhere: segments {escalated} undecided and escalated "
+        f"to tier 2; the vetoer's seats there stay locked through the escalation ({_tokens(locked)} tokens)",
+        f"escalated {escalated} of the vetoed {vetoed}; the vetoer holds {_tokens(locked)} locked, not "
+        f"{_tokens(held)}: the veto was released without penalty",
     )
-    segment = await arena.audit.segment(session_id, 0)
-    await arena.mine_to(segment.randomness_block + 1)
-    await arena.audit.assign_auditors(arena.keeper, session_id, [0])
-    round2 = await arena.audit.committee(session_id, 0)
-    await arena.vote(session_id, 0, wallets, dict.fromkeys(round2, True))
+    for g in escalated:
+        segment = await arena.audit.segment(session_id, g)
+        await arena.mine_to(segment.randomness_block + 1)
+    await arena.audit.assign_auditors(arena.keeper, session_id, escalated)
+    seats2 = 0
+    for g in escalated:
+        round2 = await arena.audit.committee(session_id, g)
+        seats2 += len(round2)
+        await arena.vote(session_id, g, wallets, dict.fromkeys(round2, True))
     start = await arena.chain.block_number()
-    await arena.audit.finalize_segments(arena.keeper, session_id, [0])
-    status = (await arena.audit.segment(session_id, 0)).status
-    after = await arena.protocol.registry.auditor(vetoer.address)
-    lost = sum(a for who, a, _, _ in await arena.protocol.registry.forfeits(start) if who == vetoer.address)
+    await arena.audit.finalize_segments(arena.keeper, session_id, escalated)
+    statuses = [(await arena.audit.segment(session_id, g)).status for g in escalated]
+    after = await registry.auditor(vetoer.address)
+    lost = sum(a for who, a, _, _ in await registry.forfeits(start) if who == vetoer.address)
     c.expect(
-        status == SegmentStatus.PASSED and after.reputation_wad < before.reputation_wad and after.locked == 0,
-        f"round 2 ({len(round2)} tier-2 seats) passed the segment; the vetoer was settled misaligned: reputation "
-        f"{before.reputation_wad / _ETH:.3f} -> {after.reputation_wad / _ETH:.3f}, slash roll took "
+        all(s == SegmentStatus.PASSED for s in statuses)
+        and after.reputation_wad < before.reputation_wad
+        and after.locked == 0,
+        f"round 2 ({seats2} tier-2 seats in all) passed every vetoed segment; the vetoer was settled misaligned on "
+        f"each: reputation {before.reputation_wad / _ETH:.3f} -> {after.reputation_wad / _ETH:.3f}, slash rolls took "
         f"{_tokens(lost)} tokens",
-        f"segment {status.name}; the vetoer's reputation {before.reputation_wad} -> {after.reputation_wad}, "
-        f"locked {after.locked}: the veto cost nothing",
+        f"segments {[s.name for s in statuses]}; the vetoer's reputation {before.reputation_wad} -> "
+        f"{after.reputation_wad}, locked {after.locked}: the veto cost nothing",
     )
     return c
 
@@ -489,7 +548,7 @@ async def m2_skip_budget(arena: Arena) -> Checks:
     )
     c.expect(
         bool(members) and not sybil_set & set(members),
-        f"the committee seated honest auditors only ({len(members)} seats)",
+        f"the committee seated honest auditors only ({len(members)} of them)",
         f"the committee is {members}: the sybils exhausted the draw",
     )
     if members and not sybil_set & set(members):
@@ -526,7 +585,12 @@ async def m3_withheld_envelopes(arena: Arena) -> Checks:
     before = {m: await registry.auditor(m) for m in members}
     fee = (await arena.audit.session(session_id)).fee_wei
     segment = await arena.audit.segment(session_id, 0)
-    c.saw(f"3 honest tier-1 auditors seated; the provider publishes no key envelope (fee {fee} wei)")
+    units = await arena.units(session_id, 0)
+    reward = (await arena.audit.session_params(session_id))["rewardPerSeatWei"]
+    c.saw(
+        f"{len(members)} honest tier-1 seats ({sum(units.values())} votes); the provider publishes no key envelope "
+        f"(fee {fee} wei)"
+    )
     await arena.warp_past(segment.delivery_deadline)
     claims = [arena.audit.claim_undelivered(wallets[m], session_id, 0, index) for index, m in enumerate(members)]
     errors = [await refused(claim) for claim in claims]
@@ -551,9 +615,12 @@ async def m3_withheld_envelopes(arena: Arena) -> Checks:
     paid = [await arena.audit.claimable(m) for m in members]
     rest = (await arena.audit.session(session_id)).fee_wei
     c.expect(
-        all(x == 0 for x in lost) and all(x == 0 for x in moved) and all(p > 0 for p in paid),
-        f"no stake forfeited, no reputation moved; each seat was credited {paid[0]} wei (R) out of the provider's "
-        f"fee ({rest} wei left of {fee})",
+        all(x == 0 for x in lost)
+        and all(x == 0 for x in moved)
+        and paid == [reward * units[m] for m in members]
+        and rest == fee - sum(paid),
+        f"no stake forfeited, no reputation moved; each seat was credited R per vote ({', '.join(map(str, paid))} "
+        f"wei) out of the provider's fee ({rest} wei left of {fee})",
         f"forfeited {[_tokens(x) for x in lost]}, reputation moved {moved}, credited {paid}",
     )
     return c
@@ -639,6 +706,117 @@ async def l1_just_in_time_stake(arena: Arena) -> Checks:
     return c
 
 
+L2_DRAWS = 1_000
+"""Committees drawn per seed by the registry's own `drawCommittee` (simulated, nothing locked). At
+3 draws a committee, 30% of the stake expects 900 units over 1,000 committees, give or take 25: the
+draw without replacement the fix replaced (one seat per account) gave one account about 660."""
+L2_SESSION_SEGMENTS = 6
+"""Segments of the session run through the real contracts, to follow what the units earn."""
+L2_SIGMAS = 4.0
+"""A count is consistent with its expectation within this many standard deviations."""
+
+
+async def l2_split_stake(arena: Arena) -> Checks:
+    """An attacker holds the same stake in one account and split over twelve, to see which wins more
+    of the committee: more units (votes, rewards, penalties) for the split would make the draw
+    reward account count, not stake."""
+    c = Checks()
+    honest = await arena.auditors(1, 1_000, 4)
+    single = await arena.auditor(1, 3_000)
+    split = await arena.auditors(1, 250, 12)
+    c.saw(
+        "tier 1: 4 honest auditors of 1,000 tokens; the attacker stakes 3,000 in one account and 3,000 more "
+        "split over 12 accounts of 250 (30% of the stake each way)"
+    )
+    await arena.mine(2)
+    snapshot = await arena.chain.block_number() - 1
+    params = await arena.protocol.params.params()
+    k, penalty = int(params["committeeSizeTier1"]), int(params["penaltyPerSeat"])
+    split_set = {a.address for a in split}
+    single_units = split_units = single_seats = split_seats = most = 0
+    for d in range(L2_DRAWS):
+        members, weights = await arena.protocol.registry.simulate_draw(
+            arena.audit.address, 1, k, keccak(b"L2" + d.to_bytes(4, "big")), snapshot, penalty
+        )
+        for member, units in zip(members, weights, strict=True):
+            if member == single.address:
+                single_units, single_seats, most = single_units + units, single_seats + 1, max(most, units)
+            elif member in split_set:
+                split_units, split_seats = split_units + units, split_seats + 1
+    share = 3_000 / 10_000
+    expected = L2_DRAWS * k * share
+    sd = math.sqrt(L2_DRAWS * k * share * (1 - share))
+    # The two counts of one committee are multinomial: var(single - split) = k (p + p) per committee.
+    sd_difference = math.sqrt(L2_DRAWS * k * 2 * share)
+    c.saw(
+        f"{L2_DRAWS} committees of {k} drawn by the registry's drawCommittee (eth_call as the audit contract, "
+        f"snapshot block {snapshot}): one account won {single_units} units in {single_seats} seats, the twelve "
+        f"{split_units} units in {split_seats} seats; k * share = {expected:.0f} expected each"
+    )
+    c.expect(
+        most > 1,
+        f"one account drawn more than once holds one seat of several units (up to {most}): it is not capped at one "
+        "seat a committee",
+        "one account never held more than one unit of a committee: the draw is without replacement",
+    )
+    c.expect(
+        abs(single_units - expected) <= L2_SIGMAS * sd and abs(split_units - expected) <= L2_SIGMAS * sd,
+        f"each way wins its share of the units: |{single_units} - {expected:.0f}| and |{split_units} - "
+        f"{expected:.0f}| within {L2_SIGMAS:g} sd ({L2_SIGMAS * sd:.0f})",
+        f"units {single_units} (one account) and {split_units} (twelve) against {expected:.0f} expected, sd {sd:.1f}",
+    )
+    c.expect(
+        abs(single_units - split_units) <= L2_SIGMAS * sd_difference,
+        f"splitting gains nothing: {split_units} - {single_units} = {split_units - single_units} units, within "
+        f"{L2_SIGMAS:g} sd of 0 ({L2_SIGMAS * sd_difference:.0f}); the split holds more seats, each weighing fewer "
+        "units, and a seat votes, earns and forfeits per unit",
+        f"the split won {split_units} units against {single_units} for one account (sd {sd_difference:.1f})",
+    )
+
+    # The same through a session: every seat votes, earns R and locks P per unit it won.
+    session_id = await arena.open_session([_spec(tag=g) for g in range(1, L2_SESSION_SEGMENTS + 1)])
+    await arena.draw(session_id, list(range(L2_SESSION_SEGMENTS)))
+    wallets = _wallets([*honest, single, *split])
+    won: dict[str, int] = {}
+    seats: dict[str, list[tuple[int, int]]] = {}
+    for g in range(L2_SESSION_SEGMENTS):
+        drawn = await arena.units(session_id, g)
+        for index, (member, n) in enumerate(drawn.items()):
+            won[member] = won.get(member, 0) + n
+            seats.setdefault(member, []).append((g, index))
+    locked = {m: (await arena.protocol.registry.auditor(m)).locked for m in won}
+    c.expect(
+        all(locked[m] == n * penalty for m, n in won.items()),
+        f"the session's {L2_SESSION_SEGMENTS} committees locked P per unit of each seat",
+        f"locks {locked} against units {won} (P = {_tokens(penalty)})",
+    )
+    for g in range(L2_SESSION_SEGMENTS):
+        await arena.vote(session_id, g, wallets, dict.fromkeys(await arena.audit.committee(session_id, g), True))
+    await arena.audit.finalize_segments(arena.keeper, session_id, list(range(L2_SESSION_SEGMENTS)))
+    await arena.audit.finalize_trace(arena.keeper, session_id)
+    session = await arena.audit.session(session_id)
+    share_bps = (await arena.audit.session_params(session_id))["auditorShareBps"]
+    # `FeeSplit`: the auditors' pool over the aligned units (the chain's alignedSeats), floored.
+    per_unit = session.fee_wei * share_bps // _BPS // session.aligned_seats
+    await arena.audit.distribute_rewards(arena.keeper, session_id)
+    claimed: dict[str, int] = {}
+    for member in (single.address, *(a.address for a in split)):
+        if member in seats:
+            sent = await arena.audit.claim_rewards(wallets[member], session_id, seats[member])
+            claimed[member] = arena.audit.rewards_claimed_in(sent)
+    aligned = sum(won.values())
+    attacker_single = claimed.get(single.address, 0)
+    attacker_split = sum(v for m, v in claimed.items() if m in split_set)
+    c.expect(
+        bool(claimed) and session.aligned_seats == aligned and all(v == per_unit * won[m] for m, v in claimed.items()),
+        f"every seat was paid R per unit ({per_unit} wei of {aligned} aligned units): one account claimed "
+        f"{attacker_single} wei for {won.get(single.address, 0)} units, the twelve {attacker_split} wei for "
+        f"{sum(n for m, n in won.items() if m in split_set)} units",
+        f"claims {claimed} against units {won}: a reward not proportional to units",
+    )
+    return c
+
+
 async def l3_slash_dodge(arena: Arena) -> Checks:
     """An auditor sees a governance slash in the timelock and unbonds, or holds less than the amount."""
     c = Checks()
@@ -711,6 +889,8 @@ class Attack:
     run: Callable[[Arena], Awaitable[Checks]]
     held: str  # one line for the table when the defence held
     randomness: str = "blockhash"
+    protocol: Mapping[str, Any] = field(default_factory=dict)
+    """Protocol settings the attack needs changed from the run's (`ProtocolSettings` fields)."""
 
 
 ATTACKS: dict[str, Attack] = {
@@ -719,7 +899,12 @@ ATTACKS: dict[str, Attack] = {
     ),
     "H2": Attack("voting weight not backed by stake", h2_unbacked_weight, "a seat weighs the stake bonded behind it"),
     "H3": Attack("block-hash randomness", h3_block_hash, "a threshold BLS beacon seeds the draw", "beacon"),
-    "M1": Attack("free veto", m1_veto, "a vetoer is judged against the later round's verdict"),
+    "M1": Attack(
+        "free veto",
+        m1_veto,
+        "a vetoer is judged against the later round's verdict",
+        protocol={"committee_size_tier1": M1_COMMITTEE_SIZE},
+    ),
     "M2": Attack("sybils exhaust the skip budget", m2_skip_budget, "deserters pay P; the draw retries"),
     "M3": Attack(
         "providers burn honest stake", m3_withheld_envelopes, "undelivered seats claim their release, paid from the fee"
@@ -728,6 +913,11 @@ ATTACKS: dict[str, Attack] = {
     "M5": Attack("the provider's weights decide validity", m5_weights, "weights spread at most maxWeightRatio"),
     "L1": Attack(
         "just-in-time staking takes the stakers' share", l1_just_in_time_stake, "the share streams over a week"
+    ),
+    "L2": Attack(
+        "splitting stake wins more seats",
+        l2_split_stake,
+        "draws with replacement: units follow stake, whatever the accounts",
     ),
     "L3": Attack("dodging a governance slash", l3_slash_dodge, "a slash takes what is within reach"),
     "L4": Attack("a front-run finalize reverts a batch", l4_front_run_batch, "batches skip what is done"),
@@ -748,10 +938,11 @@ async def _run_attack(
                 group = deal_group(beacon_dir, _BEACON_THRESHOLD, _BEACON_SIGNERS)
                 for operator in group.operators:
                     await chain.rpc("anvil_setBalance", [operator, hex(_ACCOUNT_FUNDING_WEI)])
+            protocol = ProtocolSettings.model_validate(settings.protocol.model_dump() | dict(attack.protocol))
             deployment = await deploy_protocol(
                 chain,
                 deployer,
-                settings.protocol,
+                protocol,
                 settings.governance,
                 treasury=dev_account(devnet.mnemonic, 1).address,
                 insurance_fund=dev_account(devnet.mnemonic, 2).address,

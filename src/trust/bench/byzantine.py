@@ -15,23 +15,24 @@ Why the network is set up as it is, so that what is measured is what the theory 
   honest seat is never wrong (epsilon = 0, `HONEST_EPSILON`), an adversarial one always is, so
   "correct" means the segment's verdict equals the claim's truth.
 - **Committees of four, one round** (`byzantine_protocol`). With q = ceil(0.66 k), a committee of
-  three with equal stakes always has a two-vote quorum one way or the other, so nothing could end
-  undetermined; with k = 4, q = 3 and a 2-2 split is undetermined. `max_rounds = 1` makes "no quorum"
+  three draws always gives one side a quorum of two votes, so nothing could end undetermined; with
+  k = 4, q = 3 and a 2-2 split of the votes is undetermined. `max_rounds = 1` makes "no quorum"
   final at once (Undetermined, counted as failed): escalation would go to tier 2 with 2k + 1 seats,
   which a tier-1 network cannot seat (it ends Undetermined too, via `CommitteeUnavailable`, only three
   randomness delays later), and the theory's "escalated past the last round" is exactly this event.
-- **Equal stakes, never short of unlocked stake.** The draw is stake-weighted without replacement
-  (`AuditorRegistry.drawCommittee`); with equal stakes every committee of k members is equally
-  likely, so the adversarial seats m are Hypergeometric(pool, adversaries, k) and
-  `verdict_probabilities_drawn` is exact. Each stake backs `SEAT_CAPACITY` seats so that no member is
-  ever passed over for want of unlocked stake, and slashing moves stakes by well under 1% (the run
-  reports the largest drift as `stake_drift`), so draw weights stay equal. The i.i.d. figure of
-  Lemma 4.1 (`verdict_probabilities`) is printed beside it: on a pool of 20 the two differ by up to
-  0.023.
+- **Equal stakes, never short of unlocked stake.** A committee is k stake-weighted draws *with
+  replacement* (`AuditorRegistry.drawCommittee`, issue 16's L2): a member drawn u times holds one
+  seat of u units (votes). With equal stakes each draw lands on an adversary with probability
+  adversaries / pool = rho, the adversaries' share of the stake, so the adversarial units m are
+  Binomial(k, rho): eq. 3.4 exactly, and `verdict_probabilities_drawn` (with epsilon = 0 the i.i.d.
+  figure of Lemma 4.1, `verdict_probabilities`, printed beside it) is exact. Each stake backs
+  `SEAT_CAPACITY` units so that no member is ever passed over for want of unlocked stake, and
+  slashing moves stakes by well under 1% (the run reports the largest drift as `stake_drift`), so
+  draw weights stay equal.
 - **Every seat votes.** Windows are long (`COMMIT_WINDOW_SECONDS`) so that no seat on a busy machine
   misses its commit; a silent seat would count against both outcomes, which the model leaves out. The
   run counts silent seats and checks every verdict against what its committee's composition implies
-  (m <= k - q adversaries: correct, m >= q: wrong, else undetermined).
+  (m <= k - q adversarial units: correct, m >= q: wrong, else undetermined).
 - **One network, the pool changed between phases.** Starting `pool - min(adversaries)` honest and
   `max(adversaries)` adversarial workers once, each phase marks exactly `pool - adversaries` honest and
   `adversaries` adversarial auditors available (`setAvailable`) and the rest unavailable, checks that
@@ -55,30 +56,34 @@ their mean is conservative for their sum (a Poisson-binomial count varies less).
 Money. An auditor's position is its wallet ETH plus its pending staker reward, and its staked tokens.
 The payoff in the paper's units (section 4.7: R = 6, P = 8) converts both with the deployment's own
 R and P (docs/protocol.md: R = 0.0006 ETH is the paper's 6 units, P = 8 TRUST its 8), so gas, rewards
-and slashes add up as in eq. 4.15-4.17. The run checks that every honest auditor gained, and that every
-adversary was slashed and the adversaries lost in all; it prints beside them what the seats each role
-held were expected to earn (`ByzantineBench.expected_payoff`). One adversary's payoff may come out
-positive: at rho = 0.3 a committee of four decides wrong often enough, and slashes a misaligned seat
-only with probability p_slash, that an adversarial seat is expected to lose only 0.12 to 0.57 units,
-far less than the spread of one auditor's fifty-odd seats (see `ByzantineBench.adversaries_lost`).
+and slashes add up as in eq. 4.15-4.17. A seat earns R and forfeits P once per unit (draw) it won.
+The run checks that every honest auditor gained, and that every adversary was slashed and the
+adversaries lost in all; it prints beside them what the units each role won were expected to earn
+(`ByzantineBench.expected_payoff`). One adversary's payoff may come out positive: at rho = 0.3 a
+committee of four decides wrong often enough, and slashes a misaligned seat only with probability
+p_slash, that an adversarial unit is expected to earn between -0.08 (p_slash = 0.5) and +0.34
+(p_slash = 0.35) units, far less than the spread of one auditor's fifty-odd units (see
+`ByzantineBench.adversaries_lost`).
 
 The veto (`--adversary veto`, `run_veto_benchmark`, issue 16 M1). One vetoer (`trust worker run
---adversary veto`) staking 3 floors among eight honest tier-1 auditors staking 1 or 2, committees of
-three, `max_rounds = 2`: every round the vetoer sits on is blocked (3 of at most 7 is more than
-1 - tau, 3 of at least 5 less than tau), keeps its revealed seats locked and escalates to 2k + 1 = 7
-seats of tier 2, which holds exactly seven auditors. Tier 2 must decide exactly for the exact theory to
-apply, and the embedded model does not, so its workers audit with the tier-1 checks
+--adversary veto`) staking 6 floors among eight honest tier-1 auditors staking 1 or 2 (a third of the
+stake), committees of five draws, `max_rounds = 2`. At tau = 0.66 a committee of three cannot be
+vetoed (any split of three votes gives one side 2/3), one of five can: a round where the vetoer won 2
+or 3 of the 5 votes is blocked (more than 1 - tau, less than tau), keeps its revealed seats locked and
+escalates to 2k + 1 = 11 draws of tier 2's seven auditors; 4 or 5 votes decide against the truth, 0
+or 1 leave the honest votes a quorum. Tier 2 must decide exactly for the exact theory to apply, and
+the embedded model does not, so its workers audit with the tier-1 checks
 (`WorkerSettings.tier2_checks`): this run measures the escalation rule's economics, not a model. The
-exact model (`trust.theory.veto.VetoModel`) is built from the stakes on chain; the run compares the
-escalated rate with `rounds[0].blocked`, the final verdicts with `segment()` and the traces' with the
-trace rule, the vetoer's slashes with the sum of p_slash along its reputation path (a Poisson-binomial
-count, its binomial Wilson interval conservative) and its reputation with the exact path
-(1 - gamma)^n r_0 (every seat of it is settled misaligned, so the order does not matter), and
-prints each role's payoff beside the expected figure under the escalation rule and under the old rule
-(the free veto: 0 for the vetoer). Every verdict and escalation is also checked against what its
-committees' weights imply (`SegmentRecord.implied_by_weights`). Records read every round of a
-segment and settle earlier rounds' seats as `Tally._withEarlierRounds` does
-(`SegmentRecord.settlements`).
+exact model (`trust.theory.veto.VetoModel`, committees drawn with replacement) is built from the
+stakes on chain; the run compares the escalated rate with `rounds[0].blocked`, the final verdicts with
+`segment()` and the traces' with the trace rule, the vetoer's slashed seats with the sum of p_slash
+along its reputation path (a Poisson-binomial count, its binomial Wilson interval conservative; a
+slashed seat forfeits P per unit) and its reputation with the exact path when its seats all settled
+one way (reputation moves once a seat), and prints each role's payoff beside the expected figure
+under the escalation rule and under the old rule (the free veto: 0 for the vetoer). Every verdict and
+escalation is also checked against what its committees' weights (units) imply
+(`SegmentRecord.implied_by_weights`). Records read every round of a segment and settle earlier
+rounds' seats as `Tally._withEarlierRounds` does (`SegmentRecord.settlements`).
 """
 
 from __future__ import annotations
@@ -260,15 +265,21 @@ def _node(node_id: str, level: Level, content: str, expression: str | None = Non
 
 @dataclass(frozen=True, slots=True)
 class RoundRecord:
-    """One round of a segment's committee: its tier, members (auditor addresses), and each seat's
-    weight, reveal and vote, with how many seats adversaries held."""
+    """One round of a segment's committee: its tier, members (auditor addresses, one seat each), and
+    each seat's reveal, vote and weight (its units: the draws its member won), with how many of the
+    round's units adversaries won."""
 
     tier: int
     members: tuple[str, ...]
-    adversarial_seats: int
+    adversarial_units: int
     revealed: tuple[bool, ...]
     votes: tuple[bool, ...]
     weights: tuple[int, ...] = ()
+
+    @property
+    def units(self) -> int:
+        """The round's units (its committee size): the seats' weights, one a seat when not read."""
+        return sum(self.weights) if self.weights else len(self.members)
 
     def split(self, truth: bool, tau_bps: int, adversaries: frozenset[str]) -> str:
         """How the round ends when every seat votes as its role says (honest: the truth, adversary:
@@ -284,7 +295,8 @@ class RoundRecord:
 @dataclass(frozen=True, slots=True)
 class SegmentRecord:
     """One audited segment: its claim's truth, how it ended on chain, and its round-0 committee
-    (auditor addresses) with each seat's reveal; `later` holds the rounds it escalated to."""
+    (auditor addresses, one seat each) with each seat's reveal, vote and units; `later` holds the
+    rounds it escalated to."""
 
     session_id: int
     segment_id: int
@@ -292,7 +304,7 @@ class SegmentRecord:
     truth: bool
     outcome: Outcome
     members: tuple[str, ...]
-    adversarial_seats: int
+    adversarial_units: int
     revealed: tuple[bool, ...]
     votes: tuple[bool, ...]
     weights: tuple[int, ...] = ()
@@ -312,19 +324,25 @@ class SegmentRecord:
 
     @property
     def rounds(self) -> tuple[RoundRecord, ...]:
-        first = RoundRecord(self.tier, self.members, self.adversarial_seats, self.revealed, self.votes, self.weights)
+        first = RoundRecord(self.tier, self.members, self.adversarial_units, self.revealed, self.votes, self.weights)
         return (first, *self.later)
+
+    @property
+    def units(self) -> int:
+        """Round 0's units: its committee size."""
+        return self.rounds[0].units
 
     @property
     def silent_seats(self) -> int:
         return sum(1 for r in self.rounds for revealed in r.revealed if not revealed)
 
     def implied_verdict(self, q: int) -> str:
-        """What the committee's composition gives when every seat votes as its role says."""
-        k = len(self.members)
-        if k - self.adversarial_seats >= q:
+        """What the committee's composition gives when every seat votes as its role says: q of its
+        k units (votes) decide."""
+        k = self.units
+        if k - self.adversarial_units >= q:
             return "correct"
-        return "wrong" if self.adversarial_seats >= q else "undetermined"
+        return "wrong" if self.adversarial_units >= q else "undetermined"
 
     def implied_by_weights(self, tau_bps: int, adversaries: frozenset[str]) -> tuple[bool, str]:
         """(round 0 blocked, final verdict) that the rounds' weights give when every seat votes as
@@ -474,38 +492,39 @@ class RhoPhase:
         return sum(t.p_wrong for t in self.traces)
 
     def composition(self) -> list[int]:
-        """How many segments had m = 0 .. k adversarial seats."""
+        """How many segments had m = 0 .. k adversarial units."""
         found = [0] * (self.committee_size + 1)
         for segment in self.segments:
-            found[segment.adversarial_seats] += 1
+            found[segment.adversarial_units] += 1
         return found
 
     def expected_composition(self) -> list[float]:
+        """Binomial(k, adversaries / pool): each of the k draws lands on an adversary with its share."""
         m = np.arange(self.committee_size + 1)
-        pmf = stats.hypergeom.pmf(m, self.pool, self.adversaries, self.committee_size)
+        pmf = stats.binom.pmf(m, self.committee_size, self.adversaries / self.pool)
         return [float(p) * len(self.segments) for p in pmf]
 
     @property
-    def adversarial_seats(self) -> int:
-        return sum(s.adversarial_seats for s in self.segments)
+    def adversarial_units(self) -> int:
+        return sum(s.adversarial_units for s in self.segments)
 
     @property
-    def honest_seats(self) -> int:
-        return sum(len(s.members) - s.adversarial_seats for s in self.segments)
+    def honest_units(self) -> int:
+        return sum(s.units - s.adversarial_units for s in self.segments)
 
-    def seat_payoff(self, adversary: bool, p_slash: float) -> float:
-        """The expected payoff of one seat in the paper's units (eq. 4.15-4.17, before the staker
-        share): R when the seat votes the decided outcome, -P with probability `p_slash` when it votes
-        against it, nothing when the segment ends undetermined (the lock is released). The other
-        k - 1 seats are drawn from the rest of the pool, so their adversaries j are hypergeometric; an
-        adversarial seat is aligned when 1 + j >= q (the committee decides wrong) and misaligned when
+    def unit_payoff(self, adversary: bool, p_slash: float) -> float:
+        """The expected payoff of one unit (a draw won) in the paper's units (eq. 4.15-4.17, before
+        the staker share): R when its seat votes the decided outcome, -P with probability `p_slash`
+        when it votes against it (the seat's one roll forfeits P per unit), nothing when the segment
+        ends undetermined (the lock is released). The committee's other k - 1 draws are independent
+        (with replacement), so the adversarial units j among them are Binomial(k - 1, rho); an
+        adversarial unit is aligned when 1 + j >= q (the committee decides wrong) and misaligned when
         1 + j <= k - q, an honest one the other way round."""
         k, q = self.committee_size, self.quorum
+        j = stats.binom(k - 1, self.adversaries / self.pool)
         if adversary:
-            j = stats.hypergeom(self.pool - 1, self.adversaries - 1, k - 1)
             aligned, misaligned = float(j.sf(q - 2)), float(j.cdf(k - q - 1))
         else:
-            j = stats.hypergeom(self.pool - 1, self.adversaries, k - 1)
             aligned, misaligned = float(j.cdf(k - q)), float(j.sf(q - 1))
         return _PAPER_R * aligned - _PAPER_P * p_slash * misaligned
 
@@ -523,7 +542,8 @@ class RhoPhase:
 class AuditorBalance:
     """One auditor's money before the first phase and after the last claim. ETH is the wallet plus
     the pending staker reward, with the gas of the benchmark's availability switches added back;
-    stake is in token base units."""
+    stake is in token base units. `seats` and `aligned` count seats (a seat weighs the draws it won:
+    `units` and `aligned_units` count those)."""
 
     address: str
     adversary: bool
@@ -536,6 +556,8 @@ class AuditorBalance:
     stake_after: int
     unit_wei: int
     unit_token: int
+    units: int = 0
+    """The committee draws it won over its seats (0 when not counted)."""
 
     @property
     def eth_change_wei(self) -> int:
@@ -547,7 +569,7 @@ class AuditorBalance:
 
     @property
     def slashes(self) -> int:
-        """Forfeited seat locks (each is P)."""
+        """Forfeited units of P (a slashed seat forfeits P per unit it won)."""
         return max(0, -self.stake_change) // (self.unit_token * _PAPER_P)
 
     @property
@@ -561,6 +583,7 @@ class AuditorBalance:
             "role": "adversary" if self.adversary else "honest",
             "rhos": list(self.rhos),
             "seats": self.seats,
+            "units": self.units,
             "aligned": self.aligned,
             "eth_change": self.eth_change_wei / 10**18,
             "stake_change_tokens": self.stake_change / 10**18,
@@ -606,12 +629,12 @@ class ByzantineBench:
         return all(row.agrees for row in self.comparisons())
 
     def expected_payoff(self, adversary: bool) -> tuple[float, float]:
-        """The role's summed expected payoff from the seats it held, in the paper's units, at
+        """The role's summed expected payoff from the units it won, in the paper's units, at
         p_slash = p_max and at p_min (a seat's p_slash lies between them, by its reputation), before
         the stake-proportional staker share, which every auditor earns on top."""
         bounds = (self.p_slash[1], self.p_slash[0])
-        seats = [(p.adversarial_seats if adversary else p.honest_seats, p) for p in self.phases]
-        low, high = (sum(n * p.seat_payoff(adversary, bound) for n, p in seats) for bound in bounds)
+        units = [(p.adversarial_units if adversary else p.honest_units, p) for p in self.phases]
+        low, high = (sum(n * p.unit_payoff(adversary, bound) for n, p in units) for bound in bounds)
         return low, high
 
     def total_payoff(self, adversary: bool) -> float:
@@ -621,10 +644,10 @@ class ByzantineBench:
     def adversaries_lost(self) -> bool:
         """Every adversary was slashed, and the adversaries lost in total.
 
-        Not every adversary's payoff need be negative: at rho = 0.3 with k = 4 an adversarial seat
-        is paid R on the 15% of its committees that decide wrong and slashed on the 38% that decide
-        right only with probability p_slash, an expected -0.12 to -0.57 units a seat, so over an
-        adversary's fifty-odd seats the spread of its payoff (about 4 units a seat, 28 over fifty)
+        Not every adversary's payoff need be negative: at rho = 0.3 with k = 4 an adversarial unit
+        is paid R on the 22% of its committees that decide wrong and slashed on the 34% that decide
+        right only with probability p_slash, an expected -0.08 to +0.34 units a unit, so over an
+        adversary's fifty-odd units the spread of its payoff (about 4 units a unit, 28 over fifty)
         dwarfs the mean, and the staker share comes on top. The group's expected loss over the run
         (`expected_payoff`) is several of its standard deviations below zero."""
         adversaries = [b for b in self.balances if b.adversary]
@@ -646,6 +669,7 @@ class ByzantineBench:
                 "slashes": sum(b.slashes for b in group),
                 "payoff_units": [round(min(payoffs), 3), round(max(payoffs), 3)] if payoffs else [],
                 "total_payoff_units": round(sum(payoffs), 3),
+                "units": sum(b.units for b in group),
                 "expected_seat_payoff_units": [round(x, 3) for x in self.expected_payoff(adversary)],
             }
 
@@ -897,16 +921,19 @@ class _Run:
             size, tier = k, first_tier
             async with gate:
                 last_round = (await self.protocol.audit.segment(session, node.segment)).round
-            # Every round the segment needed: round r + 1 seats 2k + 1 of the next tier (`Tally._escalate`).
+            # Every round the segment needed: round r + 1 makes 2k + 1 draws of the next tier
+            # (`Tally._escalate`). A round of `size` draws seats at most `size` members (a member drawn
+            # u times holds one seat weighing u); the seats past its last are empty (weight 0).
             for round_id in range(last_round + 1):
                 async with gate:
-                    seats = [await self.protocol.audit.seat(session, node.segment, round_id, i) for i in range(size)]
+                    read = [await self.protocol.audit.seat(session, node.segment, round_id, i) for i in range(size)]
+                seats = [s for s in read if s.weight > 0]
                 members = tuple(s.auditor for s in seats)
                 rounds.append(
                     RoundRecord(
                         tier,
                         members,
-                        sum(1 for m in members if m in bad),
+                        sum(s.weight for s in seats if s.auditor in bad),
                         tuple(s.revealed for s in seats),
                         tuple(s.vote for s in seats),
                         tuple(s.weight for s in seats),
@@ -921,7 +948,7 @@ class _Run:
                 trace.truth[node_id],
                 node.outcome,
                 first.members,
-                first.adversarial_seats,
+                first.adversarial_units,
                 first.revealed,
                 first.votes,
                 first.weights,
@@ -954,12 +981,14 @@ class _Run:
         unit_wei = int(self.params["rewardPerSeatWei"]) // _PAPER_R
         unit_token = int(self.params["penaltyPerSeat"]) // _PAPER_P
         seats: dict[str, int] = {}
+        units: dict[str, int] = {}
         aligned: dict[str, int] = {}
         for segment in self.segments:
             rounds = segment.rounds
             for r in rounds:
-                for member in r.members:
+                for member, weight in zip(r.members, r.weights, strict=True):
                     seats[member] = seats.get(member, 0) + 1
+                    units[member] = units.get(member, 0) + weight
             for round_id, i in segment.aligned_seats():
                 member = rounds[round_id].members[i]
                 aligned[member] = aligned.get(member, 0) + 1
@@ -983,6 +1012,7 @@ class _Run:
                     stake_after,
                     unit_wei,
                     unit_token,
+                    units.get(address, 0),
                 )
             )
         return tuple(rows), drift
@@ -1046,7 +1076,7 @@ def render(bench: ByzantineBench, console: Console) -> None:
             )
     console.print(table)
 
-    drawn = Table(title="Committees: adversarial seats m per segment, observed (expected, hypergeometric)")
+    drawn = Table(title="Committees: adversarial units m per segment, observed (expected, binomial)")
     drawn.add_column("rho", justify="right")
     for m in range(COMMITTEE_SIZE + 1):
         drawn.add_column(f"m = {m}", justify="right")
@@ -1105,26 +1135,28 @@ def render(bench: ByzantineBench, console: Console) -> None:
 VETO = "veto"
 ADVERSARIES = (ADVERSARY, VETO)
 """`--adversary`: `wrong` (the rho phases above) or `veto` (the persistent veto of issue 16, M1)."""
-VETO_COMMITTEE_SIZE = 3
-"""k of tier 1 in the veto run: round 1 seats 2k + 1 = 7 of tier 2."""
+VETO_COMMITTEE_SIZE = 5
+"""k of tier 1 in the veto run (draws): round 1 makes 2k + 1 = 11 draws of tier 2. Three could not be
+vetoed at tau = 0.66."""
 VETO_MAX_ROUNDS = 2
 """A blocked tier-1 round escalates once, to tier 2, which decides (it holds no vetoer)."""
 VETO_HONEST_STAKES: tuple[int, ...] = (1, 1, 1, 1, 2, 2, 2, 2)
 """The honest tier-1 auditors' stakes, in multiples of the tier's floor."""
-VETOER_STAKE = 3
-"""The vetoer's stake in floors: with committees of three, 3 against at most 2 + 2 is more than
-1 - tau of every committee it sits on (3/7 > 0.34) and less than tau (3/5 < 0.66), so every round it
-sits on is blocked, and every round without it decides."""
-VETO_TIER2_AUDITORS = 2 * VETO_COMMITTEE_SIZE + 1
-"""Tier 2 holds exactly one escalated committee: every escalated round seats the whole tier."""
+VETOER_STAKE = 6
+"""The vetoer's stake in floors: a third of tier 1's (6 of 18), so each draw lands on it with
+probability 1/3 and it blocks the rounds where it won 2 or 3 of the 5 votes (49% of them), decides 4%
+against the truth (4 or 5 votes) and is out-voted in the rest."""
+VETO_TIER2_AUDITORS = 7
+"""Tier 2's auditors: any one backs an escalated round's 11 draws (draws are with replacement); seven
+spread them over several seats."""
 VETO_SEGMENTS = 200
 _ESCALATED = "escalated"
 _SLASHED = "vetoer slashed"
 
 
 def veto_protocol() -> ProtocolSettings:
-    """The local protocol with committees of three, two rounds (tier 1, then 7 seats of tier 2) and
-    the long windows of `byzantine_protocol`."""
+    """The local protocol with tier-1 committees of five draws, two rounds (tier 1, then 11 draws of
+    tier 2) and the long windows of `byzantine_protocol`."""
     return ProtocolSettings.model_validate(
         LOCAL_PROTOCOL.model_dump()
         | {
@@ -1138,9 +1170,11 @@ def veto_protocol() -> ProtocolSettings:
 
 @dataclass(frozen=True, slots=True)
 class VetoAuditor:
-    """One auditor of the veto run: its money (`balance`), tier, stake in floors, reputation before
-    the first audit and after the last settlement, and how its seats were settled
-    (`SegmentRecord.settlements`: paid, misaligned, aligned_late, misaligned_late, released, silent)."""
+    """One auditor of the veto run: its money (`balance`, with its seats and units), tier, stake in
+    floors, reputation before the first audit and after the last settlement, how its seats were
+    settled (`SegmentRecord.settlements`: paid, misaligned, aligned_late, misaligned_late, released,
+    silent) and how many of its seats the slash roll took (`StakeForfeited` "vote against
+    consensus": P per unit of the seat)."""
 
     balance: AuditorBalance
     tier: int
@@ -1148,7 +1182,7 @@ class VetoAuditor:
     reputation_before: float
     reputation_after: float
     settled: Mapping[str, int]
-    round0_seats: int
+    slashed_seats: int
 
     @property
     def vetoer(self) -> bool:
@@ -1283,7 +1317,7 @@ class VetoBench:
         if seats:
             # A Poisson-binomial count (each seat slashed with its own p_slash): the Wilson interval
             # of a binomial with their mean is conservative for it.
-            slashes = sum(a.balance.slashes for a in self.vetoers)
+            slashes = sum(a.slashed_seats for a in self.vetoers)
             predicted = sum(self.expected_slashes(a) for a in self.vetoers) / seats
             rows.append(Comparison(share, _SLASHED, predicted, None, proportion(slashes, seats, level)))
         return rows
@@ -1313,22 +1347,26 @@ class VetoBench:
         return all(row.agrees for row in self.comparisons()) and self.reputations_agree and self.mismatched == 0
 
     def expected_payoff(self, auditor: VetoAuditor, rule: str) -> float:
-        """Its expected payoff from the seats it held, in the paper's units, before the staker share:
-        a tier-1 auditor's round-0 seats by `VetoModel.seat` (R when paid; P p_slash(r) on each seat
-        settled misaligned, along its expected reputation path), a tier-2 seat by its round's split
-        (`round_split`). `rule`: "escalation" (the contracts) or "free" (the old rule)."""
+        """Its expected payoff from the units it won, in the paper's units, before the staker share:
+        a tier-1 auditor's round-0 units by `VetoModel.seat` (per unit: R when paid; P p_slash(r)
+        when settled misaligned), a tier-2 unit by its round's split (`round_split`). The slash roll
+        and the reputation step come once a seat, so the loss follows the reputation path over its
+        seats, each forfeiting its mean units. `rule`: "escalation" (the contracts) or "free" (the
+        old rule)."""
         tier = auditor.tier
         cls = self._class(auditor)
         if tier == self.model.first_tier:
             outlook = self.model.seat(cls)
-            n, paid = auditor.round0_seats, outlook.paid
+            paid = outlook.paid
             aligned, misaligned = outlook.settled_aligned(rule), outlook.settled_misaligned(rule)
         else:
-            n = sum(auditor.settled.values())
             split = round_split(self.model.pools[tier], self.model.size(1), self.model.tau, focal=cls)
             paid, aligned, misaligned = split.aligned, split.aligned, split.misaligned
-        loss = expected_loss(self.terms, auditor.reputation_before, aligned, misaligned, n)
-        return self.terms.reward * paid * n - loss
+        units, seats = auditor.balance.units, auditor.balance.seats
+        if seats == 0:
+            return 0.0
+        loss = expected_loss(self.terms, auditor.reputation_before, aligned, misaligned, seats) * units / seats
+        return self.terms.reward * paid * units - loss
 
     @property
     def vetoer_lost(self) -> bool:
@@ -1360,8 +1398,10 @@ class VetoBench:
                 "auditors": len(group),
                 "seats": sum(a.balance.seats for a in group),
                 "settled": settled,
-                "slashes": sum(a.balance.slashes for a in group),
-                "expected_slashes": round(sum(self.expected_slashes(a) for a in group), 3),
+                "units": sum(a.balance.units for a in group),
+                "slashed_seats": sum(a.slashed_seats for a in group),
+                "forfeited_units": sum(a.balance.slashes for a in group),
+                "expected_slashed_seats": round(sum(self.expected_slashes(a) for a in group), 3),
                 "reputation": [[round(a.reputation_before, 6), round(a.reputation_after, 6)] for a in group],
                 "predicted_reputation": [round(self.predicted_reputation(a), 6) for a in group],
                 "payoff_units": [round(min(payoffs), 3), round(max(payoffs), 3)] if payoffs else [],
@@ -1409,17 +1449,17 @@ async def run_veto_benchmark(
 ) -> VetoBench:
     """The veto run (issue 16, M1) on one fresh local network: one vetoer (`trust worker run
     --adversary veto`) of `vetoer_stake` floors among honest tier-1 auditors of `honest_stakes`,
-    committees of three, two rounds, and `VETO_TIER2_AUDITORS` tier-2 auditors that audit with the
+    committees of `VETO_COMMITTEE_SIZE` draws, two rounds, and `VETO_TIER2_AUDITORS` tier-2 auditors that audit with the
     tier-1 checks (`LocalNetwork.tier2_checks`): a benchmark of the escalation rule's economics, not
     of a model, so tier 2 must decide exactly (epsilon = 0 in both tiers)."""
     if segments < 1 or sessions_in_parallel < 1:
         raise ConfigError(f"segments = {segments}, sessions_in_parallel = {sessions_in_parallel}: both must be >= 1")
     if not 0 < family_level < 1:
         raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
-    if len(honest_stakes) + 1 < VETO_COMMITTEE_SIZE or any(m < 1 for m in (*honest_stakes, vetoer_stake)):
+    if not honest_stakes or any(m < 1 for m in (*honest_stakes, vetoer_stake)):
         raise ConfigError(
-            f"honest_stakes = {tuple(honest_stakes)}, vetoer_stake = {vetoer_stake}: tier 1 needs at least "
-            f"{VETO_COMMITTEE_SIZE} auditors, each staking at least one floor"
+            f"honest_stakes = {tuple(honest_stakes)}, vetoer_stake = {vetoer_stake}: tier 1 needs an honest auditor "
+            "beside the vetoer, each staking at least one floor"
         )
     traces = math.ceil(segments / segments_per_trace)
     say = progress or (lambda _message: None)
@@ -1511,12 +1551,14 @@ async def _veto(
     balances, drift = await run.balances()
 
     settled: dict[str, dict[str, int]] = {a: {} for a in tiers}
-    round0: dict[str, int] = {}
     for segment in run.segments:
         for member, outcome in segment.settlements():
             settled[member][outcome] = settled[member].get(outcome, 0) + 1
-        for member in segment.members:
-            round0[member] = round0.get(member, 0) + 1
+    # Slash rolls that took a seat (its P per unit), as the registry recorded them.
+    slashed: dict[str, int] = {}
+    for who, _amount, reason, _block in await registry.forfeits(0):
+        if reason == "vote against consensus":
+            slashed[who] = slashed.get(who, 0) + 1
     auditors = []
     for balance in balances:
         address = balance.address
@@ -1529,7 +1571,7 @@ async def _veto(
                 infos[address].reputation,
                 after.reputation,
                 settled[address],
-                round0.get(address, 0),
+                slashed.get(address, 0),
             )
         )
     return VetoBench(
@@ -1573,7 +1615,16 @@ def render_veto(bench: VetoBench, console: Console) -> None:
     console.print(table)
 
     money = Table(title="Money by role, before the first audit to after the last claim (paper's units)")
-    columns = ("role", "auditors", "seats", "paid/late/misal.", "slashes (exp.)", "payoff", "expected", "old rule")
+    columns = (
+        "role",
+        "auditors",
+        "seats (units)",
+        "paid/late/misal.",
+        "slashed seats (exp.)",
+        "payoff",
+        "expected",
+        "old rule",
+    )
     for column in columns:
         money.add_column(column, justify="left" if column == "role" else "right")
     for name, group in bench.roles().items():
@@ -1582,9 +1633,9 @@ def render_veto(bench: VetoBench, console: Console) -> None:
         money.add_row(
             name,
             str(len(group)),
-            str(sum(a.balance.seats for a in group)),
+            f"{sum(a.balance.seats for a in group)} ({sum(a.balance.units for a in group)})",
             f"{paid}/{late}/{sum(a.settled_misaligned for a in group)}",
-            f"{sum(a.balance.slashes for a in group)} ({sum(bench.expected_slashes(a) for a in group):.1f})",
+            f"{sum(a.slashed_seats for a in group)} ({sum(bench.expected_slashes(a) for a in group):.1f})",
             f"{sum(a.balance.payoff_units for a in group):+.1f}",
             f"{sum(bench.expected_payoff(a, 'escalation') for a in group):+.1f}",
             f"{sum(bench.expected_payoff(a, 'free') for a in group):+.1f}",
@@ -1594,7 +1645,7 @@ def render_veto(bench: VetoBench, console: Console) -> None:
         console.print(
             f"vetoer {vetoer.balance.address}: reputation {vetoer.reputation_before:.4f} -> "
             f"{vetoer.reputation_after:.6f} (predicted {bench.predicted_reputation(vetoer):.6f}), "
-            f"{vetoer.balance.slashes} slashes of {vetoer.settled_misaligned} misaligned seats "
+            f"{vetoer.slashed_seats} slashed of {vetoer.settled_misaligned} misaligned seats "
             f"(expected {bench.expected_slashes(vetoer):.2f}), payoff {vetoer.balance.payoff_units:+.1f}"
         )
     escalated = sum(1 for s in bench.segments if s.escalated)

@@ -3,7 +3,10 @@
 A session of `segments` tier-2 segments with `seats` seats each is run end to end with real
 transactions: one batched draw, each auditor committing and then revealing all of its seats in one
 transaction (the batch functions), one batched finalization, the trace verdict and the fee split.
-Every figure is the gas the receipts report, divided by the number of seats. The session's
+Every figure is the gas the receipts report, divided by the number of seats: `seats` per segment is
+the committee size, its number of draws (units, each voting once); draws are made with replacement,
+so a member drawn twice holds one seat weighing two, and a segment may have fewer distinct seats
+(fewer commits and reveals) than draws. The session's
 creation is paid by the provider and reported apart, and so are the auditors' reward claims (pull
 payments, one transaction per auditor for all of its seats), which the total leaves out as the
 issue's breakdown does; the table shows them so that nothing is hidden.
@@ -151,8 +154,8 @@ async def run_gas_benchmark(
     Committees come from real block hashes, so which auditor holds how many seats (and with it the
     number of commit and reveal transactions) changes from run to run: the figures are means.
     """
-    if auditors < seats:
-        raise ValueError(f"a committee of {seats} needs at least {seats} auditors, not {auditors}")
+    if auditors < 1 or seats < 1:
+        raise ValueError(f"a committee of {seats} draws needs at least one draw and one auditor, not {auditors}")
     if runs < 1:
         raise ValueError(f"runs must be at least 1, not {runs}")
     if any(count < 1 for count in delivery_sets):

@@ -15,11 +15,13 @@ Model (decisions where the paper is vague):
   auditors, there is no per-turn tier in a CIG).
 - Auditors: a pool of N, registered round-robin in the three tiers (as on chain, one tier each and
   one sortition pool per tier), stakes log-normal (sigma `stake_sigma`, default 0.5).
-- Committees: for each node, k_t auditors of the node's tier (3 / 5 / 5, the protocol defaults),
-  drawn stake-weighted without replacement, as `AuditorRegistry.drawCommittee` does (sequential
-  draws proportional to stake among those not yet drawn; sampled here with the equivalent
-  Gumbel-top-k trick). First rounds only: escalation rounds would add seats, and reads.
-- Seat share: the coalition's seats over all seats of the trace.
+- Committees: for each node, k_t draws in the node's tier (3 / 5 / 5, the protocol defaults),
+  stake-weighted with replacement, as `AuditorRegistry.drawCommittee` draws (issue 16, L2): a
+  member drawn several times holds one seat, and gets the node's keys once. Every member is taken
+  to back all the draws it wins (stakes far above the penalty P). First rounds only: escalation
+  rounds would add seats, and reads.
+- Seat share: the coalition's seats over all seats of the trace (a seat is a member on a node,
+  whatever its units: keys go to seats).
 - Random coalitions (the realistic adversary: who colludes is fixed before the draw): auditors in a
   random order, each joining when the coalition still holds at most the target share with it.
 - Greedy coalitions (a worst case: colluders chosen after the committees are public): the same
@@ -161,11 +163,9 @@ def make_pool(auditors: int, rng: np.random.Generator, *, stake_sigma: float = 0
 def draw_committees(
     trace: PrivacyTrace, pool: AuditorPool, committee_sizes: Sequence[int], rng: np.random.Generator
 ) -> list[np.ndarray]:
-    """The auditors seated on each node: k_t of the node's tier, stake-weighted, without replacement.
-
-    Gumbel-top-k: the k largest of log(stake) + Gumbel noise are distributed exactly as k
-    successive draws proportional to stake among the auditors not yet drawn (the registry's draw).
-    """
+    """The auditors seated on each node, in the order of their first draw: k_t draws of the node's
+    tier, each landing on a member with probability proportional to its stake, with replacement
+    (the registry's draw); a member drawn several times holds one seat, so a node has 1 to k_t."""
     tiers = np.asarray(trace.tiers)
     seats: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * trace.nodes
     for tier in _TIERS:
@@ -173,13 +173,13 @@ def draw_committees(
         if nodes.size == 0:
             continue
         members = pool.members(tier)
-        k = committee_sizes[tier - 1]
-        if members.size < k:
-            raise ValueError(f"tier {tier} has {members.size} auditors, fewer than its committee size {k}")
-        keys = np.log(pool.stakes[members]) + rng.gumbel(size=(nodes.size, members.size))
-        chosen = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+        if members.size == 0:
+            raise ValueError(f"tier {tier} has no auditors to draw")
+        stakes = pool.stakes[members]
+        draws = rng.choice(members.size, size=(nodes.size, committee_sizes[tier - 1]), p=stakes / stakes.sum())
         for row, node in enumerate(nodes):
-            seats[int(node)] = members[chosen[row]]
+            _, first = np.unique(draws[row], return_index=True)
+            seats[int(node)] = members[draws[row][np.sort(first)]]
     return seats
 
 
@@ -365,11 +365,8 @@ def run_privacy_benchmark(
     if not fractions or not all(0 < f <= 1 for f in fractions):
         raise ValueError(f"seat fractions must lie in (0, 1], got {list(fractions)}")
     for size in auditors:
-        if size // len(_TIERS) < max(committee_sizes):
-            raise ValueError(
-                f"{size} auditors give {size // len(_TIERS)} per tier, fewer than the largest committee "
-                f"({max(committee_sizes)}); use at least {len(_TIERS) * max(committee_sizes)}"
-            )
+        if size < len(_TIERS):
+            raise ValueError(f"{size} auditors: a pool needs at least one auditor per tier ({len(_TIERS)})")
     fractions = sorted(fractions)
     kinds = [trace.kind for trace in traces for _ in range(draws)]
     pools: list[PoolResult] = []

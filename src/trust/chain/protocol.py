@@ -256,6 +256,11 @@ class AuditContract:
         """The wei a `claimRewards` transaction paid."""
         return sum(int(a["amountWei"]) for a in _event_args(self.contract, "RewardsClaimed", sent))
 
+    def units_claimed_in(self, sent: SentTransaction) -> int:
+        """The units a `claimRewards` transaction was paid for: each claimed seat's committee draws
+        (`RewardsClaimed.units`), so the amount is R times this."""
+        return sum(int(a["units"]) for a in _event_args(self.contract, "RewardsClaimed", sent))
+
     @staticmethod
     def new_salt() -> bytes:
         """A fresh 32-byte salt from the OS's CSPRNG. Store it durably before committing."""
@@ -314,7 +319,8 @@ class AuditContract:
         return [int(a["segmentId"]) for a in _event_args(self.contract, "SegmentEscalated", sent)]
 
     def slashed_in(self, sent: SentTransaction) -> list[tuple[str, int]]:
-        """(auditor, amount) of every `AuditorSlashed` event in a transaction."""
+        """(auditor, amount) of every `AuditorSlashed` event in a transaction. A seat forfeits P
+        per unit (committee draw it won): the amount is the seat's units times P."""
         return [(a["auditor"], int(a["amount"])) for a in _event_args(self.contract, "AuditorSlashed", sent)]
 
     async def finalize_trace(self, caller: LocalAccount, session_id: int) -> tuple[bool, SentTransaction]:
@@ -704,9 +710,27 @@ class RegistryContract:
         fn = self.contract.functions.drawWeightAt(to_checksum_address(account), block_number)
         return int(await self.chain.call(fn))
 
+    async def simulate_draw(
+        self, audit: str, tier: int, size: int, seed: bytes, snapshot_block: int, lock_per_seat: int
+    ) -> tuple[list[str], list[int]]:
+        """The committee `drawCommittee` gives for `seed`, as the audit contract at `audit` would call
+        it, simulated with `eth_call` (nothing is locked or charged): its distinct members and each
+        one's units (draws won, adding up to `size`; empty lists when the tier cannot back `size`).
+        A measuring tool: it runs the registry's own draw code over as many seeds as wanted."""
+        request = (tier, size, seed, snapshot_block, "0x" + "00" * 20, lock_per_seat)
+        fn = self.contract.functions.drawCommittee(request)
+        try:
+            members, weights = await fn.call({"from": to_checksum_address(audit)})
+        except ContractLogicError as exc:
+            raise self.chain.revert_error(exc, "drawCommittee() simulation") from exc
+        except Web3RPCError as exc:
+            raise ChainError(f"simulating drawCommittee() at {self.chain.rpc_url} failed: {exc}") from exc
+        return [to_checksum_address(m) for m in members], [int(w) for w in weights]
+
     async def forfeits(self, from_block: int = 0, *, to_block: int | None = None) -> list[tuple[str, int, str, int]]:
         """`StakeForfeited` events: (auditor, amount in token base units, reason, block), in chain
-        order. The registry's reasons: "no reveal" (a silent seat) and "vote against consensus"."""
+        order. The registry's reasons: "no reveal" (a silent seat), "vote against consensus" and
+        "unbonded after the draw's snapshot" (a deserter, charged P)."""
         event = self.contract.events.StakeForfeited()
         try:
             logs = await event.get_logs(from_block=from_block, to_block="latest" if to_block is None else to_block)

@@ -196,6 +196,10 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
+    """A segment and its current round (`TRUSTAudit.segment`). `committee_size` is the round's
+    number of committee draws (its total voting weight in units; escalation and the fee use it);
+    `seat_count` the distinct members those draws seated."""
+
     segment_id: int
     tier: int
     weight: int
@@ -214,6 +218,11 @@ class SegmentInfo:
     delivery_deadline: int = 0
     """Half the round's commit window after its draw (0 before the draw): with no envelopes by
     then, an uncommitted seat may `claimUndelivered`."""
+    seat_count: int = 0
+    """The distinct members the round's `committee_size` draws seated (0 before the draw): seats
+    0 .. seat_count - 1. Draws are made with replacement, so a member that won several draws holds
+    one seat weighing that many units, and a round may have fewer seats than draws. The round is
+    complete when `revealed_count` reaches this (not `committee_size`)."""
 
     @classmethod
     def from_chain(cls, segment_id: int, raw: Any) -> SegmentInfo:
@@ -233,11 +242,16 @@ class SegmentInfo:
             content_digest=bytes(raw.contentDigest),
             delivered=raw.delivered,
             delivery_deadline=raw.deliveryDeadline,
+            seat_count=raw.seatCount,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class SeatInfo:
+    """One seat of a round (`TRUSTAudit.seat`). `weight` is the seat's units: how many of the
+    round's committee draws its member won (1 .. committee size). The seat votes with that weight
+    and locks, earns (R) and forfeits (P) that many times; it is not stake."""
+
     auditor: str
     weight: int
     committed: bool

@@ -362,9 +362,10 @@ def bench_byzantine_cmd(
     `wrong`: the worker's `wrong` mode holding rho = 0.1, 0.2 and 0.3 of a tier: observed correct /
     wrong / undetermined verdicts against the consensus toolkit's exact probabilities, and every
     auditor's money before and after; exits 1 when an observed rate disagrees or the adversaries did
-    not lose. `veto`: one vetoer (3x the floor among honest 1x and 2x stakes, committees of three)
-    blocks every round it sits on, which escalates to 7 seats of tier 2 (auditing with the tier-1
-    checks, so that it decides exactly); the escalated rate, the verdicts, the vetoer's slashes and
+    not lose. `veto`: one vetoer (6x the floor among honest 1x and 2x stakes, a third of tier 1,
+    committees of five draws) blocks the rounds where it won 2 or 3 of the 5 votes, which escalate
+    to 11 draws of tier 2's seven auditors (auditing with the tier-1 checks, so that it decides
+    exactly); the escalated rate, the verdicts, the vetoer's slashes and
     reputation against `trust.theory.veto`, and each role's payoff beside its expected figure and the
     old rule's; exits 1 when a figure disagrees, the vetoer did not lose or an honest auditor did not
     gain."""

@@ -199,6 +199,12 @@ def _render_position(position: StakePosition) -> None:
         reason = position.not_drawn_because
         weight = "0 (not drawn: " + reason + ")" if reason else _tokens_line(position.draw_weight)
         console.print(f"  draw weight:  {weight}")
+        if position.free_units is not None:
+            # Each committee draw won locks P: the free stake bounds the seats still to come.
+            console.print(
+                f"  backs:        {position.free_units} more committee draws "
+                f"({format_tokens(position.penalty_per_seat)} tokens locked per draw won)"
+            )
     if info.unbonding:
         when = (
             "ready now: `trust worker unstake --execute` withdraws it"

@@ -36,7 +36,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
-from trust.amounts import eth_text
+from trust.amounts import eth_text, tokens_text
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import Deployment
@@ -408,15 +408,24 @@ class TrustClient:
                 f"the trace has {len(profiles)} nodes to audit; a session takes at most {most} "
                 "(AuditConfig.max_nodes and the protocol's maxSegmentsPerSession): split the trace"
             )
+        penalty = int(params["penaltyPerSeat"])
         for tier in sorted({profile.tier for profile in profiles.values()}):
+            # A committee of k is k stake-weighted draws with replacement, each locking P of the
+            # member it lands on: a tier seats it when its members' stake backs k units of P, however
+            # few they are (one auditor backing 3P seats a committee of 3). Their stake now is an
+            # upper bound of what is free at the draw (open seats lock part of it), so a tier below
+            # it cannot seat the committee and one above it may.
             needed = int(params[f"committeeSizeTier{tier}"])
             eligible = await protocol.registry.eligible_count(tier)
-            if eligible < needed:
+            stake = await protocol.registry.eligible_stake(tier) if eligible else 0
+            if stake < needed * penalty:
                 name = Tier(tier).name.lower()
                 raise InsufficientAuditors(
                     f"{sum(1 for p in profiles.values() if p.tier == tier)} segments need tier {tier} ({name}) "
-                    f"committees of {needed}, but only {eligible} tier-{tier} auditors are eligible now; "
-                    "nothing was submitted. Wait for auditors, or leave the tier out (AuditConfig.auditor_tiers)"
+                    f"committees of {needed} draws, each locking {tokens_text(penalty)} tokens of the auditor it "
+                    f"seats, but the {eligible} tier-{tier} auditors eligible now stake {tokens_text(stake)} tokens "
+                    f"in all, which backs only {stake // penalty}; nothing was submitted. Wait for auditors, or leave "
+                    "the tier out (AuditConfig.auditor_tiers)"
                 )
         specs = [SegmentSpec(p.tier, p.weight, _PLACEHOLDER_DIGEST, p.critical) for p in profiles.values()]
         minimum = await protocol.audit.minimum_fee(specs)

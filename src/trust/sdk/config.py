@@ -10,7 +10,7 @@ Choices where Listing 3 is vague:
   chain whatever this set says (the contracts do not know it).
 - `consensus_threshold` cannot lower the chain's segment threshold tau (a protocol parameter that only
   governance changes). When set, it is a stricter reading on the provider's side: a segment the chain
-  passed with a smaller share of its committee's stake voting pass does not count as passed in the
+  passed with a smaller share of its committee's votes (seat units) for pass does not count as passed in the
   SDK's verdict, and `failure_reasons` says so. The on-chain verdict stays in `AuditResult.proof`.
   Unset (the default), the SDK's verdict is the chain's.
 - `max_latency_ms` bounds the wait for the verdict: past it the audit raises `AuditTimeout`, which

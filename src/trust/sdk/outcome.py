@@ -175,7 +175,7 @@ def judge(
         outcome = counted[s.node_id]
         if s.outcome is Outcome.PASSED and outcome is not Outcome.PASSED:
             reasons.append(
-                f"node {s.node_id!r} passed on chain with {s.pass_share:.2f} of its committee's stake, below the "
+                f"node {s.node_id!r} passed on chain with {s.pass_share:.2f} of its committee's votes, below the "
                 f"requested consensus threshold {consensus_threshold}"
             )
         elif outcome is Outcome.UNDETERMINED:

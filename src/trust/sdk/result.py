@@ -198,7 +198,9 @@ class AuditResult:
     proof: Proof
     phases: PhaseTimings
     seats: int
-    """Seats drawn for the session, over every round (escalations add 2k+1 per round)."""
+    """Seats drawn for the session, over every round: the distinct members of each committee (a
+    member that won several of its draws holds one seat), so at most the draws (k per segment,
+    2k+1 per escalation)."""
     graph: Hdag | Cig = field(repr=False, compare=False)
 
     @property

@@ -280,7 +280,9 @@ class SessionDriver:
                 info.segment_id
                 for info in infos
                 if info.status is SegmentStatus.VOTING
-                and (info.revealed_count == info.committee_size or timestamp > info.reveal_deadline)
+                # Every seat done (a seat may weigh several of the committee's draws, so the
+                # round has `seat_count` seats, not `committee_size`), or the window is over.
+                and (_all_seats_done(info) or timestamp > info.reveal_deadline)
             ]
             if ready:
                 await self._finalize_segments(ready)
@@ -317,7 +319,7 @@ class SessionDriver:
         if track is None:
             return
         if track.revealed_at is None and (
-            info.status.is_final or (info.status is SegmentStatus.VOTING and info.revealed_count == info.committee_size)
+            info.status.is_final or (info.status is SegmentStatus.VOTING and _all_seats_done(info))
         ):
             track.revealed_at = now
         if info.status.is_final and track.final_at is None:
@@ -538,8 +540,9 @@ class SessionDriver:
         return outcomes
 
     async def _tally(self, track: RoundTrack) -> tuple[float, float, float]:
-        """Shares of the round's committee stake that revealed pass, revealed fail, and revealed
-        nothing (silent seats count against both outcomes, as on chain)."""
+        """Shares of the round's voting weight that revealed pass, revealed fail, and revealed
+        nothing (silent seats count against both outcomes, as on chain). A seat weighs its units,
+        the committee draws its member won, so the shares are of the committee size."""
         seats = await asyncio.gather(
             *(
                 self.protocol.audit.seat(self.session_id, track.segment, track.round, i)
@@ -552,6 +555,12 @@ class SessionDriver:
         passed = sum(seat.weight for seat in seats if seat.revealed and seat.vote)
         failed = sum(seat.weight for seat in seats if seat.revealed and not seat.vote)
         return passed / total, failed / total, (total - passed - failed) / total
+
+
+def _all_seats_done(info: SegmentInfo) -> bool:
+    """Whether every seat of the round has revealed, abstained or been released (the chain's
+    `revealedCount` counts seats, of which the round has `seat_count`)."""
+    return info.seat_count > 0 and info.revealed_count >= info.seat_count
 
 
 @dataclass
@@ -567,12 +576,13 @@ def _why_undetermined(info: SegmentInfo, tally: tuple[float, float, float] | Non
     if tally is None:
         return (
             f"no tier-{info.tier} committee of {info.committee_size} could be seated for round {info.round + 1} "
-            "(too few eligible tier auditors with free stake at each draw)"
+            f"(the eligible tier auditors' free stake did not back {info.committee_size} seats' penalties at each draw)"
         )
     passed, failed, silent = tally
     if passed == 0 and failed == 0:
-        return f"none of the {info.committee_size} seats of its last committee revealed a vote in time"
+        seats = f"{info.seat_count} seat" + ("" if info.seat_count == 1 else "s")
+        return f"none of the {seats} of its last committee ({info.committee_size} votes) revealed a vote in time"
     return (
-        f"the votes split: pass {passed:.2f}, fail {failed:.2f} and no vote {silent:.2f} of the committee's stake, "
+        f"the votes split: pass {passed:.2f}, fail {failed:.2f} and no vote {silent:.2f} of the committee's votes, "
         f"where a decision needs {tau:.2f}"
     )

@@ -5,8 +5,9 @@ reputation), with real workers on a local chain:
 
 - `wrong`: audits honestly, then votes the opposite (an auditor paid to flip verdicts);
 - `veto`: the same vote as `wrong` (against its own honest verdict, so against what the honest
-  seats vote), run by a member that holds more than 1 - tau of typical committees' weight, so that
-  its seat blocks the quorum rather than deciding: the persistent veto of issue 16 (M1), which the
+  seats vote), run by a member whose stake wins it more than 1 - tau and less than tau of a round's
+  votes (units: the committee draws it won) often enough, so that its seat blocks the quorum rather
+  than deciding: the persistent veto of issue 16 (M1), which the
   escalation rule makes pay when a later round decides (`trust.theory.veto`). It reveals every
   vote: a vetoer that held back its reveal would be a silent seat, which forfeits at once, and a
   vetoer cannot know before revealing whether its vote blocks (the other seats' votes are sealed

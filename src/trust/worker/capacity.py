@@ -25,8 +25,15 @@ it is drawn, whether it could still audit another seat in time:
 - `steer`: leave the draw above `out_load`, come back at or below `in_load` (hysteresis: every
   switch is a transaction of 50k to 200k gas), and stay out while the auditor cannot work.
 
-The chance that a draw seats this worker is bounded from above (`draw_probability`), so that the
-forecast errs towards leaving the draw rather than towards a missed seat.
+Committees are drawn with replacement: each of a committee's `k` draws lands on a member with
+probability `w / W` (its stake at the randomness block over the tier's), whatever it won before; a
+member that wins several draws holds one seat weighing that many units, and each unit locks the
+penalty P until the seat settles. So a draw gives this worker one audit with probability
+`seat_probability` = 1 - (1 - w/W)^k and locks `expected_units` = k * w / W units of P on average.
+The registry passes a member over (it is not seated, at no cost) when its unlocked stake cannot back
+one more unit, so the worker can win at most `free_units` more draws, and sit on at most that many
+more committees, before its open seats settle: `cap_by_free_units` bounds the seats expected by that
+(a seat takes at least one unit).
 """
 
 from __future__ import annotations
@@ -50,8 +57,11 @@ __all__ = [
     "Forecast",
     "PendingDraw",
     "Steer",
-    "draw_probability",
+    "cap_by_free_units",
+    "expected_units",
     "forecast",
+    "free_units",
+    "seat_probability",
     "steer",
 ]
 
@@ -107,19 +117,46 @@ class AuditTimes:
         return cls(samples, prior_seconds, quantile, keep)
 
 
-def draw_probability(committee_size: int, weight: int, eligible: int, members: int) -> float:
-    """At most the chance that a committee of `committee_size` drawn by weight, without
-    replacement, seats a member of `weight` out of `members` holding `eligible` in all.
+def seat_probability(committee_size: int, weight: int, eligible: int) -> float:
+    """The chance that a committee of `committee_size` draws seats a member of `weight` out of the
+    tier's `eligible` weight (both at the randomness block): 1 - (1 - w/W)^k.
 
-    The chances of all members add up to the committee size and grow with the weight, so a member
-    of at most the average weight has at most `committee_size / members`, and one above it at most
-    its share `committee_size * weight / eligible` (drawing without replacement favours the light).
-    The larger of the two bounds both; a tier of no more members than seats draws everyone."""
-    if weight <= 0 or eligible <= 0 or members <= 0:
+    Exact while nobody drawn is passed over: the draws are independent, each landing on the member
+    with probability w/W (with replacement, issue L2). A member passed over (it deserted, or its
+    unlocked stake backs no further unit) leaves the rest of the draw and its draws fall on the
+    others, so in a tier whose members back few units each the chance is higher, up to sampling
+    without replacement when every member backs one unit. The workers' tiers stake many units of
+    P per member (`trust.localnet.LocalNet.seat_capacity`), where that is rare."""
+    if weight <= 0 or eligible <= 0 or committee_size <= 0:
         return 0.0
-    if members <= committee_size:
-        return 1.0
-    return min(1.0, max(committee_size * weight / eligible, committee_size / members))
+    share = min(1.0, weight / eligible)
+    return 1.0 - (1.0 - share) ** committee_size
+
+
+def expected_units(committee_size: int, weight: int, eligible: int) -> float:
+    """The units a member of `weight` out of `eligible` expects to win in a committee of
+    `committee_size` draws: k * w / W (each unit locks P, votes one, earns R and forfeits P). The
+    same stake split over several accounts expects the same units in all: splitting wins nothing."""
+    if weight <= 0 or eligible <= 0 or committee_size <= 0:
+        return 0.0
+    return committee_size * min(1.0, weight / eligible)
+
+
+def free_units(stake: int, locked: int, penalty: int) -> int:
+    """The units of P that `stake` (token base units) backs beyond what open seats have `locked`:
+    how many more committee draws the member can win before its seats settle (the registry passes
+    it over once its unlocked stake cannot back one more unit)."""
+    if penalty <= 0:
+        raise ValueError(f"the penalty per unit must be positive, not {penalty}")
+    return max(stake - locked, 0) // penalty
+
+
+def cap_by_free_units(expected_seats: float, upcoming_seats: float, free: int) -> tuple[float, float]:
+    """Seats expected from fixed draws and from the next draw ahead, bounded by the `free` units the
+    member's unlocked stake backs: each seat takes at least one unit, and a member that cannot back
+    one is passed over, not seated. Fixed draws come first (their randomness block is mined)."""
+    expected = min(expected_seats, float(free))
+    return expected, min(upcoming_seats, float(free) - expected)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +295,8 @@ class Forecast:
     backlog_seconds: float  # until one more seat drawn now would be ready
     window_seconds: float  # the commit window less the commit margin
     late: int  # seats held that are predicted to be ready after their deadline
+    expected_units: float = 0.0  # units of P those expected seats lock (k * w / W a draw)
+    free_units: int | None = None  # units of P the unlocked stake backs now (None: not read yet)
 
     @property
     def measured(self) -> bool:
@@ -287,6 +326,8 @@ class Forecast:
             "window_seconds": round(self.window_seconds, 1),
             "load": round(self.load, 3) if math.isfinite(self.load) else None,
             "late": self.late,
+            "expected_units": round(self.expected_units, 2),
+            "free_units": self.free_units,
         }
 
 
@@ -313,6 +354,8 @@ def forecast(
     window_seconds: float,
     expected_seats: float = 0.0,
     upcoming_seats: float = 0.0,
+    expected_units: float = 0.0,
+    free_units: int | None = None,
 ) -> Forecast:
     """When the seats held, the seats expected and one more seat drawn now would be audited.
 
@@ -320,7 +363,9 @@ def forecast(
     deadline less the commit margin); `running_ages`: seconds each audit in flight has run;
     `window_seconds`: the commit window less the margin, which a seat drawn now gets. Queued seats
     go earliest deadline first to the first free of `parallel` slots; expected seats (fractional)
-    are spread over the slots after them; the new seat takes the first slot free after that. Before
+    are spread over the slots after them; the new seat takes the first slot free after that
+    (`expected_units` and `free_units` are carried along for the status: a seat is one audit however
+    many units it weighs, so they do not change the timing). Before
     any audit is measured the tier's default counts for at most `UNMEASURED_WINDOW_SHARE` of the
     window.
     """
@@ -353,6 +398,8 @@ def forecast(
         backlog_seconds=backlog,
         window_seconds=window_seconds,
         late=late,
+        expected_units=expected_units,
+        free_units=free_units,
     )
 
 

@@ -79,8 +79,11 @@ from trust.worker.capacity import (
     DrawPipeline,
     EdfSlots,
     Forecast,
-    draw_probability,
+    cap_by_free_units,
+    expected_units,
     forecast,
+    free_units,
+    seat_probability,
     steer,
 )
 from trust.worker.identity import AuditorIdentity
@@ -193,6 +196,7 @@ class Worker:
         self._health_at = -math.inf
         self._switched_at = -math.inf
         self._stake = 0
+        self._free_units: int | None = None  # units of P the unlocked stake backs, as of the health check
         self._commit_window_seconds: int | None = None
         self._weights_at: dict[int, tuple[int, int]] = {}  # randomness block -> (own weight, tier's)
         self._committee_sizes: dict[int, int] = {}  # session -> this tier's committee size
@@ -456,6 +460,9 @@ class Worker:
         info = await self.protocol.registry.auditor(self._address)
         self._stake = info.stake
         params = await self.protocol.params.params()
+        # Every committee draw the auditor wins locks P (a seat locks P per unit): the draws still
+        # to come can seat it only while its unlocked stake backs one more unit.
+        self._free_units = free_units(info.stake, info.locked, int(params["penaltyPerSeat"]))
         self._commit_window_seconds = int(params["commitWindowSeconds"])
         # `trust worker pause` / `resume` record the operator's choice in the state file while the
         # worker runs: read it again, so that backpressure never puts back what the operator took out.
@@ -526,7 +533,10 @@ class Worker:
             for s in self.store.seats([SeatState.DRAWN])
             if s.key not in self._running and s.commit_deadline > now.timestamp
         ]
-        expected, upcoming = await self._expected_seats(now.block)
+        expected, upcoming, units = await self._expected_seats(now.block)
+        if self._free_units is not None:
+            expected, upcoming = cap_by_free_units(expected, upcoming, self._free_units)
+            units = min(units, float(self._free_units))
         window = self._commit_window_seconds or 0
         return forecast(
             now=float(now.timestamp),
@@ -537,11 +547,14 @@ class Worker:
             window_seconds=max(window - margin, 0.0),
             expected_seats=expected,
             upcoming_seats=upcoming,
+            expected_units=units,
+            free_units=self._free_units,
         )
 
-    async def _expected_seats(self, head: int) -> tuple[float, float]:
+    async def _expected_seats(self, head: int) -> tuple[float, float, float]:
         """Seats expected from draws whose randomness block is mined (by this auditor's weight at
-        that block), and from the next draw still ahead if the auditor is in the draw at its block."""
+        that block), from the next draw still ahead if the auditor is in the draw at its block, and
+        the units of P those seats are expected to lock (see `trust.worker.capacity`)."""
         tier = int(self.auditor.tier)
         # Keep what a worker running for days holds to the draws that can still count.
         oldest = head - max(self.settings.pipeline_blocks, _RANDOMNESS_WINDOW_BLOCKS)
@@ -557,20 +570,24 @@ class Worker:
         fixed = self._pipeline.fixed(head, self.settings.pipeline_blocks)
         ahead = self._pipeline.next_ahead(head)
         if not fixed and not ahead:
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         registry = self.protocol.registry
         eligible_now = await registry.eligible_stake(tier)
-        members_now = await registry.eligible_count(tier)  # the count at a past block is not kept
         mine_now = self._stake if self._in_draw else 0
         # Seats of draws this auditor would be in if it were in the draw at their block.
         eligible_in = eligible_now - mine_now + self._stake
-        members_in = members_now + (0 if mine_now else 1)
 
-        def if_in(committee_size: int) -> float:
-            return draw_probability(committee_size, self._stake, eligible_in, members_in)
+        def if_in(committee_size: int) -> tuple[float, float]:
+            return (
+                seat_probability(committee_size, self._stake, eligible_in),
+                expected_units(committee_size, self._stake, eligible_in),
+            )
 
-        expected = 0.0
-        upcoming = sum(if_in(p.committee_size or 0) for p in ahead)
+        expected = upcoming = units = 0.0
+        for p in ahead:
+            seats, won = if_in(p.committee_size or 0)
+            upcoming += seats
+            units += won
         for pending in fixed:
             block = pending.randomness_block
             assert block is not None and pending.committee_size is not None
@@ -584,14 +601,17 @@ class Worker:
             else:  # mined in the latest block: the weights now are the weights then
                 weight, eligible = mine_now, eligible_now
             if weight > 0:
-                expected += draw_probability(pending.committee_size, weight, eligible, members_now)
+                expected += seat_probability(pending.committee_size, weight, eligible)
+                units += expected_units(pending.committee_size, weight, eligible)
             else:
                 # Out of the draw at that block: drawn without it, the segment leaves; but when the
                 # tier is short (everyone left), the draw fails and comes back with a new block,
                 # which it would join if it were back in. Counted as coming, so that a worker does
                 # not slip back in between the attempts of the draw it left.
-                upcoming += if_in(pending.committee_size)
-        return expected, upcoming
+                seats, won = if_in(pending.committee_size)
+                upcoming += seats
+                units += won
+        return expected, upcoming, units
 
     def _show(self, outlook: Forecast) -> None:
         """Stores the forecast and the draw state for `trust worker status` when they changed."""
@@ -600,6 +620,8 @@ class Worker:
             outlook.running,
             round(outlook.expected_seats, 1),
             round(outlook.upcoming_seats, 1),
+            round(outlook.expected_units, 1),
+            outlook.free_units,
             round(outlook.backlog_seconds),
             round(outlook.audit_seconds, 1),
             outlook.late,

@@ -120,6 +120,9 @@ class StakePosition:
     rata to stake and to the time staked), so it grows while the auditor stays staked."""
     reward_stream_finish: int
     """When the running stream of the stakers' share ends (unix seconds; in the past when none runs)."""
+    penalty_per_seat: int = 0
+    """P, the stake each committee draw the auditor wins locks until its seat settles (token base
+    units; 0 when not read)."""
 
     @property
     def unlocked(self) -> int:
@@ -157,8 +160,17 @@ class StakePosition:
 
     @property
     def draw_weight(self) -> int:
-        """The auditor's odds of a seat (and its voting weight) in draws from the next block on."""
+        """The auditor's weight in draws from the next block on: each of a committee's draws lands
+        on it with probability draw_weight / the tier's total, whatever it won before (committees
+        are drawn with replacement). Not its voting weight: a seat votes with the draws it won
+        (its units), each backed by P of locked stake."""
         return self.info.stake if self.not_drawn_because is None else 0
+
+    @property
+    def free_units(self) -> int | None:
+        """How many more committee draws the unlocked stake backs (one P each): a draw that lands
+        on the auditor once it backs none passes it over. None when P was not read."""
+        return self.unlocked // self.penalty_per_seat if self.penalty_per_seat > 0 else None
 
     def as_json(self) -> dict[str, Any]:
         """Amounts as exact decimal strings of tokens or ETH (never floats), with the raw units beside."""
@@ -185,6 +197,7 @@ class StakePosition:
             "block": self.block,
             "unbonding_delay_seconds": self.unbonding_delay_seconds,
             "draw_weight": format_tokens(self.draw_weight),
+            "free_units": self.free_units,
             "not_drawn_because": self.not_drawn_because,
             "reputation": str(info.reputation_wad / 10**18),
             "token_balance": format_tokens(self.token_balance),
@@ -213,6 +226,7 @@ async def stake_position(protocol: Protocol, address: str) -> StakePosition:
         eth_balance_wei=await protocol.chain.balance(address),
         pending_reward_wei=await registry.pending_staker_reward(address),
         reward_stream_finish=(await registry.staker_reward_stream()).period_finish,
+        penalty_per_seat=int(params["penaltyPerSeat"]),
     )
 
 

@@ -31,6 +31,8 @@ _FORECAST_FIELDS = (
     "window_seconds",
     "load",
     "late",
+    "expected_units",
+    "free_units",
 )
 
 
@@ -189,6 +191,16 @@ def render_status(report: dict[str, Any], console: Console) -> None:
             console.print(f"  {entry['at']} {seat}{entry['event']}: {escape(entry['detail'])}", soft_wrap=True)
 
 
+def _units_text(capacity: dict[str, Any]) -> str:
+    """The stake side of the forecast: each committee draw won locks P (a seat weighs its draws), and
+    a worker whose unlocked stake backs no further unit is passed over by the draws."""
+    free = capacity.get("free_units")
+    if free is None:
+        return ""
+    expected = float(capacity.get("expected_units") or 0.0)
+    return f"; expected to lock {expected:.1f} units of P, the unlocked stake backs {free} more"
+
+
 def _render_capacity(capacity: dict[str, Any] | None, draw: dict[str, Any] | None, console: Console) -> None:
     if capacity is None or draw is None:
         return
@@ -205,6 +217,7 @@ def _render_capacity(capacity: dict[str, Any] | None, draw: dict[str, Any] | Non
         f"{capacity['window_seconds']:.0f} s"
         + (f" (load {load:.2f})" if load is not None else "")
         + (f"; [red]{capacity['late']} seats predicted late[/red]" if capacity["late"] else "")
+        + _units_text(capacity)
         + f" (as of {capacity['at']})"
     )
     if draw["in_draw"] is None:
