@@ -12,10 +12,11 @@ payments, one transaction per auditor for all of its seats), which the total lea
 issue's breakdown does; the table shows them so that nothing is hidden.
 
 The provider's key delivery is measured beside it, on a fresh Anvil of its own: a session of
-tier-1 segments with committees of three, whose envelope CIDs (binary CIDv1s of 36 bytes, as the
-provider publishes them) are announced once with one `publishEnvelopes` transaction per segment and
-then with one `publishEnvelopesBatch` of 1, 10 and 50 sets. Which auditors sit in a committee does
-not change this gas (an address topic costs the same whatever it holds), so one session suffices.
+tier-1 segments with committees of three draws that seated three distinct members, whose envelope
+CIDs (binary CIDv1s of 36 bytes, as the provider publishes them) are announced once with one
+`publishEnvelopes` transaction per segment and then with one `publishEnvelopesBatch` of 1, 10 and
+50 sets. Which auditors sit in a committee does not change this gas (an address topic costs the
+same whatever it holds), so one session suffices.
 """
 
 from __future__ import annotations
@@ -50,9 +51,13 @@ _FIRST_AUDITOR_INDEX = 100
 DELIVERY_SETS: tuple[int, ...] = (1, 10, 50)
 _DELIVERY_SEATS = 3
 #: Tier-1 auditors of the delivery session, each staking this many times the tier minimum, so that
-#: they can back every seat of 50 committees of three (150 seats) between them.
-_DELIVERY_AUDITORS = 6
+#: they can back every draw of twice 50 committees of three (300 units) between them.
+_DELIVERY_AUDITORS = 12
 _DELIVERY_STAKE_MULTIPLE = 10
+#: Committees are drawn with replacement, so some seat fewer than three members (a member drawn
+#: twice holds one seat): the session draws this many times the sets measured and the sets are the
+#: first segments that seated three (at 12 equal auditors, 76% of them).
+_DELIVERY_OVERDRAW = 2
 _FIRST_DELIVERY_AUDITOR_INDEX = 300
 _BPS = 10_000
 
@@ -109,6 +114,8 @@ class GasReport:
     transactions: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     run_totals: list[int] = field(default_factory=list)
     delivery: DeliveryGas | None = None
+    distinct_seats: int = 0
+    """Seats the draws seated over all runs (distinct members per committee): at most `seats` a run."""
 
     @property
     def seats(self) -> int:
@@ -128,6 +135,12 @@ class GasReport:
     @property
     def per_seat_total(self) -> int:
         return sum(self.per_seat(p) for p in _PHASES)
+
+    @property
+    def per_distinct_seat_total(self) -> int:
+        """The same total per seat actually held (a member drawn twice holds one seat): what a seat
+        costs where the tier is large enough that members are rarely drawn twice."""
+        return round(sum(self.gas[p] for p in _PHASES) / max(self.distinct_seats, 1))
 
     def summary(self) -> dict[str, int]:
         """The JSON line: per-seat figures; `finalize` includes the seat's share of distribution."""
@@ -178,7 +191,8 @@ async def _measure_delivery(
 ) -> DeliveryGas:
     """Announces the envelopes of `max(batch_sizes)` drawn tier-1 segments one transaction per
     segment, then in one batch of each size (republishing is allowed while the rounds vote)."""
-    segments = max(batch_sizes)
+    wanted = max(batch_sizes)
+    segments = wanted * _DELIVERY_OVERDRAW
     devnet = DevnetSettings()
     settings = ProtocolSettings(committee_size_tier1=_DELIVERY_SEATS, max_segments_per_session=segments)
     with AnvilNode.start(toolchain, mnemonic=devnet.mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
@@ -188,9 +202,9 @@ async def _measure_delivery(
             protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, settings, GovernanceSettings()))
             keys = protocol.segment_keys
             maximum = await keys.max_batch_envelopes()
-            if segments * _DELIVERY_SEATS > maximum:
+            if wanted * _DELIVERY_SEATS > maximum:
                 raise ValueError(
-                    f"a batch of {segments} sets of {_DELIVERY_SEATS} envelopes exceeds the contract's "
+                    f"a batch of {wanted} sets of {_DELIVERY_SEATS} envelopes exceeds the contract's "
                     f"MAX_BATCH_ENVELOPES ({maximum}); measure at most {maximum // _DELIVERY_SEATS} sets"
                 )
             minimum_stake = (await protocol.params.params())["minStakeTier1"]
@@ -210,12 +224,21 @@ async def _measure_delivery(
             for _ in range(params["randomnessDelayBlocks"] + 1):
                 await chain.rpc("evm_mine", [])
             await protocol.audit.assign_auditors(deployer, session_id, range(segments))
-
+            full = [
+                g
+                for g in range(segments)
+                if (await protocol.audit.segment(session_id, g)).seat_count == _DELIVERY_SEATS
+            ]
+            if len(full) < wanted:
+                raise RuntimeError(
+                    f"only {len(full)} of {segments} committees seated {_DELIVERY_SEATS} distinct members; "
+                    f"the measurement needs {wanted}: raise _DELIVERY_OVERDRAW"
+                )
             sets = [
                 EnvelopeSet(
                     segment, 0, [unixfs_cid(f"envelope {segment}/{seat}".encode()) for seat in range(_DELIVERY_SEATS)]
                 )
-                for segment in range(segments)
+                for segment in full[:wanted]
             ]
             singles = [
                 await keys.publish_envelopes(provider, session_id, s.segment_id, s.round, s.envelope_cids) for s in sets
@@ -267,6 +290,7 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
             report.add("draw", drawn)
             seats_of: dict[str, list[tuple[int, int]]] = defaultdict(list)
             for committee in protocol.audit.committees_in(drawn):
+                report.distinct_seats += len(committee.members)
                 for index, member in enumerate(committee.members):
                     seats_of[member].append((committee.segment_id, index))
 
@@ -331,6 +355,13 @@ def render(report: GasReport, console: Console) -> None:
     row("create", "create (provider)")
     row("claim", "claim (auditors, pull)")
     console.print(table)
+    if report.distinct_seats:
+        runs = max(report.runs, 1)
+        console.print(
+            f"gas per seat held: {report.per_distinct_seat_total:,} ({report.distinct_seats / runs:.1f} members "
+            f"seated per session for its {report.seats} draws: a member drawn twice holds one seat, commits and "
+            "reveals once)"
+        )
     if report.delivery is not None:
         console.print(_delivery_table(report.delivery))
     print(json.dumps(report.summary()), flush=True)
