@@ -58,11 +58,16 @@ class Network:
 
 @asynccontextmanager
 async def deployed_network(
-    chain: ChainClient, mnemonic: str, keystore_dir: Path, settings: ProtocolSettings = PROTOCOL
+    chain: ChainClient,
+    mnemonic: str,
+    keystore_dir: Path,
+    settings: ProtocolSettings = PROTOCOL,
+    stake_multiples: Sequence[int] = (2, 2, 2),
 ) -> AsyncIterator[Network]:
     """The protocol deployed under `settings`, three tier-1 auditors, and a block every second.
 
-    Equal stakes, twice the tier minimum (25 units of P each): committees are drawn with replacement,
+    `stake_multiples`: each auditor's stake in tier minimums. By default equal stakes, twice the tier
+    minimum (25 units of P each): committees are drawn with replacement,
     so each of a session's draws lands on any of the three alike, and a worker that holds no seat of
     a seven-segment session (21 draws) is a one-in-5,000 event, not one in 45 as with a light stake.
     One auditor alone backs every draw of such a session (`leave_alone`)."""
@@ -73,10 +78,10 @@ async def deployed_network(
     auditors = await provision_auditors(
         protocol,
         deployer,
-        [1, 1, 1],
+        [1] * len(stake_multiples),
         keystore_dir,
         PASSWORD,
-        stake_for=lambda _index, tier: settings.min_stake(tier) * 2,
+        stake_for=lambda index, tier: settings.min_stake(tier) * stake_multiples[index],
         scrypt_n=2**10,
     )
     await chain.rpc("evm_setIntervalMining", [1])
