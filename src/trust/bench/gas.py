@@ -12,7 +12,8 @@ payments, one transaction per auditor for all of its seats), which the total lea
 issue's breakdown does; the table shows them so that nothing is hidden.
 
 The provider's key delivery is measured beside it, on a fresh Anvil of its own: a session of
-tier-1 segments with committees of three, whose envelope CIDs (binary CIDv1s of 36 bytes, as the
+tier-1 segments with committees of three draws (one to three seats each: one envelope per seat), whose
+envelope CIDs (binary CIDv1s of 36 bytes, as the
 provider publishes them) are announced once with one `publishEnvelopes` transaction per segment and
 then with one `publishEnvelopesBatch` of 1, 10 and 50 sets. Which auditors sit in a committee does
 not change this gas (an address topic costs the same whatever it holds), so one session suffices.
@@ -59,10 +60,11 @@ _BPS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class BatchGas:
-    """One `publishEnvelopesBatch` transaction: its number of sets and the gas its receipt reports."""
+    """One `publishEnvelopesBatch` transaction: its number of sets, their envelopes (one per seat)
+    and the gas its receipt reports."""
 
     sets: int
-    seats_per_set: int
+    envelopes: int
     gas: int
 
     @property
@@ -71,30 +73,44 @@ class BatchGas:
 
     @property
     def per_envelope(self) -> int:
-        return round(self.gas / (self.sets * self.seats_per_set))
+        return round(self.gas / self.envelopes)
 
 
 @dataclass(frozen=True, slots=True)
 class DeliveryGas:
-    """The provider's key delivery: one `publishEnvelopes` transaction per set against batches.
+    """The provider's key delivery: one `publishEnvelopes` transaction per set against batches of the
+    first sets.
 
-    `single_gas` is the mean gas of the `single_transactions` one-set transactions (they differ only
-    by a few gas of calldata); every figure includes the transaction's base cost and calldata.
+    `single_gas` holds each set's own transaction, `envelopes` each set's envelopes (its committee's
+    seats: three draws seat one to three members); a batch of n sets is compared with the n one-set
+    transactions of the same sets. Every figure includes the transaction's base cost and calldata.
     """
 
-    seats_per_set: int
-    single_gas: int
-    single_transactions: int
+    single_gas: tuple[int, ...]
+    envelopes: tuple[int, ...]
     batches: tuple[BatchGas, ...]
 
     @property
+    def single_transactions(self) -> int:
+        return len(self.single_gas)
+
+    @property
+    def single_mean_gas(self) -> int:
+        return round(sum(self.single_gas) / len(self.single_gas))
+
+    @property
+    def envelopes_per_set(self) -> float:
+        return sum(self.envelopes) / len(self.envelopes)
+
+    @property
     def single_per_envelope(self) -> int:
-        return round(self.single_gas / self.seats_per_set)
+        return round(sum(self.single_gas) / sum(self.envelopes))
 
     def saving_bps(self, batch: BatchGas) -> int:
-        """Gas a set saves in `batch` against its own `publishEnvelopes`, in basis points (negative:
-        the batch costs more)."""
-        return round((self.single_gas - batch.per_set) * _BPS / self.single_gas)
+        """Gas the batch saves against one `publishEnvelopes` for each of its sets, in basis points
+        (negative: the batch costs more)."""
+        singles = sum(self.single_gas[: batch.sets])
+        return round((singles - batch.gas) * _BPS / singles)
 
 
 @dataclass
@@ -211,11 +227,11 @@ async def _measure_delivery(
                 await chain.rpc("evm_mine", [])
             await protocol.audit.assign_auditors(deployer, session_id, range(segments))
 
+            # One envelope per seat: the committee's draws seat one to `_DELIVERY_SEATS` members.
+            seated = [len(await protocol.audit.committee(session_id, segment)) for segment in range(segments)]
             sets = [
-                EnvelopeSet(
-                    segment, 0, [unixfs_cid(f"envelope {segment}/{seat}".encode()) for seat in range(_DELIVERY_SEATS)]
-                )
-                for segment in range(segments)
+                EnvelopeSet(segment, 0, [unixfs_cid(f"envelope {segment}/{seat}".encode()) for seat in range(count)])
+                for segment, count in enumerate(seated)
             ]
             singles = [
                 await keys.publish_envelopes(provider, session_id, s.segment_id, s.round, s.envelope_cids) for s in sets
@@ -223,11 +239,10 @@ async def _measure_delivery(
             batches = []
             for count in batch_sizes:
                 sent = await keys.publish_envelopes_batch(provider, session_id, sets[:count])
-                batches.append(BatchGas(sets=count, seats_per_set=_DELIVERY_SEATS, gas=sent.gas_used))
+                batches.append(BatchGas(sets=count, envelopes=sum(seated[:count]), gas=sent.gas_used))
     return DeliveryGas(
-        seats_per_set=_DELIVERY_SEATS,
-        single_gas=round(sum(s.gas_used for s in singles) / len(singles)),
-        single_transactions=len(singles),
+        single_gas=tuple(s.gas_used for s in singles),
+        envelopes=tuple(seated),
         batches=tuple(batches),
     )
 
@@ -341,8 +356,8 @@ def _delivery_table(delivery: DeliveryGas) -> Table:
     envelope, and what a set saves in the batch."""
     table = Table(
         title=(
-            f"key delivery (provider): sets of {delivery.seats_per_set} envelopes (binary CIDv1s of 36 bytes), "
-            "gas per transaction"
+            f"key delivery (provider): sets of {delivery.envelopes_per_set:.1f} envelopes on average, one per seat "
+            "(binary CIDv1s of 36 bytes), gas per transaction; a batch of n sets against the same n sets one by one"
         )
     )
     table.add_column("call")
@@ -354,8 +369,8 @@ def _delivery_table(delivery: DeliveryGas) -> Table:
     table.add_row(
         f"publishEnvelopes (mean of {delivery.single_transactions})",
         "1",
-        f"{delivery.single_gas:,}",
-        f"{delivery.single_gas:,}",
+        f"{delivery.single_mean_gas:,}",
+        f"{delivery.single_mean_gas:,}",
         f"{delivery.single_per_envelope:,}",
         "",
     )
