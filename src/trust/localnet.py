@@ -125,9 +125,11 @@ class LocalNetwork:
     llm: LlmSettings | None = None
     equal_stakes: bool = False
     seat_capacity: int = 64
-    """Seats each auditor's stake can back at once (each seat locks the penalty P). The tier minimum
-    backs only 12 tier-1 seats, and a committee of three in a tier of three seats every auditor on
-    every segment: two traces at once would leave committees unseated (`CommitteeUnavailable`)."""
+    """Committee draws (units) each auditor's stake can back at once: each draw won locks the
+    penalty P until its seat settles, and a seat weighs the draws its member won (up to the
+    committee size). The tier minimum backs only 12 tier-1 units, and a committee of three locks
+    three units among its members on every segment: two traces at once would leave committees
+    unseated (`CommitteeUnavailable`)."""
     rpc_port: int | None = None
     ipfs_port: int | None = None
     deployments_dir: Path | None = None

@@ -22,10 +22,11 @@ async def test_small_session_reports_every_phase() -> None:
     assert all(isinstance(v, int) and v > 0 for v in summary.values())
     assert summary["gas_per_seat"] == summary["draw"] + summary["commit"] + summary["reveal"] + summary["finalize"]
     assert report.runs == 2 and report.transactions["draw"] == 2 and len(report.run_totals) == 2
-    # One commit, one reveal and one claim per auditor holding seats (3 or 4 of the 4, per run).
+    # One commit, one reveal and one claim per auditor holding seats (1 to 4 of the 4 per run: six
+    # draws with replacement).
     holders = report.transactions["commit"]
     assert report.transactions["reveal"] == report.transactions["claim"] == holders
-    assert 2 * 3 <= holders <= 2 * 4
+    assert 2 * 1 <= holders <= 2 * 4
 
 
 async def test_key_delivery_in_batches_costs_less_per_set_than_one_call_each() -> None:

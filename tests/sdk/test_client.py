@@ -38,6 +38,7 @@ from trust.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
 from trust.processes import free_port
 from trust.refine import Regenerated, RepairRequest
 from trust.sdk import AuditConfig, AuditResult, TrustClient, Verdict
+from trust.sdk.client import segment_profiles
 from trust.sdk.result import PHASES
 from trust.toolchain import Toolchain
 
@@ -207,17 +208,30 @@ async def test_bad_input_is_refused_before_anything_is_sent(
 
 async def test_a_tier_short_of_auditors_is_refused(network: LocalNetwork, client: TrustClient) -> None:
     chain, protocol = await _chain_view(network)
-    human = next(a for a in network.auditors if a.tier == 3)
-    account = load_keystore(Path(human.keystore), (network.folder / "keystore-password").read_text().strip())
+    password = (network.folder / "keystore-password").read_text().strip()
+    # Committees are drawn with replacement: one human whose stake backs the committee's draws seats
+    # it alone, so the tier is short only when no eligible human's stake backs them (all out here).
+    humans = [load_keystore(Path(a.keystore), password) for a in network.auditors if a.tier == 3]
     try:
-        await protocol.registry.set_available(account, False)
+        for account in humans:
+            await protocol.registry.set_available(account, False)
         before = await _nonce(network)
-        with pytest.raises(InsufficientAuditors, match="tier 3"):
+        with pytest.raises(InsufficientAuditors, match="tier 3") as short:
             await client.audit_trace(sound_trace())
+        assert "the 0 tier-3 auditors eligible now stake 0 TRUST in all, which backs only 0" in str(short.value)
         assert await _nonce(network) == before
+        # One human back: fewer auditors than the committee's three draws, but its stake backs them
+        # all (it would sit alone, one seat of three votes), so the tier is not short. Checked up to
+        # the fee, before anything is uploaded or sent.
+        await protocol.registry.set_available(humans[0], True)
+        config = AuditConfig()
+        async with client._connection() as (view, kubo):
+            fee = await client._preflight(view, kubo, segment_profiles(sound_trace(), config), config)
+        assert fee > 0 and await _nonce(network) == before
         # Without the human tier the same trace goes to the LLM tier instead, and is accepted.
         config = AuditConfig(auditor_tiers=["computational", "llm"])
         assert {config.tier_for(t) for t in (1, 2, 3)} == {1, 2}
     finally:
-        await protocol.registry.set_available(account, True)
+        for account in humans:
+            await protocol.registry.set_available(account, True)
         await chain.close()

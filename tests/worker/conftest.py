@@ -58,14 +58,32 @@ class Network:
 
 @asynccontextmanager
 async def deployed_network(
-    chain: ChainClient, mnemonic: str, keystore_dir: Path, settings: ProtocolSettings = PROTOCOL
+    chain: ChainClient,
+    mnemonic: str,
+    keystore_dir: Path,
+    settings: ProtocolSettings = PROTOCOL,
+    stake_multiples: Sequence[int] = (2, 2, 2),
 ) -> AsyncIterator[Network]:
-    """The protocol deployed under `settings`, three tier-1 auditors, and a block every second."""
+    """The protocol deployed under `settings`, three tier-1 auditors, and a block every second.
+
+    `stake_multiples`: each auditor's stake in tier minimums. By default equal stakes, twice the tier
+    minimum (25 units of P each): committees are drawn with replacement,
+    so each of a session's draws lands on any of the three alike, and a worker that holds no seat of
+    a seven-segment session (21 draws) is a one-in-5,000 event, not one in 45 as with a light stake.
+    One auditor alone backs every draw of such a session (`leave_alone`)."""
     deployer, provider = dev_account(mnemonic, 0), dev_account(mnemonic, 3)
     await chain.rpc("evm_setAutomine", [True])
     deployment = await deploy_protocol(chain, deployer, settings, GovernanceSettings())
     protocol = Protocol.bind(chain, deployment)
-    auditors = await provision_auditors(protocol, deployer, [1, 1, 1], keystore_dir, PASSWORD, scrypt_n=2**10)
+    auditors = await provision_auditors(
+        protocol,
+        deployer,
+        [1] * len(stake_multiples),
+        keystore_dir,
+        PASSWORD,
+        stake_for=lambda index, tier: settings.min_stake(tier) * stake_multiples[index],
+        scrypt_n=2**10,
+    )
     await chain.rpc("evm_setIntervalMining", [1])
     try:
         yield Network(protocol, deployment, deployer, provider, auditors, keystore_dir)
@@ -163,6 +181,22 @@ async def submit(
 
 
 WORKER_SETTINGS = WorkerSettings(poll_seconds=0.3, commit_margin_seconds=3, backoff_seconds=0.2, max_attempts=3)
+
+
+def seats_of(committees: Sequence[CommitteeDrawn], address: str) -> list[int]:
+    """The segments whose committee seats `address`, in order. Committees are k draws with
+    replacement: three draws among the three auditors seat one to three of them (a member drawn
+    twice holds one seat weighing two), so each worker holds the seats its draws gave it."""
+    return sorted(c.segment_id for c in committees if address in c.members)
+
+
+async def leave_alone(network: Network, index: int) -> None:
+    """Takes every tier-1 auditor but `index` out of the draw (their operators' `setAvailable`): the
+    one left wins every draw, one seat on each segment weighing the committee's size."""
+    for other, auditor in enumerate(network.auditors):
+        if other != index:
+            account = load_keystore(Path(auditor.keystore), PASSWORD)
+            await network.protocol.registry.set_available(account, False)
 
 
 def make_worker(network: Network, kubo: KuboClient, index: int, state_dir: Path, **kwargs: object) -> Worker:

@@ -36,6 +36,7 @@ from .conftest import (
     WORKER_SETTINGS,
     Network,
     deployed_network,
+    leave_alone,
     make_worker,
     products,
     submit,
@@ -95,7 +96,8 @@ class PausableAuditor:
 
 
 def worker_of(network: Network, kubo: KuboClient, state_dir: Path, auditor: Auditor) -> Worker:
-    """The in-process worker of auditor 0 with `auditor` and the backpressure test's settings."""
+    """The in-process worker of auditor 0 with `auditor` and the backpressure test's settings. The
+    tests that need it on every segment of a session take the others out of the draw (`alone`)."""
     made = make_worker(network, kubo, 0, state_dir)
     made.store.close()
     return reopened(network, kubo, made, auditor)
@@ -139,6 +141,12 @@ def draw_log(worker: Worker) -> list[str]:
 
 
 @pytest.fixture
+async def alone(network: Network) -> None:
+    """Auditor 0 alone in tier 1: it wins every draw, one seat (of three units) on every segment."""
+    await leave_alone(network, 0)
+
+
+@pytest.fixture
 async def closing() -> AsyncIterator[list[Worker]]:
     """Workers to close at the end: their audits cancelled, their state files closed."""
     made: list[Worker] = []
@@ -149,7 +157,7 @@ async def closing() -> AsyncIterator[list[Worker]]:
 
 
 async def test_a_slow_worker_leaves_the_draw_while_its_backlog_would_miss_the_window_and_returns_after(
-    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker]
+    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker], alone: None
 ) -> None:
     worker = slow_worker(network, kubo, tmp_path)
     closing.append(worker)
@@ -190,7 +198,7 @@ async def test_a_slow_worker_leaves_the_draw_while_its_backlog_would_miss_the_wi
     assert report["capacity"]["measured"] and report["capacity"]["samples"] == len(worker.audit_times.samples)
 
 
-async def test_the_estimate_survives_a_restart(network: Network, kubo: KuboClient, tmp_path: Path) -> None:
+async def test_the_estimate_survives_a_restart(network: Network, kubo: KuboClient, tmp_path: Path, alone: None) -> None:
     worker = slow_worker(network, kubo, tmp_path, seconds=0.5)
     await submit(network, kubo, products())
 
@@ -210,7 +218,7 @@ async def test_the_estimate_survives_a_restart(network: Network, kubo: KuboClien
 
 
 async def test_seats_are_audited_earliest_commit_deadline_first(
-    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker]
+    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker], alone: None
 ) -> None:
     """Three segments drawn one after the other, the last segment first: store order (by segment)
     is the reverse of the deadlines."""
@@ -324,6 +332,7 @@ async def test_a_worker_leaves_before_the_draw_of_a_session_it_could_not_audit_i
     delayed_network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker]
 ) -> None:
     network = delayed_network
+    await leave_alone(network, 0)  # nobody else to seat the committees once the worker leaves
     worker = slow_worker(network, kubo, tmp_path)
     closing.append(worker)
     await worker.tick()
@@ -341,7 +350,7 @@ async def test_a_worker_leaves_before_the_draw_of_a_session_it_could_not_audit_i
     while await chain.block_number() <= randomness_block:
         await chain.rpc("evm_mine", [])
     drawn = audit.committees_in(await audit.assign_auditors(network.provider, session_id, range(7)))
-    assert drawn == []  # the other two auditors cannot seat a committee of three
+    assert drawn == []  # the others are out of the draw: nobody backs a committee
     # Each failed draw fixes a new randomness block. The worker stays out through the redraws (back
     # in at one of those blocks, it would be drawn for all seven): ticked while the new block is
     # mined and the draw not yet made, and while the next one is ahead.
@@ -370,7 +379,12 @@ async def test_a_worker_leaves_before_the_draw_of_a_session_it_could_not_audit_i
 
 
 async def test_an_audit_stops_at_its_commit_deadline_and_a_seat_past_it_is_not_audited(
-    network: Network, kubo: KuboClient, tmp_path: Path, closing: list[Worker], caplog: pytest.LogCaptureFixture
+    network: Network,
+    kubo: KuboClient,
+    tmp_path: Path,
+    closing: list[Worker],
+    caplog: pytest.LogCaptureFixture,
+    alone: None,
 ) -> None:
     """A check slower than the whole commit window: the first audit is cut when its window closes,
     and the six seats that waited behind it (their windows closed too) are recorded as missed

@@ -2,6 +2,8 @@
 
 Each worker runs its own `Worker.run` with its own wallet and state file; the test plays the
 provider. Every vote goes through the real chain and every segment through IPFS and AES-GCM.
+Committees are three draws with replacement, so each segment seats one to three of the workers;
+each test reads who sits where from the draw (`seats_of`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .conftest import (
     make_worker,
     products,
     products_log,
+    seats_of,
     submit,
     tier1_log_profiles,
 )
@@ -67,18 +70,20 @@ async def _run_until(workers: list[Worker], done: asyncio.Future[None] | None, c
 async def test_three_workers_vote_a_session_end_to_end(
     network: Network, kubo: KuboClient, workers: list[Worker]
 ) -> None:
-    session_id, stored, _ = await submit(network, kubo, products())
+    session_id, stored, committees = await submit(network, kubo, products())
     audit = network.protocol.audit
+    seats_in_all = sum(len(c.members) for c in committees)
 
     async def settled() -> bool:
         states = [s.state for w in workers for s in w.store.seats()]
-        return len(states) == 3 * SEGMENTS and all(state is SeatState.CLAIMED for state in states)
+        return len(states) == seats_in_all and all(state is SeatState.CLAIMED for state in states)
 
     await _run_until(workers, None, settled, timeout=120)
 
     statuses = [(await audit.segment(session_id, i)).status for i in range(SEGMENTS)]
     assert statuses == [SegmentStatus.FAILED if i in WRONG else SegmentStatus.PASSED for i in range(SEGMENTS)]
     session = await audit.session(session_id)
+    # Every vote aligned: all three units (draws) of every segment.
     assert session.status is SessionStatus.DISTRIBUTED and session.aligned_seats == 3 * SEGMENTS
     # Every seat revealed, so every round was finalized early: the workers settled the session then,
     # not after the reveal windows (chain time of the distribution against the rounds' deadlines).
@@ -88,11 +93,17 @@ async def test_three_workers_vote_a_session_end_to_end(
     distributed_at = (await network.protocol.chain.w3.eth.get_block(distributed["blockNumber"]))["timestamp"]
     reveal_deadlines = [(await audit.segment(session_id, i)).reveal_deadline for i in range(SEGMENTS)]
     assert distributed_at < max(reveal_deadlines), (distributed_at, reveal_deadlines)
+    wrong_seen = 0
     for worker in workers:
         seats = worker.store.seats()
-        assert [s.vote for s in seats] == VOTES
+        assert [s.segment_id for s in seats] == seats_of(committees, worker.identity.address)
+        assert [s.vote for s in seats] == [VOTES[s.segment_id] for s in seats]
         assert all(s.reward_wei and s.reward_wei > 0 for s in seats)
-        wrong = seats[WRONG[0]]
+        held = [s for s in seats if s.segment_id == WRONG[0]]
+        if not held:
+            continue
+        (wrong,) = held
+        wrong_seen += 1
         assert wrong.error_type == "factual" and "391" in (wrong.critique or "")
         # The salt on disk is the one the wallet derives: the reveal never depended on the disk alone.
         assert wrong.salt == vote_salt(
@@ -106,6 +117,7 @@ async def test_three_workers_vote_a_session_end_to_end(
         events = [e.event for e in worker.store.recent(200) if e.seat == wrong.key]
         # Every seat committed: each worker saw the window close early and revealed at once.
         assert events == ["drawn", "fetched", "voted", "committed", "closed", "revealed", "finalized"]
+    assert wrong_seen == len(next(c for c in committees if c.segment_id == WRONG[0]).members)
 
 
 async def test_a_multi_agent_log_is_voted_with_its_user_and_tool_turns_as_context(
@@ -118,46 +130,56 @@ async def test_a_multi_agent_log_is_voted_with_its_user_and_tool_turns_as_contex
     assert sorted(c.segment_id for c in committees) == [0, 1, 2]  # no committee on a context-only turn
     audit = network.protocol.audit
 
+    seats_in_all = sum(len(c.members) for c in committees)
+
     async def settled() -> bool:
         states = [s.state for w in workers for s in w.store.seats()]
-        return len(states) == 3 * len(audited) and all(state is SeatState.CLAIMED for state in states)
+        return len(states) == seats_in_all and all(state is SeatState.CLAIMED for state in states)
 
     await _run_until(workers, None, settled, timeout=120)
 
     statuses = [(await audit.segment(session_id, i)).status for i in range(len(audited))]
     assert statuses == [SegmentStatus.PASSED, SegmentStatus.FAILED, SegmentStatus.PASSED]
     assert (await audit.session(session_id)).status is SessionStatus.DISTRIBUTED
+    votes = [True, False, True]
+    fetches = [
+        "node 't1' and 1 parent (2 segments verified)",
+        "node 't2' and 2 parents (3 segments verified)",
+        "node 't4' and 1 parent (2 segments verified)",
+    ]
     for worker in workers:
         seats = worker.store.seats()
-        assert [s.node_id for s in seats] == audited and [s.vote for s in seats] == [True, False, True]
+        held = seats_of(committees, worker.identity.address)
+        assert [s.segment_id for s in seats] == held
+        assert [s.node_id for s in seats] == [audited[g] for g in held]
+        assert [s.vote for s in seats] == [votes[g] for g in held]
         # Each seat fetched and verified its context parents: the task for t1 (and t2, with t1), the
         # calculator's output for t4, each checked against the trace root by its inclusion proof.
         fetched = [e.detail for e in worker.store.recent(200) if e.event == "fetched"]
-        assert sorted(fetched) == sorted(
-            [
-                "node 't1' and 1 parent (2 segments verified)",
-                "node 't2' and 2 parents (3 segments verified)",
-                "node 't4' and 1 parent (2 segments verified)",
-            ]
-        )
+        assert sorted(fetched) == sorted(fetches[g] for g in held)
 
 
 async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
     network: Network, kubo: KuboClient, workers: list[Worker]
 ) -> None:
     leaf = SEGMENTS - 1  # s3.op1: no other seat reads it as a parent
-    session_id, _, _ = await submit(network, kubo, products(), tamper=[leaf])
+    session_id, _, committees = await submit(network, kubo, products(), tamper=[leaf])
+    seats_in_all = sum(len(c.members) for c in committees)
 
     async def settled() -> bool:
         seats = [s for w in workers for s in w.store.seats()]
-        return len(seats) == 3 * SEGMENTS and all(s.outcome is not None for s in seats)
+        return len(seats) == seats_in_all and all(s.outcome is not None for s in seats)
 
     await _run_until(workers, None, settled, timeout=120)
     for worker in workers:
         seats = worker.store.seats()
-        assert seats[leaf].state is SeatState.REJECTED
-        assert "not the committed segment" in (seats[leaf].last_error or "")
-        assert [seats[i].state for i in range(leaf)] == [SeatState.FINALIZED] * leaf
+        assert [s.segment_id for s in seats] == seats_of(committees, worker.identity.address)
+        for seat in seats:
+            if seat.segment_id == leaf:
+                assert seat.state is SeatState.REJECTED
+                assert "not the committed segment" in (seat.last_error or "")
+            else:
+                assert seat.state is SeatState.FINALIZED
     # Nobody voted on the tampered segment: it escalates (here to a tier with no auditors).
     assert (await network.protocol.audit.segment(session_id, leaf)).status is not SegmentStatus.PASSED
 
@@ -171,23 +193,29 @@ async def test_withheld_envelopes_are_claimed_undelivered_and_burn_no_stake(
     registry = network.protocol.registry
     addresses = [w.identity.address for w in workers]
     before = {a: (await registry.auditor(a)).stake for a in addresses}
-    session_id, _, _ = await submit(network, kubo, products(), deliver=False)
+    session_id, _, committees = await submit(network, kubo, products(), deliver=False)
+    seats_in_all = sum(len(c.members) for c in committees)
 
     async def claimed() -> bool:
         states = [s.state for w in workers for s in w.store.seats()]
-        return len(states) == 3 * SEGMENTS and all(state is SeatState.ABSTAINED for state in states)
+        return len(states) == seats_in_all and all(state is SeatState.ABSTAINED for state in states)
 
     await _run_until(workers, None, claimed, timeout=120)
     params = await audit.session_params(session_id)
+    units: dict[str, int] = {}
     for worker in workers:
+        address = worker.identity.address
         for seat in worker.store.seats():
             info = await audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
             assert info.undelivered and not info.committed
-        assert [e.event for e in worker.store.recent(200)].count("undelivered") == SEGMENTS
+            units[address] = units.get(address, 0) + info.weight
+        held = len(seats_of(committees, address))
+        assert [e.event for e in worker.store.recent(200)].count("undelivered") == held
     for address in addresses:
         account = await registry.auditor(address)
         assert account.locked == 0 and account.stake == before[address], "released, nothing forfeited"
-        assert await audit.claimable(address) >= SEGMENTS * params["rewardPerSeatWei"]
+        # R per unit of each released seat, out of the provider's fee.
+        assert await audit.claimable(address) == units.get(address, 0) * params["rewardPerSeatWei"]
 
 
 async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
@@ -198,8 +226,10 @@ async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
     first = [make_worker(network, kubo, i, tmp_path / "before", adversary=Adversary.SILENT) for i in range(3)]
     session_id, _, committees = await submit(network, kubo, products())
 
+    held = [seats_of(committees, w.identity.address) for w in first]
+
     async def committed() -> bool:
-        return all(len(w.store.seats([SeatState.COMMITTED])) == SEGMENTS for w in first)
+        return all(len(w.store.seats([SeatState.COMMITTED])) == len(h) for w, h in zip(first, held, strict=True))
 
     await _run_until(first, None, committed, timeout=60)
     for worker in first:
@@ -216,12 +246,15 @@ async def test_a_vote_is_rebuilt_from_the_wallet_when_the_state_is_lost(
         await asyncio.sleep(0.5)
 
     async def revealed() -> bool:
-        return all(len(w.store.seats([SeatState.REVEALED, SeatState.FINALIZED])) == SEGMENTS for w in again)
+        return all(
+            len(w.store.seats([SeatState.REVEALED, SeatState.FINALIZED])) == len(h)
+            for w, h in zip(again, held, strict=True)
+        )
 
     await _run_until(again, None, revealed, timeout=60)
-    for worker in again:
-        assert [s.vote for s in worker.store.seats()] == VOTES
-        assert any(e.event == "recovered" for e in worker.store.recent(100))
+    for worker, segments in zip(again, held, strict=True):
+        assert [s.vote for s in worker.store.seats()] == [VOTES[g] for g in segments]
+        assert any(e.event == "recovered" for e in worker.store.recent(100)) == bool(segments)
         worker.store.close()
     assert (await network.protocol.audit.session(session_id)).segment_count == SEGMENTS
 
@@ -271,7 +304,8 @@ async def test_an_ipfs_outage_is_retried_and_a_seat_that_keeps_failing_is_report
         workers[0].settings = WORKER_SETTINGS.model_copy(update={"max_attempts": 2})
         workers[1].kubo = dead
         workers[1].settings = WORKER_SETTINGS.model_copy(update={"max_attempts": 50})
-        await submit(network, kubo, products())
+        _, _, committees = await submit(network, kubo, products())
+        held = [len(seats_of(committees, w.identity.address)) for w in workers]
 
         async def outage_seen() -> bool:
             return any(s.attempts >= 1 and "IpfsError" in (s.last_error or "") for s in workers[1].store.seats())
@@ -281,12 +315,12 @@ async def test_an_ipfs_outage_is_retried_and_a_seat_that_keeps_failing_is_report
                 workers[1].kubo = kubo  # the node is back
             failed = workers[0].store.seats([SeatState.FAILED])
             voted = workers[1].store.seats([SeatState.COMMITTED, SeatState.REVEALED, SeatState.FINALIZED])
-            return len(failed) == SEGMENTS and len(voted) == SEGMENTS
+            return len(failed) == held[0] and len(voted) == held[1]
 
         await _run_until(workers, None, done, timeout=90)
         for seat in workers[0].store.seats():
             assert "after 2 attempts" in (seat.last_error or "") and "127.0.0.1:9" in (seat.last_error or "")
-        assert any(e.event == "failed" for e in workers[0].store.recent(50))
+        assert any(e.event == "failed" for e in workers[0].store.recent(50)) == bool(held[0])
         for worker in workers:
             worker.store.close()
     finally:
@@ -339,10 +373,11 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
         client = LlmClient(LlmSettings(base_url=stub.base_url, model="judge-model", max_retries=0))
         worker = make_worker(network, kubo, 0, tmp_path)
         worker.auditor = LlmAuditor(client, AuditSettings(), concurrency=1)
-        session_id, _, _ = await submit(network, kubo, products())
+        session_id, _, committees = await submit(network, kubo, products())
+        held = len(seats_of(committees, worker.identity.address))
         try:
             async with asyncio.timeout(90):
-                while len(worker.store.seats()) < SEGMENTS or any(s.state.open for s in worker.store.seats()):
+                while len(worker.store.seats()) < held or any(s.state.open for s in worker.store.seats()):
                     await worker.tick()
                     await worker.wait_idle()
                     await asyncio.sleep(0.3)
@@ -351,10 +386,10 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
     seats = worker.store.seats()
     reasons = [e.detail for e in worker.store.recent(200) if e.event == "abstained"]
     worker.store.close()
-    assert len(seats) == SEGMENTS
+    assert len(seats) == held > 0
     assert {s.state for s in seats} == {SeatState.ABSTAINED}
     assert all(s.attempts == 0 and s.commitment is None for s in seats)
-    assert len(reasons) == SEGMENTS and all(r.startswith("no judgment: tier-2 judge") for r in reasons), reasons
+    assert len(reasons) == held and all(r.startswith("no judgment: tier-2 judge") for r in reasons), reasons
     assert all("not recorded on chain" not in r for r in reasons), reasons
     # Said on chain (`abstain`), so the other seats need not wait out the windows for this one.
     for seat in seats:

@@ -30,7 +30,7 @@ from trust.worker.keys import load_encryption_key
 from trust.worker.store import SeatState, WorkerStore
 
 from ..auditors.browser import chromium, requires_chromium
-from .conftest import PASSWORD, Network, open_session
+from .conftest import PASSWORD, Network, open_session, seats_of
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow, requires_chromium]
 
@@ -96,15 +96,19 @@ async def test_experts_vote_on_their_review_pages_and_their_workers_commit_and_r
             stored = await store_trace(kubo, graph, profiles={n.id: SegmentProfile(3) for n in graph.nodes()})
             session_id, committees = await open_session(network, stored)
             await deliver_keys(network.protocol, kubo, network.provider, session_id, graph, stored, committees)
+            # Three draws per segment among the three experts: each reviews the seats it was given.
+            held = [len(seats_of(committees, a.address)) for a in network.auditors]
 
             async with chromium() as browser:
-                for url in urls:
+                for url, count in zip(urls, held, strict=True):
+                    if not count:
+                        continue
                     page = await browser.new_page()
                     await page.goto(f"{url}/sign-in")
                     await page.fill("#password", EXPERT_PASSWORD)
                     await page.click("button[type=submit]")
                     await page.wait_for_url(f"{url}/queue")
-                    for _ in range(segments):
+                    for _ in range(count):
                         await page.goto(f"{url}/queue")
                         link = page.locator("a[href^='/review/']").first
                         await link.wait_for(timeout=20_000)
@@ -116,20 +120,24 @@ async def test_experts_vote_on_their_review_pages_and_their_workers_commit_and_r
                     await page.close()
 
                 async def revealed() -> bool:
-                    return all([s.state for s in w.store.seats()] == [SeatState.FINALIZED] * segments for w in workers)
+                    return all(
+                        [s.state for s in w.store.seats()] == [SeatState.FINALIZED] * n
+                        for w, n in zip(workers, held, strict=True)
+                    )
 
                 async with asyncio.timeout(90):
                     while not await revealed():
                         await asyncio.sleep(0.5)
 
+                busiest = max(range(len(held)), key=lambda i: held[i])
                 page = await browser.new_page()
-                await page.goto(f"{urls[0]}/sign-in")
+                await page.goto(f"{urls[busiest]}/sign-in")
                 await page.fill("#password", EXPERT_PASSWORD)
                 await page.click("button[type=submit]")
-                await page.wait_for_url(f"{urls[0]}/queue")
-                await page.goto(f"{urls[0]}/history")
+                await page.wait_for_url(f"{urls[busiest]}/queue")
+                await page.goto(f"{urls[busiest]}/history")
                 history = await page.content()
-                assert history.count("revealed") >= segments and "finalized" in history
+                assert history.count("revealed") >= held[busiest] > 0 and "finalized" in history
         finally:
             stop.set()
             await asyncio.gather(*running)

@@ -80,7 +80,8 @@ def said(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.fixture
 async def network(chain: ChainClient, mnemonic: str, keystore_dir: Path) -> AsyncIterator[Network]:
     settings = PROTOCOL.model_copy(update={"unbonding_delay_seconds": UNBONDING_DELAY_SECONDS})
-    async with deployed_network(chain, mnemonic, keystore_dir, settings) as made:
+    # Stakes of 100, 200 and 300 tokens: the amounts below are written against them.
+    async with deployed_network(chain, mnemonic, keystore_dir, settings, stake_multiples=(1, 2, 3)) as made:
         yield made
 
 

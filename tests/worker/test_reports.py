@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from trust.chain.types import SegmentStatus
+from trust.chain.types import CommitteeDrawn, SegmentStatus
 from trust.privacy.envelopes import public_key_bytes
 from trust.privacy.reports import MAX_REPORT_BYTES, AuditReport, open_report
 from trust.storage.kubo import KuboClient
@@ -26,7 +26,7 @@ from trust.worker.daemon import Worker
 from trust.worker.status import status_report
 from trust.worker.store import SeatKey, SeatState
 
-from .conftest import WORKER_SETTINGS, Network, make_worker, products, submit
+from .conftest import WORKER_SETTINGS, Network, make_worker, products, seats_of, submit
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
@@ -53,10 +53,16 @@ async def _run_until(workers: list[Worker], condition: Callable[[], Awaitable[bo
     return list(outcomes)
 
 
-def _all_reported(workers: list[Worker]) -> Callable[[], Awaitable[bool]]:
+def _held(workers: list[Worker], committees: Sequence[CommitteeDrawn]) -> int:
+    """The seats the workers hold between them (committees are drawn with replacement: three draws
+    seat one to three of the three auditors)."""
+    return sum(len(seats_of(committees, w.identity.address)) for w in workers)
+
+
+def _all_reported(workers: list[Worker], committees: Sequence[CommitteeDrawn]) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         seats = [s for w in workers for s in w.store.seats()]
-        return len(seats) == len(workers) * SEGMENTS and all(s.reported_at is not None for s in seats)
+        return len(seats) == _held(workers, committees) and all(s.reported_at is not None for s in seats)
 
     return check
 
@@ -103,10 +109,10 @@ async def test_the_provider_reads_and_opens_every_report_of_its_session(
     session_id, stored, committees = await submit(network, kubo, products(), reply_key=public_key_bytes(reply))
     audit, chain = network.protocol.audit, network.protocol.chain
 
-    await _run_until(workers, _all_reported(workers), timeout=120)
+    await _run_until(workers, _all_reported(workers, committees), timeout=120)
 
     published, reports = await _open_all(network, kubo, session_id, stored.root, reply)
-    assert len(published) == len(reports) == 3 * SEGMENTS
+    assert len(published) == len(reports) == sum(len(c.members) for c in committees)
     for (segment, round_id, seat_index), report in reports.items():
         on_chain = await audit.seat(session_id, segment, round_id, seat_index)
         assert on_chain.revealed and report.auditor == on_chain.auditor
@@ -114,7 +120,7 @@ async def test_the_provider_reads_and_opens_every_report_of_its_session(
         assert report.tier == 1 and 0.0 <= report.score <= 1.0
         assert 0 < report.started_at <= report.finished_at
     # The critique of the wrong product says why it fails.
-    for seat_index in range(3):
+    for seat_index in range(len(committees[4].members)):
         wrong = reports[(4, 0, seat_index)]  # s2.op1: "17 * 23 = 409"
         assert wrong.vote == "fail" and wrong.error_type == "factual" and wrong.score == 0.0
         assert "17 * 23 = 409" in wrong.critique and "391" in wrong.critique
@@ -133,11 +139,13 @@ async def test_the_provider_reads_and_opens_every_report_of_its_session(
             assert revealed_at <= drawn.commit_deadline, "revealed only after the draw's commit deadline"
             assert seat.commit_deadline < drawn.commit_deadline  # the worker saw the window close
             assert reported["blockNumber"] >= revealed["blockNumber"]
-        events = [e.event for e in worker.store.recent(300) if e.seat == SeatKey(session_id, 4, 0)]
-        assert events[:7] == ["drawn", "fetched", "voted", "committed", "closed", "revealed", "reported"]
+        held = seats_of(committees, worker.identity.address)
+        for segment in held[:1]:
+            events = [e.event for e in worker.store.recent(300) if e.seat == SeatKey(session_id, segment, 0)]
+            assert events[:7] == ["drawn", "fetched", "voted", "committed", "closed", "revealed", "reported"]
         path = worker.store.path
         worker.store.close()
-        assert status_report(path)["reports"] == {"published": SEGMENTS, "pending": 0, "given_up": 0}
+        assert status_report(path)["reports"] == {"published": len(held), "pending": 0, "given_up": 0}
     statuses = [(await audit.segment(session_id, i)).status for i in range(SEGMENTS)]
     assert statuses == [SegmentStatus.FAILED if i in WRONG else SegmentStatus.PASSED for i in range(SEGMENTS)]
 
@@ -152,8 +160,8 @@ async def test_a_restart_between_reveal_and_report_publishes_exactly_once(
     reply = X25519PrivateKey.generate()
     victim = make_worker(network, kubo, 0, tmp_path, on_event=crash_after_reveal)
     others = [make_worker(network, kubo, i, tmp_path) for i in (1, 2)]
-    session_id, stored, _ = await submit(network, kubo, products(), reply_key=public_key_bytes(reply))
-    others_done = asyncio.create_task(_run_until(others, _all_reported(others), timeout=120))
+    session_id, stored, committees = await submit(network, kubo, products(), reply_key=public_key_bytes(reply))
+    others_done = asyncio.create_task(_run_until(others, _all_reported(others, committees), timeout=120))
 
     with pytest.raises(Crash):
         async with asyncio.timeout(90):
@@ -166,17 +174,19 @@ async def test_a_restart_between_reveal_and_report_publishes_exactly_once(
     # Restarted on the same state file: the seats the crash left unrecorded are found revealed on
     # chain, and every report is published, once.
     restarted = make_worker(network, kubo, 0, tmp_path)
-    assert await _run_until([restarted], _all_reported([restarted]), timeout=60) == [None]
+    assert await _run_until([restarted], _all_reported([restarted], committees), timeout=60) == [None]
     await others_done
     address = restarted.identity.account.address
     counts = await _publications(network, session_id)
     mine = {seat: n for seat, n in counts.items() if seat[3] == address}
-    assert len(mine) == SEGMENTS and set(counts.values()) == {1} and len(counts) == 3 * SEGMENTS
+    seats_in_all = sum(len(c.members) for c in committees)
+    assert len(mine) == len(seats_of(committees, address))
+    assert set(counts.values()) == {1} and len(counts) == seats_in_all
     _, reports = await _open_all(network, kubo, session_id, stored.root, reply)
-    assert {r.auditor for r in reports.values()} == {network.auditors[i].address for i in range(3)}
+    assert {r.auditor for r in reports.values()} == {m for c in committees for m in c.members}
 
     # A crash after the transaction but before the store recorded it: the chain is asked first.
-    seat = restarted.store.seats()[WRONG[1]]
+    seat = restarted.store.seats()[-1]
     restarted.store.update(seat.key, reported_at=None, report_tx=None)
     await restarted.tick()
     again = restarted.store.seat(seat.key)
@@ -193,11 +203,11 @@ async def test_an_unusable_reply_key_costs_the_reports_never_the_votes(
 ) -> None:
     workers = [make_worker(network, kubo, i, tmp_path) for i in range(3)]
     # A low-order point: the grant takes it (it is not zero), but no report can be sealed to it.
-    session_id, _, _ = await submit(network, kubo, products(), reply_key=b"\x01" + bytes(31))
+    session_id, _, committees = await submit(network, kubo, products(), reply_key=b"\x01" + bytes(31))
 
     async def settled() -> bool:
         seats = [s for w in workers for s in w.store.seats()]
-        return len(seats) == 3 * SEGMENTS and all(s.outcome is not None and s.report_error for s in seats)
+        return len(seats) == _held(workers, committees) and all(s.outcome is not None and s.report_error for s in seats)
 
     await _run_until(workers, settled, timeout=120)
     for worker in workers:
@@ -205,10 +215,11 @@ async def test_an_unusable_reply_key_costs_the_reports_never_the_votes(
             assert seat.state is SeatState.FINALIZED and seat.outcome is not None
             assert seat.reported_at is None and seat.report_attempts == WORKER_SETTINGS.max_attempts
             assert "is not a usable X25519 key" in (seat.report_error or "")
-        assert any(e.event == "report failed" for e in worker.store.recent(100))
+        held = len(seats_of(committees, worker.identity.address))
+        assert any(e.event == "report failed" for e in worker.store.recent(100)) == bool(held)
         path = worker.store.path
         worker.store.close()
-        assert status_report(path)["reports"] == {"published": 0, "pending": 0, "given_up": SEGMENTS}
+        assert status_report(path)["reports"] == {"published": 0, "pending": 0, "given_up": held}
     assert await network.protocol.segment_keys.reports_for(session_id) == []
     statuses = [(await network.protocol.audit.segment(session_id, i)).status for i in range(SEGMENTS)]
     assert statuses == [SegmentStatus.FAILED if i in WRONG else SegmentStatus.PASSED for i in range(SEGMENTS)]

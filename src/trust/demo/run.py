@@ -46,7 +46,8 @@ from trust.toolchain import Toolchain
 __all__ = ["DEMO_WORKERS", "DemoOutcome", "run_demo"]
 
 DEMO_WORKERS: tuple[WorkerSpec, ...] = tuple(WorkerSpec(tier) for tier in (1, 1, 1, 2, 2, 2, 3, 3, 3))
-"""Three auditors per tier: one committee of three each (the local network's k)."""
+"""Three auditors per tier: a committee of three draws (the local network's k) seats one to three of
+them, a member drawn twice holding one seat of two votes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -422,9 +422,9 @@ class TrustClient:
                 name = Tier(tier).name.lower()
                 raise InsufficientAuditors(
                     f"{sum(1 for p in profiles.values() if p.tier == tier)} segments need tier {tier} ({name}) "
-                    f"committees of {needed} draws, each locking {tokens_text(penalty)} tokens of the auditor it "
-                    f"seats, but the {eligible} tier-{tier} auditors eligible now stake {tokens_text(stake)} tokens "
-                    f"in all, which backs only {stake // penalty}; nothing was submitted. Wait for auditors, or leave "
+                    f"committees of {needed} draws, each locking {tokens_text(penalty)} of the auditor it seats, "
+                    f"but the {eligible} tier-{tier} auditors eligible now stake {tokens_text(stake)} in all, which "
+                    f"backs only {stake // penalty}; nothing was submitted. Wait for auditors, or leave "
                     "the tier out (AuditConfig.auditor_tiers)"
                 )
         specs = [SegmentSpec(p.tier, p.weight, _PLACEHOLDER_DIGEST, p.critical) for p in profiles.values()]
