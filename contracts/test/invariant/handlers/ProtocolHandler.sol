@@ -109,7 +109,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
     ///         members in the order of their first draw with the draws each won (its units),
     ///         whether every one of the `committeeSize` draws found a member (`full`), and the
     ///         members passed over because they unbonded after the randomness block with at least
-    ///         the lock unbonding (to be charged the lock).
+    ///         the lock unbonding (to be charged the lock); and how many members it passed over
+    ///         because their unlocked stake could not back one more unit (for the call summary).
     struct ModelDraw {
         address[] members;
         uint256[] units;
@@ -118,6 +119,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         bool full;
         address[] deserters;
         uint256 deserterCount;
+        uint256 shortOfBacking;
     }
 
     /// @notice A seat's state just before its round is finalized.
@@ -506,10 +508,13 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @dev Governance changes the penalty per seat. Open sessions keep the lock of their snapshot.
+    ///      One choice in four is a penalty near the tier-1 minimum stake, so that a member's
+    ///      unlocked stake backs one unit or a few: the draw then passes members over for want of
+    ///      backing, and a tier can run short of units (issue L2), which small penalties never do.
     function setPenalty(uint256 choice) external {
         Params memory p = params.params();
-        uint96[3] memory penalties = [uint96(5e18), 8e18, 13e18];
-        p.penaltyPerSeat = penalties[choice % 3];
+        uint96[4] memory penalties = [uint96(5e18), 13e18, 40e18, 60e18];
+        p.penaltyPerSeat = penalties[choice % 4];
         _count(_govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p))) ? bytes32("setPenalty") : bytes32("setPenalty (reverted)"));
     }
 
@@ -1023,6 +1028,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         ModelDraw memory model;
         if (!expired) model = _referenceDraw(r, before, p.penaltyPerSeat);
         IAuditorRegistry.AuditorInfo[] memory infos = _infos();
+        if (model.shortOfBacking != 0) _count("draw (short of backing)");
         try audit.assignAuditors(r.sessionId, r.segmentId) {
             _checkCharges(infos, model, before.randomnessBlock, p.penaltyPerSeat);
             ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
@@ -1273,7 +1279,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint256 j;
         while (j < d.seated && d.members[j] != candidate) ++j;
         uint256 units = (j < d.seated ? d.units[j] : 0) + 1;
-        if (uint256(info.stake) < ghost_locked[candidate] + units * lock) return false;
+        if (uint256(info.stake) < ghost_locked[candidate] + units * lock) {
+            d.shortOfBacking += 1;
+            return false;
+        }
         if (j == d.seated) {
             d.members[j] = candidate;
             d.seated += 1;
