@@ -97,7 +97,7 @@ contract ProtocolInvariantTest is TRUSTBase {
             ]
         );
 
-        bytes4[] memory selectors = new bytes4[](32);
+        bytes4[] memory selectors = new bytes4[](34);
         selectors[0] = ProtocolHandler.register.selector;
         selectors[1] = ProtocolHandler.stake.selector;
         selectors[2] = ProtocolHandler.requestUnstake.selector;
@@ -123,8 +123,9 @@ contract ProtocolInvariantTest is TRUSTBase {
         selectors[22] = ProtocolHandler.setMinStakes.selector;
         selectors[23] = ProtocolHandler.syncDrawWeights.selector;
         selectors[24] = ProtocolHandler.drawAfterChange.selector;
-        // `advance` three times over: forge picks selectors uniformly, and this one carries
-        // sessions to their end (trace verdict, fee split, claims) within a run's depth.
+        // `advance` five times over: forge picks selectors uniformly, and this one carries
+        // sessions to their end (trace verdict, fee split, claims) within a run's depth; rounds
+        // of two or three draws escalate often, so a session takes a dozen steps or more.
         selectors[25] = ProtocolHandler.advance.selector;
         selectors[26] = ProtocolHandler.advance.selector;
         selectors[27] = ProtocolHandler.advance.selector;
@@ -132,6 +133,8 @@ contract ProtocolInvariantTest is TRUSTBase {
         selectors[29] = ProtocolHandler.desertThenDraw.selector;
         selectors[30] = ProtocolHandler.upgrade.selector;
         selectors[31] = ProtocolHandler.claimUndelivered.selector;
+        selectors[32] = ProtocolHandler.advance.selector;
+        selectors[33] = ProtocolHandler.advance.selector;
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
         targetContract(address(handler));
     }

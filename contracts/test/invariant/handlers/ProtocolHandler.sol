@@ -769,18 +769,23 @@ contract ProtocolHandler is CommonBase, StdUtils {
         info = registry.auditor(a);
     }
 
-    /// @notice Issue M2: once a segment's randomness block is mined, a member of its tier counted
-    ///         then (and holding no seat) leaves entirely, and the segment is drawn: if the draw
-    ///         reaches it, it is charged the lock from its unbonding stake (`_checkCharges`).
-    function desertThenDraw(uint256 pick, uint256 actorSeed) external {
+    /// @notice Issues M2 and H2: once a segment's randomness block is mined, a member of its tier
+    ///         counted then (and holding no seat) leaves entirely or, with `keepMinimum`, unbonds
+    ///         all but the tier minimum (the whale of H2, whose snapshot stake would win it draws),
+    ///         and the segment is drawn: the draw must pass it over either way, and charge it the
+    ///         lock from its unbonding stake if it reaches it (`_checkCharges`).
+    function desertThenDraw(uint256 pick, uint256 actorSeed, bool keepMinimum) external {
         if (_awaiting.length == 0) return;
         (uint256 index, ITRUSTAudit.SegmentView memory g, address a, IAuditorRegistry.AuditorInfo memory info) =
             _pastRandomness(pick, actorSeed);
         if (weightAt(a, g.randomnessBlock) != 0 && info.locked == 0 && info.unbonding == 0) {
-            _requestUnstake(a, 0, true);
+            uint256 needed = _minStake(info.tier);
+            // `_requestUnstake` leaves the minimum when asked for stake - minimum, and exits when
+            // the stake is at the minimum already.
+            _requestUnstake(a, info.stake > needed ? info.stake - needed : 0, !keepMinimum);
         }
         _draw(index);
-        _count("desertThenDraw");
+        _count(keepMinimum ? bytes32("desertThenDraw (kept minimum)") : bytes32("desertThenDraw"));
     }
 
     /// @param behaviour Four bits per seat: 0 silent, 1 a commitment that opens to nothing, 2-3 the
@@ -883,9 +888,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
 
     /// @notice An auditor claims its unclaimed aligned seats of a distributed session.
     /// @param behaviour Bits 0-7 pick the auditor among the session's unclaimed seats; bits 8-9
-    ///        the mode: 0 claim them, 1 claim them with one more seat it may not claim (the whole
-    ///        call must fail), 2 another actor claims them (must fail), 3 claim them, then claim
-    ///        the first again (must fail). With no unclaimed seat left, some actor claims a random
+    ///        the mode: 0 or 3 claim them, then claim the first again (must fail), 1 claim them
+    ///        with one more seat it may not claim (the whole call must fail), 2 another actor
+    ///        claims them (must fail). With no unclaimed seat left, some actor claims a random
     ///        seat, which must fail.
     function claimRewards(uint256 pick, uint256 behaviour) external {
         uint256 n = _traces.length;
@@ -2014,7 +2019,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
             _count("claimRewards (reverted)");
             return;
         }
-        if (mode == 3) _expectClaimFails(id, who, refs[0]);
+        // Claiming a paid seat again must fail, whatever the mode: a seat is paid once.
+        _expectClaimFails(id, who, refs[0]);
     }
 
     /// @dev A seat of the session named by `seed`: any segment (one past the last too), any index up
