@@ -6,12 +6,17 @@ import {Params} from "../../src/types/Params.sol";
 import {ProtocolInvariantTest} from "./ProtocolInvariants.t.sol";
 
 /// @notice Every protocol invariant again, at the largest committees `ParamsLib.validate` allows
-///         (issue M4): two rounds, a tier-1 segment seating 21 members and, escalated, 43 of
-///         tier 2, so that the deciding round settles 64 seats at once (its own and the revealed
-///         seats it deferred); 22 would be refused. Tier 2 has 60 auditors, enough to seat the
-///         escalated round; tier 1 has 30. Tier-2 and tier-3 segments (a quarter of them) keep
-///         their small committees. `invariant_everySessionEnds` checks that every draw and finalization of
-///         these rounds, all seats silent (each forfeits), fits the EIP-7825 gas cap.
+///         (issue M4): two rounds, a tier-1 segment of 21 draws and, escalated, 43 of tier 2, so
+///         that the deciding round settles up to 64 seats at once (its own and the revealed seats
+///         it deferred); 22 would be refused. Draws are with replacement (issue L2): a round seats
+///         one member per distinct winner, so as many seats as draws only when no member wins
+///         twice (likelier under the penalties near the tier-1 minimum that `setPenalty` picks
+///         half the time, which leave many members backing one unit or two;
+///         `test/gas/SettlementGas.t.sol` measures the worst case). Tier 2 has 60 auditors, enough
+///         to seat the escalated round; tier 1 has 30. Tier-2 and tier-3 segments (a quarter of
+///         them) keep their small committees. `invariant_everySessionEnds` checks that every draw
+///         and finalization of these rounds, all seats silent (each forfeits), fits the EIP-7825
+///         gas cap.
 /// @dev A run's calls cost several times those of `ProtocolInvariantTest` (43-seat commits and
 ///      reveals, 64-seat settlements), so it runs far fewer of them: CI time is budgeted.
 /// forge-config: default.invariant.runs = 4

@@ -13,6 +13,7 @@ import {AuditorRegistry} from "../../../src/AuditorRegistry.sol";
 import {ProtocolParams} from "../../../src/ProtocolParams.sol";
 import {ITRUSTAudit} from "../../../src/interfaces/ITRUSTAudit.sol";
 import {IAuditorRegistry} from "../../../src/interfaces/IAuditorRegistry.sol";
+import {IRandomnessSource} from "../../../src/interfaces/IRandomnessSource.sol";
 import {ReputationLib} from "../../../src/libraries/ReputationLib.sol";
 import {ParamsLib} from "../../../src/libraries/ParamsLib.sol";
 import {Params} from "../../../src/types/Params.sol";
@@ -27,13 +28,16 @@ import {Params} from "../../../src/types/Params.sol";
 ///      Draw weights are modelled from the rules, not read back: each auditor's weight (its stake
 ///      while registered, available, at the tier minimum in force at its last re-evaluation and
 ///      credentialed for tier 3) and its history by block, which is what a draw must read at its
-///      randomness block, and each seat weighs that weight capped by the member's bonded stake at
-///      the draw (issue H2). Draws are checked as they happen: a committee is seated exactly when the
-///      tier had enough members to seat at the randomness block, otherwise the round is retried
-///      with fresh randomness and ends Undetermined at the third attempt; a draw never reverts
-///      once its randomness is known, and it charges the lock only to members that unstaked after
-///      the randomness block and cannot back a seat (issue M2). Seat rewards are modelled per
-///      aligned seat of a decided segment's final round.
+///      randomness block, and each tier's tree order. Draws are checked as they happen against a
+///      reference draw (`_referenceDraw`, issue L2): `committeeSize` draws with replacement by stake
+///      at the randomness block, one seat per distinct member weighing the draws it won (its
+///      units), each unit backed and locked by P (issue H2). A committee is seated exactly when the
+///      reference draw backs every unit, otherwise the round is retried with fresh randomness and
+///      ends Undetermined at the third attempt; a draw never reverts once its randomness is known,
+///      and it charges the lock exactly to the members it reached that unstaked after the
+///      randomness block (issue M2). Every amount is modelled per unit: locks and forfeits
+///      (units x P), compensation of released seats (units x R), rewards of aligned seats of a
+///      decided segment's final round (per-seat reward x units), and the tally (eq. 3.3 over units).
 ///
 ///      Governance acts as a deployment's does: every protocol contract is owned by a
 ///      TimelockController, and each governance action (parameters, slashes, upgrades) is scheduled
@@ -72,21 +76,50 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @notice A drawn round's commit window as the handler saw it: the deadline fixed at the draw,
-    ///         the committee size, the seats that committed at least once, and the time of the
-    ///         commit that completed the committee (0 while a seat has not committed).
+    ///         the committee size (its draws), the seats (distinct members) they seated, the seats
+    ///         that committed at least once, and the time of the commit that completed the
+    ///         committee (0 while a seat has not committed).
     struct RoundGhost {
         uint48 drawnCommitDeadline;
         uint8 committeeSize;
+        uint8 seatCount;
         uint8 committedSeats;
         uint256 closedAt;
     }
 
-    /// @notice A seat that agreed with its decided segment's outcome: its reward is claimable.
+    /// @notice A seat that agreed with its decided segment's outcome: its reward (per-seat reward
+    ///         times its units) is claimable.
     struct AlignedSeat {
         uint256 segmentId;
         uint256 seatIndex;
         address auditor;
+        uint256 units;
         bool claimed;
+    }
+
+    /// @notice A seat of some round of a segment.
+    struct SeatRef {
+        uint256 sessionId;
+        uint256 segmentId;
+        uint8 round;
+        uint256 index;
+    }
+
+    /// @notice What the reference draw (`_referenceDraw`) says a committee must be: the distinct
+    ///         members in the order of their first draw with the draws each won (its units),
+    ///         whether every one of the `committeeSize` draws found a member (`full`), and the
+    ///         members passed over because they unbonded after the randomness block with at least
+    ///         the lock unbonding (to be charged the lock); and how many members it passed over
+    ///         because their unlocked stake could not back one more unit (for the call summary).
+    struct ModelDraw {
+        address[] members;
+        uint256[] units;
+        uint256 seated;
+        uint256 unitsDrawn;
+        bool full;
+        address[] deserters;
+        uint256 deserterCount;
+        uint256 shortOfBacking;
     }
 
     /// @notice A seat's state just before its round is finalized.
@@ -98,28 +131,42 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint64 reputationWad;
         /// @dev Released by `claimUndelivered` before the round ended: settled already.
         bool released;
+        /// @dev The draws the seat won (its weight).
+        uint256 units;
+        /// @dev Where the seat sits (its round and index), for the deferred record.
+        uint8 round;
+        uint256 index;
     }
 
-    /// @notice What backed a seat when it was drawn (see `_backing`).
+    /// @notice What backed a seat when it was drawn (see `_backing`): its member's bonded stake
+    ///         and `ghost_stakeLost` then, and its units.
     struct SeatBacking {
         uint256 stakeAtDraw;
         uint256 lostAtDraw;
+        uint256 units;
     }
 
     /// @dev A revealed seat of a round that escalated: locked until the segment's verdict (M1).
     struct DeferredSeat {
         address auditor;
         bool vote;
+        uint256 units;
+        uint8 round;
+        uint256 index;
     }
 
+    /// @dev The most seats one auditor may settle in one finalization: one per round.
+    uint256 internal constant MAX_SEATS_SETTLED_TOGETHER = 8;
+
     /// @dev One auditor's expected settlement in one finalization (an auditor may hold seats in
-    ///      several of the rounds settled together).
+    ///      several of the rounds settled together, one per round).
     struct Expected {
         address auditor;
         uint96 stakeBefore;
         uint64 reputation; // after every update of this settlement, in the contract's order
-        uint256 exactLoss; // silent seats
-        uint256 mayLose; // misaligned seats: each loses the lock or nothing
+        uint256 exactLoss; // silent seats: units x the lock each
+        uint256[MAX_SEATS_SETTLED_TOGETHER] mayLose; // misaligned seats: each loses units x the lock, or nothing
+        uint256 misaligned;
         uint256 seats;
     }
 
@@ -170,18 +217,26 @@ contract ProtocolHandler is CommonBase, StdUtils {
     /// @dev Every change of `ghost_drawWeight`, by block (the last value of a block counts).
     mapping(address auditor => uint256[]) internal _historyBlocks;
     mapping(address auditor => uint256[]) internal _historyWeights;
+    /// @dev Each tier's sortition tree as the registry builds it: a member is appended when its
+    ///      draw weight first becomes non-zero and keeps its place for good (a draw reads the
+    ///      members' intervals in this order, each as wide as its weight at the randomness block).
+    mapping(uint8 tier => address[]) internal _leaves;
+    mapping(address auditor => bool) internal _inTree;
 
     /// @dev The block of each auditor's last successful unstake request.
     mapping(address auditor => uint256) public unbondingBlockOf;
-    /// @dev The weight each drawn seat must carry: its member's modelled weight at the randomness
-    ///      block capped by its bonded stake at the draw (and by 88 bits).
+    /// @dev The weight each drawn seat must carry: the units the reference draw gives its member.
     mapping(bytes32 seatKey => uint256) internal _expectedSeatWeight;
 
     // ---- seat rewards
     mapping(uint256 sessionId => uint256) public feeOf;
     mapping(uint256 sessionId => AlignedSeat[]) internal _aligned;
+    /// @dev Aligned seats claimed (entries of `_aligned`), and the units of the aligned seats
+    ///      and of those claimed.
     mapping(uint256 sessionId => uint256) public claimedSeats;
-    /// @dev Fixed when the session's fee is split: the auditors' share over its aligned seats.
+    mapping(uint256 sessionId => uint256) public alignedUnits;
+    mapping(uint256 sessionId => uint256) public claimedUnits;
+    /// @dev Fixed when the session's fee is split: the auditors' share over its aligned units.
     mapping(uint256 sessionId => uint256) public ghost_perSeatWei;
 
     uint256 public ghost_tokensIn;
@@ -212,6 +267,16 @@ contract ProtocolHandler is CommonBase, StdUtils {
     /// @dev Commits accepted once every seat of their round had committed (the window is closed).
     uint256 public ghost_commitsAfterClose;
     uint256 public ghost_settlementViolations;
+    /// @dev Finalizations whose outcome is not eq. 3.3 over the round's seats weighed by their
+    ///      units (Passed / Failed at tau of the committee's units, else escalate, or Undetermined
+    ///      at the last round or when undelivered units are more than half).
+    uint256 public ghost_tallyMismatches;
+    /// @dev Draws whose committee (members, their order, their units) or availability differs
+    ///      from the reference draw's (`_referenceDraw`): draws with replacement by stake.
+    uint256 public ghost_referenceDrawMismatches;
+    /// @dev Draws that seated a unit its member's unlocked stake did not back, locked other than
+    ///      units x P of a member, or seated units that do not add up to the committee size.
+    uint256 public ghost_unbackedUnits;
     uint256 public ghost_traceVerdictMismatches;
     uint256 public ghost_refinalizations;
     /// @dev Slashes that took locked stake, or other than min(asked, unlocked + unbonding).
@@ -363,6 +428,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         vm.prank(a);
         try registry.executeUnstake() {
             ghost_tokensOut += token.balanceOf(a) - before;
+            unbondingBlockOf[a] = 0; // nothing unbonding: no draw may pass it over as a deserter
             _count("executeUnstake");
         } catch {
             _count("executeUnstake (reverted)");
@@ -442,10 +508,13 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @dev Governance changes the penalty per seat. Open sessions keep the lock of their snapshot.
+    ///      One choice in four is a penalty near the tier-1 minimum stake, so that a member's
+    ///      unlocked stake backs one unit or a few: the draw then passes members over for want of
+    ///      backing, and a tier can run short of units (issue L2), which small penalties never do.
     function setPenalty(uint256 choice) external {
         Params memory p = params.params();
-        uint96[3] memory penalties = [uint96(5e18), 8e18, 13e18];
-        p.penaltyPerSeat = penalties[choice % 3];
+        uint96[4] memory penalties = [uint96(5e18), 13e18, 40e18, 60e18];
+        p.penaltyPerSeat = penalties[choice % 4];
         _count(_govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p))) ? bytes32("setPenalty") : bytes32("setPenalty (reverted)"));
     }
 
@@ -700,18 +769,23 @@ contract ProtocolHandler is CommonBase, StdUtils {
         info = registry.auditor(a);
     }
 
-    /// @notice Issue M2: once a segment's randomness block is mined, a member of its tier counted
-    ///         then (and holding no seat) leaves entirely, and the segment is drawn: if the draw
-    ///         reaches it, it is charged the lock from its unbonding stake (`_checkCharges`).
-    function desertThenDraw(uint256 pick, uint256 actorSeed) external {
+    /// @notice Issues M2 and H2: once a segment's randomness block is mined, a member of its tier
+    ///         counted then (and holding no seat) leaves entirely or, with `keepMinimum`, unbonds
+    ///         all but the tier minimum (the whale of H2, whose snapshot stake would win it draws),
+    ///         and the segment is drawn: the draw must pass it over either way, and charge it the
+    ///         lock from its unbonding stake if it reaches it (`_checkCharges`).
+    function desertThenDraw(uint256 pick, uint256 actorSeed, bool keepMinimum) external {
         if (_awaiting.length == 0) return;
         (uint256 index, ITRUSTAudit.SegmentView memory g, address a, IAuditorRegistry.AuditorInfo memory info) =
             _pastRandomness(pick, actorSeed);
         if (weightAt(a, g.randomnessBlock) != 0 && info.locked == 0 && info.unbonding == 0) {
-            _requestUnstake(a, 0, true);
+            uint256 needed = _minStake(info.tier);
+            // `_requestUnstake` leaves the minimum when asked for stake - minimum, and exits when
+            // the stake is at the minimum already.
+            _requestUnstake(a, info.stake > needed ? info.stake - needed : 0, !keepMinimum);
         }
         _draw(index);
-        _count("desertThenDraw");
+        _count(keepMinimum ? bytes32("desertThenDraw (kept minimum)") : bytes32("desertThenDraw"));
     }
 
     /// @param behaviour Four bits per seat: 0 silent, 1 a commitment that opens to nothing, 2-3 the
@@ -814,9 +888,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
 
     /// @notice An auditor claims its unclaimed aligned seats of a distributed session.
     /// @param behaviour Bits 0-7 pick the auditor among the session's unclaimed seats; bits 8-9
-    ///        the mode: 0 claim them, 1 claim them with one more seat it may not claim (the whole
-    ///        call must fail), 2 another actor claims them (must fail), 3 claim them, then claim
-    ///        the first again (must fail). With no unclaimed seat left, some actor claims a random
+    ///        the mode: 0 or 3 claim them, then claim the first again (must fail), 1 claim them
+    ///        with one more seat it may not claim (the whole call must fail), 2 another actor
+    ///        claims them (must fail). With no unclaimed seat left, some actor claims a random
     ///        seat, which must fail.
     function claimRewards(uint256 pick, uint256 behaviour) external {
         uint256 n = _traces.length;
@@ -892,7 +966,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             if (block.timestamp <= g.commitDeadline) {
                 _commit(r, behaviour);
                 _reveal(r, uint256(keccak256(abi.encode(behaviour)))); // warps past the commit window
-            } else if (block.timestamp <= g.revealDeadline && g.revealedCount < g.committeeSize && behaviour % 4 == 0) {
+            } else if (block.timestamp <= g.revealDeadline && g.revealedCount < g.seatCount && behaviour % 4 == 0) {
                 _reveal(r, uint256(keccak256(abi.encode(behaviour))));
             } else {
                 _finalizeSegment(i, true);
@@ -956,23 +1030,24 @@ contract ProtocolHandler is CommonBase, StdUtils {
         // BLOCKHASH reaches 256 blocks back: older randomness is refreshed without a draw.
         bool expired = block.number > uint256(before.randomnessBlock) + 256;
         Params memory p = audit.sessionParams(r.sessionId);
-        uint256 seatable = expired ? 0 : _seatable(before.tier, before.randomnessBlock, p.penaltyPerSeat);
+        ModelDraw memory model;
+        if (!expired) model = _referenceDraw(r, before, p.penaltyPerSeat);
         IAuditorRegistry.AuditorInfo[] memory infos = _infos();
+        if (model.shortOfBacking != 0) _count("draw (short of backing)");
         try audit.assignAuditors(r.sessionId, r.segmentId) {
-            _checkCharges(infos, before.randomnessBlock, p.penaltyPerSeat);
+            _checkCharges(infos, model, before.randomnessBlock, p.penaltyPerSeat);
             ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
             if (expired) {
                 if (!_refreshed(g, p)) ghost_retryViolations += 1;
                 _count("draw (randomness expired)");
             } else if (g.status == ITRUSTAudit.SegmentStatus.Voting) {
-                _seated(r, before, g, p.penaltyPerSeat);
-                if (seatable < g.committeeSize) ghost_committeeViolations += 1; // seated someone it may not
+                _seated(r, before, g, infos, model, p.penaltyPerSeat);
                 _voting.push(r);
                 _removeAwaiting(index);
                 _count("draw");
             } else {
                 _unavailable(index, r, before, g, p);
-                if (seatable >= before.committeeSize) ghost_falseUnavailable += 1;
+                if (model.full) ghost_falseUnavailable += 1;
             }
         } catch {
             ghost_drawReverts += 1;
@@ -989,11 +1064,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @dev What a draw took from unbonding stake: only the lock, only from a member the model
-    ///      weighed at the randomness block that unstaked after it and could not back the lock.
-    ///      Nothing else changes any stake or unbonding stake in a draw.
-    function _checkCharges(IAuditorRegistry.AuditorInfo[] memory infos, uint256 randomnessBlock, uint256 lock)
-        internal
-    {
+    ///      weighed at the randomness block that unstaked after it (it may not sit, issue M2), and
+    ///      exactly from the deserters the reference draw reached. Nothing else changes any stake
+    ///      or unbonding stake in a draw.
+    function _checkCharges(
+        IAuditorRegistry.AuditorInfo[] memory infos,
+        ModelDraw memory model,
+        uint256 randomnessBlock,
+        uint256 lock
+    ) internal {
         for (uint256 i; i < infos.length; ++i) {
             address a = _everyone[i];
             IAuditorRegistry.AuditorInfo memory now_ = registry.auditor(a);
@@ -1003,51 +1082,52 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 continue;
             }
             uint256 charged = uint256(was.unbonding) - now_.unbonding;
-            if (charged == 0) continue;
+            bool reached = _containsFirst(model.deserters, model.deserterCount, a);
+            if (charged == 0) {
+                if (reached) ghost_chargeViolations += 1; // a deserter the draw reached went free
+                continue;
+            }
             bool deserter = weightAt(a, randomnessBlock) != 0 && unbondingBlockOf[a] > randomnessBlock
-                && uint256(was.stake) - was.locked < lock && a != provider;
-            if (!deserter || charged != lock) ghost_chargeViolations += 1;
+                && was.unbonding >= lock && a != provider;
+            if (!deserter || !reached || charged != lock) ghost_chargeViolations += 1;
             ghost_forfeited += charged;
             ghost_deserterCharges += charged;
             _count("draw (deserter charged)");
         }
     }
 
-    /// @dev Checks a seated committee: distinct members of the tier, never the provider, each with
-    ///      its weight at the randomness block (never zero) capped by its bonded stake, and records
-    ///      the locks.
+    /// @dev Checks a seated committee against the reference draw (members in the order of their
+    ///      first draw, each with its units) and the rules: one seat per distinct member of the
+    ///      tier, never the provider, each weighing more than zero at the randomness block; units
+    ///      that add up to the committee size, each backed by P of the member's stake unlocked
+    ///      before the draw and locked by it (units x P, exactly). Records the locks.
     function _seated(
         SegmentRef memory r,
         ITRUSTAudit.SegmentView memory before,
         ITRUSTAudit.SegmentView memory g,
+        IAuditorRegistry.AuditorInfo[] memory infos,
+        ModelDraw memory model,
         uint256 lock
     ) internal {
         address[] memory members = audit.committee(r.sessionId, r.segmentId);
+        if (!model.full || members.length != model.seated) ghost_referenceDrawMismatches += 1;
+        uint256 unitsDrawn;
         for (uint256 i; i < members.length; ++i) {
             address m = members[i];
-            ghost_locked[m] += lock;
-            ghost_openSeats[m] += 1;
             if (_contains(_slice(members, i), m) || tierOf[m] != g.tier || m == provider) {
                 ghost_committeeViolations += 1;
             }
-            // Seated with its modelled weight at the randomness block, which must not be zero,
-            // capped by the stake it holds bonded now (issue H2).
-            uint256 atBlock = weightAt(m, before.randomnessBlock);
-            uint256 bonded = registry.auditor(m).stake;
-            uint256 expected = atBlock < bonded ? atBlock : bonded;
-            if (expected > type(uint88).max) expected = type(uint88).max;
-            uint256 seatWeight = audit.seat(r.sessionId, r.segmentId, g.round, i).weight;
-            if (atBlock == 0 || seatWeight != expected) ghost_committeeViolations += 1;
-            bytes32 key = _seatKey(r.sessionId, r.segmentId, g.round, i);
-            _expectedSeatWeight[key] = expected;
-            _backing[key] = SeatBacking(bonded, ghost_stakeLost[m]);
+            if (weightAt(m, before.randomnessBlock) == 0) ghost_committeeViolations += 1;
+            unitsDrawn += _seatedOne(r, g.round, i, m, infos[_indexOf(m)], model, lock);
         }
-        if (members.length != g.committeeSize || g.randomnessBlock != before.randomnessBlock) {
+        if (unitsDrawn != g.committeeSize) ghost_unbackedUnits += 1;
+        if (members.length != g.seatCount || g.randomnessBlock != before.randomnessBlock) {
             ghost_committeeViolations += 1;
         }
         RoundGhost storage round = _rounds[_roundKey(r, g.round)];
         round.drawnCommitDeadline = g.commitDeadline;
         round.committeeSize = g.committeeSize;
+        round.seatCount = g.seatCount;
     }
 
     /// @dev The tier could not seat the round: attempts 1 and 2 fix a fresh block, the third ends
@@ -1085,15 +1165,136 @@ contract ProtocolHandler is CommonBase, StdUtils {
             && g.randomnessBlock == block.number + p.randomnessDelayBlocks;
     }
 
-    /// @dev How many members a draw of `tier` at `randomnessBlock` may seat now: those the model
-    ///      weighs above zero at that block, other than the provider, with `lock` unlocked now.
-    function _seatable(uint8 tier, uint256 randomnessBlock, uint256 lock) internal view returns (uint256 count) {
-        for (uint256 i; i < _everyone.length; ++i) {
-            address a = _everyone[i];
-            if (tierOf[a] != tier || a == provider || weightAt(a, randomnessBlock) == 0) continue;
-            IAuditorRegistry.AuditorInfo memory info = registry.auditor(a);
-            if (info.stake - info.locked >= lock) ++count;
+    /// @dev Checks and records seat `i` of a round just drawn, held by `m` (`was`: its record before
+    ///      the draw): its units, at least one, are the reference draw's, backed by P each of the
+    ///      stake `m` had unlocked and locked by the draw (units x P, exactly). Returns the units.
+    function _seatedOne(
+        SegmentRef memory r,
+        uint8 round,
+        uint256 i,
+        address m,
+        IAuditorRegistry.AuditorInfo memory was,
+        ModelDraw memory model,
+        uint256 lock
+    ) internal returns (uint256 units) {
+        units = audit.seat(r.sessionId, r.segmentId, round, i).weight;
+        ghost_locked[m] += units * lock;
+        ghost_openSeats[m] += 1;
+        if (units == 0) ghost_committeeViolations += 1;
+        if (units > 1) _count("draw (a seat of several units)");
+        IAuditorRegistry.AuditorInfo memory now_ = registry.auditor(m);
+        if (units * lock > uint256(was.stake) - was.locked || now_.locked != uint256(was.locked) + units * lock) {
+            ghost_unbackedUnits += 1;
         }
+        bool modelled = i < model.seated && model.members[i] == m;
+        if (!modelled || model.units[i] != units) ghost_referenceDrawMismatches += 1;
+        bytes32 key = _seatKey(r.sessionId, r.segmentId, round, i);
+        _expectedSeatWeight[key] = modelled ? model.units[i] : 0;
+        _backing[key] = SeatBacking(now_.stake, ghost_stakeLost[m], units);
+    }
+
+    /// @dev The most members one draw passes over before it gives up (the registry's bound).
+    uint256 internal constant MAX_PASSED_OVER = 64;
+
+    /// @notice The committee a draw must seat, worked out from the rules alone (issue L2): the
+    ///         round's `committeeSize` draws *with replacement* from the tier's members as of the
+    ///         randomness block. Each draw maps `keccak256(seed, nonce)` uniformly over the weight
+    ///         still in range, each member's interval as wide as its modelled weight at the
+    ///         randomness block, in the tree's order. A member that wins a draw stays in range and
+    ///         takes one more unit; it leaves the range (its interval taken out) only when it cannot
+    ///         take the unit: it is the provider, it asked to unstake after the randomness block (a
+    ///         deserter, recorded for the charge when it has at least P unbonding), or its unlocked
+    ///         stake does not back one more unit of P. After 64 members passed over the draw gives
+    ///         up. So each draw lands on a member with probability its own stake over the stake in
+    ///         range, whatever it won before and however the rest of the stake is split.
+    /// @dev The seed is the audit contract's: keccak256(randomness of the block, audit, session,
+    ///      segment, round). Locks are the handler's own record (`ghost_locked`); the stake and
+    ///      unbonding stake are read from the registry before the draw.
+    function _referenceDraw(SegmentRef memory r, ITRUSTAudit.SegmentView memory g, uint256 lock)
+        internal
+        view
+        returns (ModelDraw memory d)
+    {
+        (bool ready, bytes32 seed) = _seedOf(r, g);
+        if (!ready) return d; // the draw refreshes its randomness instead
+        d.members = new address[](g.committeeSize);
+        d.units = new uint256[](g.committeeSize);
+        d.deserters = new address[](MAX_PASSED_OVER);
+        (uint256[] memory widths, uint256 weightLeft) = _widthsAt(g.tier, g.randomnessBlock);
+        address[] storage leaves = _leaves[g.tier];
+        uint256 passedOver;
+        for (uint256 nonce; d.unitsDrawn < g.committeeSize; ++nonce) {
+            if (weightLeft == 0 || passedOver == MAX_PASSED_OVER) break;
+            uint256 i = _landing(widths, uint256(keccak256(abi.encode(seed, nonce))) % weightLeft);
+            if (_takesUnit(d, leaves[i], g.randomnessBlock, lock)) continue;
+            weightLeft -= widths[i];
+            widths[i] = 0; // out of range for the rest of the draw
+            ++passedOver;
+        }
+        d.full = d.unitsDrawn == g.committeeSize;
+    }
+
+    /// @dev The seed of the segment's draw, as the audit contract derives it: keccak256 of the
+    ///      randomness of the round's block, the audit contract, session, segment and round.
+    function _seedOf(SegmentRef memory r, ITRUSTAudit.SegmentView memory g)
+        internal
+        view
+        returns (bool ready, bytes32 seed)
+    {
+        (,, address source) = audit.dependencies();
+        (IRandomnessSource.Status status, bytes32 value) = IRandomnessSource(source).randomnessAt(g.randomnessBlock);
+        ready = status == IRandomnessSource.Status.Ready;
+        seed = keccak256(abi.encode(value, address(audit), r.sessionId, r.segmentId, g.round));
+    }
+
+    /// @dev The width of each member's interval in `tier`'s tree (in the tree's order) at the end
+    ///      of `blockNumber`: its modelled weight then (zero for members added later), and their sum.
+    function _widthsAt(uint8 tier, uint256 blockNumber) internal view returns (uint256[] memory widths, uint256 total) {
+        address[] storage leaves = _leaves[tier];
+        widths = new uint256[](leaves.length);
+        for (uint256 i; i < widths.length; ++i) {
+            widths[i] = weightAt(leaves[i], blockNumber);
+            total += widths[i];
+        }
+    }
+
+    /// @dev The member whose interval holds `x` when the intervals of `widths` are laid end to
+    ///      end (members out of range, and of no weight, have zero width), for `x` below their sum.
+    function _landing(uint256[] memory widths, uint256 x) internal pure returns (uint256 i) {
+        while (x >= widths[i]) {
+            x -= widths[i];
+            ++i;
+        }
+    }
+
+    /// @dev The reference draw's rule for a drawn `candidate`: gives it one more unit if it can
+    ///      back it, else records it as a deserter when it unstaked after the randomness block
+    ///      with at least `lock` unbonding, and returns false (it leaves the range).
+    function _takesUnit(ModelDraw memory d, address candidate, uint256 randomnessBlock, uint256 lock)
+        internal
+        view
+        returns (bool)
+    {
+        if (candidate == provider) return false;
+        IAuditorRegistry.AuditorInfo memory info = registry.auditor(candidate);
+        if (unbondingBlockOf[candidate] > randomnessBlock) {
+            if (info.unbonding >= lock) d.deserters[d.deserterCount++] = candidate;
+            return false;
+        }
+        uint256 j;
+        while (j < d.seated && d.members[j] != candidate) ++j;
+        uint256 units = (j < d.seated ? d.units[j] : 0) + 1;
+        if (uint256(info.stake) < ghost_locked[candidate] + units * lock) {
+            d.shortOfBacking += 1;
+            return false;
+        }
+        if (j == d.seated) {
+            d.members[j] = candidate;
+            d.seated += 1;
+        }
+        d.units[j] = units;
+        d.unitsDrawn += 1;
+        return true;
     }
 
     function _commit(SegmentRef memory r, uint256 behaviour) internal {
@@ -1164,7 +1365,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             s.committed = false;
             RoundGhost storage g = _rounds[_roundKey(r, round)];
             g.committedSeats += 1;
-            if (g.committedSeats == g.committeeSize) g.closedAt = block.timestamp;
+            if (g.committedSeats == g.seatCount) g.closedAt = block.timestamp;
             _count("abstain");
         } catch {
             _count("abstain (reverted)");
@@ -1179,14 +1380,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
         SegmentRef memory r = _voting[pick % _voting.length];
         ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
         if (waitForDeadline && block.timestamp <= g.deliveryDeadline) vm.warp(uint256(g.deliveryDeadline) + 1);
-        uint256 index = seatSeed % g.committeeSize;
+        uint256 index = seatSeed % g.seatCount;
         address member = audit.committee(r.sessionId, r.segmentId)[index];
+        uint256 units = _backing[_seatKey(r.sessionId, r.segmentId, g.round, index)].units;
         uint256 fee = audit.session(r.sessionId).feeWei;
         uint256 credited = audit.claimable(member);
         vm.prank(member);
         try audit.claimUndelivered(r.sessionId, r.segmentId, index) {
             uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
-            ghost_locked[member] -= lock;
+            ghost_locked[member] -= units * lock;
             ghost_openSeats[member] -= 1;
             if (block.timestamp <= g.commitDeadline) {
                 SeatGhost storage s = _seats[_seatKey(r.sessionId, r.segmentId, g.round, index)];
@@ -1194,14 +1396,15 @@ contract ProtocolHandler is CommonBase, StdUtils {
                     s.everCommitted = true;
                     RoundGhost storage rg = _rounds[_roundKey(r, g.round)];
                     rg.committedSeats += 1;
-                    if (rg.committedSeats == rg.committeeSize) rg.closedAt = block.timestamp;
+                    if (rg.committedSeats == rg.seatCount) rg.closedAt = block.timestamp;
                 }
             }
             uint256 paid = audit.claimable(member) - credited;
             feeOf[r.sessionId] -= paid; // the split shares what is left of the fee
-            // Paid R out of the fee, never more than was left of it; nothing else moves.
-            uint256 r_ = audit.sessionParams(r.sessionId).rewardPerSeatWei;
-            if (paid != (fee < r_ ? fee : r_) || audit.session(r.sessionId).feeWei != fee - paid) {
+            // Paid R per unit of the seat out of the fee, never more than was left of it; nothing
+            // else moves.
+            uint256 owed = units * audit.sessionParams(r.sessionId).rewardPerSeatWei;
+            if (paid != (fee < owed ? fee : owed) || audit.session(r.sessionId).feeWei != fee - paid) {
                 ghost_claimMismatches += 1;
             }
             _count("claimUndelivered");
@@ -1212,7 +1415,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
 
     function _everySeatCommitted(SegmentRef memory r, uint8 round) internal view returns (bool) {
         RoundGhost storage g = _rounds[_roundKey(r, round)];
-        return g.committedSeats == g.committeeSize;
+        return g.committedSeats == g.seatCount;
     }
 
     /// @dev A commitment that opens to nothing is recorded as "not committed" (its reveal must
@@ -1225,7 +1428,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             s.everCommitted = true;
             RoundGhost storage g = _rounds[_roundKey(r, round)];
             g.committedSeats += 1;
-            if (g.committedSeats == g.committeeSize) g.closedAt = block.timestamp;
+            if (g.committedSeats == g.seatCount) g.closedAt = block.timestamp;
         }
         s.committed = opens;
         s.vote = vote;
@@ -1287,6 +1490,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         SeatBefore[] memory earlier = _deferredBefore(r);
         try audit.finalizeSegment(r.sessionId, r.segmentId) {
             ITRUSTAudit.SegmentView memory after_ = audit.segment(r.sessionId, r.segmentId);
+            if (after_.status != _expectedOutcome(r, g, seats)) ghost_tallyMismatches += 1;
             _checkSettlement(r, after_.status, seats, earlier);
             _removeVoting(index);
             if (after_.status == ITRUSTAudit.SegmentStatus.AwaitingDraw) {
@@ -1303,6 +1507,34 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
     }
 
+    /// @dev Eq. 3.3 over the round's seats, each weighing its units: Passed when the units that
+    ///      revealed Pass reach tau of the committee's units (every draw's, silent and released
+    ///      seats included), Failed likewise, else another round (`AwaitingDraw`) unless this was
+    ///      the last one or more than half of the units were released for want of a key envelope
+    ///      (issue M3), then Undetermined.
+    function _expectedOutcome(SegmentRef memory r, ITRUSTAudit.SegmentView memory g, SeatBefore[] memory seats)
+        internal
+        view
+        returns (ITRUSTAudit.SegmentStatus)
+    {
+        Params memory p = audit.sessionParams(r.sessionId);
+        uint256 total;
+        uint256 passUnits;
+        uint256 failUnits;
+        uint256 undelivered;
+        for (uint256 i; i < seats.length; ++i) {
+            uint256 units = seats[i].units;
+            total += units;
+            if (seats[i].released) undelivered += units;
+            else if (seats[i].revealed && seats[i].vote) passUnits += units;
+            else if (seats[i].revealed) failUnits += units;
+        }
+        if (passUnits * BPS >= uint256(p.tauBps) * total) return ITRUSTAudit.SegmentStatus.Passed;
+        if (failUnits * BPS >= uint256(p.tauBps) * total) return ITRUSTAudit.SegmentStatus.Failed;
+        if (g.round + 1 < p.maxRounds && undelivered * 2 <= total) return ITRUSTAudit.SegmentStatus.AwaitingDraw;
+        return ITRUSTAudit.SegmentStatus.Undetermined;
+    }
+
     function _segmentKey(SegmentRef memory r) internal pure returns (bytes32) {
         return keccak256(abi.encode(r.sessionId, r.segmentId));
     }
@@ -1313,7 +1545,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         DeferredSeat[] storage deferred = _deferred[_segmentKey(r)];
         uint256 lock = audit.sessionParams(r.sessionId).penaltyPerSeat;
         for (uint256 i; i < deferred.length; ++i) {
-            ghost_locked[deferred[i].auditor] -= lock;
+            ghost_locked[deferred[i].auditor] -= deferred[i].units * lock;
             ghost_openSeats[deferred[i].auditor] -= 1;
         }
         delete _deferred[_segmentKey(r)];
@@ -1324,8 +1556,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
         DeferredSeat[] storage deferred = _deferred[_segmentKey(r)];
         seats = new SeatBefore[](deferred.length);
         for (uint256 i; i < seats.length; ++i) {
-            IAuditorRegistry.AuditorInfo memory info = registry.auditor(deferred[i].auditor);
-            seats[i] = SeatBefore(deferred[i].auditor, true, deferred[i].vote, info.stake, info.reputationWad, false);
+            DeferredSeat storage d = deferred[i];
+            IAuditorRegistry.AuditorInfo memory info = registry.auditor(d.auditor);
+            seats[i] = SeatBefore(d.auditor, true, d.vote, info.stake, info.reputationWad, false, d.units, d.round, d.index);
         }
     }
 
@@ -1334,7 +1567,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         view
         returns (SeatBefore[] memory seats)
     {
-        seats = new SeatBefore[](g.committeeSize);
+        seats = new SeatBefore[](g.seatCount);
         for (uint256 i; i < seats.length; ++i) {
             ITRUSTAudit.SeatView memory v = audit.seat(r.sessionId, r.segmentId, g.round, i);
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(v.auditor);
@@ -1344,7 +1577,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 vote: v.vote,
                 stake: info.stake,
                 reputationWad: info.reputationWad,
-                released: v.undelivered
+                released: v.undelivered,
+                // The units the draw gave the seat (checked then), not what the view says now.
+                units: _backing[_seatKey(r.sessionId, r.segmentId, g.round, i)].units,
+                round: g.round,
+                index: i
             });
         }
     }
@@ -1375,17 +1612,18 @@ contract ProtocolHandler is CommonBase, StdUtils {
             SeatBefore memory st = seats[i];
             if (st.released) continue; // settled at its claim, untouched here
             if (escalates && st.revealed) {
-                deferred.push(DeferredSeat(st.auditor, st.vote)); // stays locked, untouched
+                // Stays locked, untouched.
+                deferred.push(DeferredSeat(st.auditor, st.vote, st.units, st.round, st.index));
                 continue;
             }
             n = _expect(expected, n, st.auditor, st.stake, st.reputationWad);
-            _settleOne(expected, st.auditor, st.revealed ? (decided ? (st.vote == passed ? 1 : 2) : 0) : 3, p);
+            _settleOne(expected, st, st.revealed ? (decided ? (st.vote == passed ? 1 : 2) : 0) : 3, p);
         }
         if (!escalates) {
             for (uint256 i; i < earlier.length; ++i) {
                 SeatBefore memory d = earlier[i];
                 n = _expect(expected, n, d.auditor, d.stake, d.reputationWad);
-                _settleOne(expected, d.auditor, decided ? (d.vote == passed ? 1 : 2) : 0, p);
+                _settleOne(expected, d, decided ? (d.vote == passed ? 1 : 2) : 0, p);
             }
             delete _deferred[_segmentKey(r)];
         }
@@ -1396,10 +1634,22 @@ contract ProtocolHandler is CommonBase, StdUtils {
             ghost_forfeited += lost;
             ghost_stakeLost[e.auditor] += lost;
             if (lost != 0) _synced(e.auditor); // only a forfeit re-evaluates the draw weight
-            bool ok = lost >= e.exactLoss && lost <= e.exactLoss + e.mayLose && (lost - e.exactLoss) % p.penaltyPerSeat == 0
-                && info.reputationWad == e.reputation;
+            bool ok = lost >= e.exactLoss && _someForfeited(e, lost - e.exactLoss) && info.reputationWad == e.reputation;
             if (!ok) ghost_settlementViolations += 1;
         }
+    }
+
+    /// @dev Whether `extra` is what some of the auditor's misaligned seats forfeit together (each
+    ///      its units x the lock, or nothing): at most one seat per round, so few subsets.
+    function _someForfeited(Expected memory e, uint256 extra) internal pure returns (bool) {
+        for (uint256 subset; subset < (1 << e.misaligned); ++subset) {
+            uint256 sum;
+            for (uint256 j; j < e.misaligned; ++j) {
+                if ((subset >> j) & 1 == 1) sum += e.mayLose[j];
+            }
+            if (sum == extra) return true;
+        }
+        return false;
     }
 
     /// @dev The entry of `auditor` in `expected` (added with its state before, if new); returns the
@@ -1412,23 +1662,27 @@ contract ProtocolHandler is CommonBase, StdUtils {
         for (uint256 k; k < n; ++k) {
             if (expected[k].auditor == auditor) return n;
         }
-        expected[n] = Expected(auditor, stake, reputation, 0, 0, 0);
+        Expected memory e = expected[n];
+        (e.auditor, e.stakeBefore, e.reputation) = (auditor, stake, reputation);
         return n + 1;
     }
 
-    /// @dev Applies one settled seat of `auditor` to its expectation. `kind`: 0 released, 1 aligned,
-    ///      2 misaligned, 3 silent. Every settled seat gives its lock back.
-    function _settleOne(Expected[] memory expected, address auditor, uint256 kind, Params memory p) internal {
+    /// @dev Applies one settled seat to its auditor's expectation. `kind`: 0 released, 1 aligned,
+    ///      2 misaligned, 3 silent. Every settled seat gives its lock back (units x P); a silent one
+    ///      forfeits all of it, a misaligned one all of it or nothing. Reputation moves once per
+    ///      seat, whatever its units.
+    function _settleOne(Expected[] memory expected, SeatBefore memory st, uint256 kind, Params memory p) internal {
         uint256 k;
-        while (expected[k].auditor != auditor) ++k;
+        while (expected[k].auditor != st.auditor) ++k;
         Expected memory e = expected[k];
-        ghost_locked[auditor] -= p.penaltyPerSeat;
-        ghost_openSeats[auditor] -= 1;
+        uint256 lock = st.units * p.penaltyPerSeat;
+        ghost_locked[st.auditor] -= lock;
+        ghost_openSeats[st.auditor] -= 1;
         e.seats += 1;
         if (kind == 0) return;
         e.reputation = ReputationLib.update(e.reputation, p.gammaWad, kind == 1);
-        if (kind == 2) e.mayLose += p.penaltyPerSeat;
-        if (kind == 3) e.exactLoss += p.penaltyPerSeat;
+        if (kind == 2) e.mayLose[e.misaligned++] = lock;
+        if (kind == 3) e.exactLoss += lock;
     }
 
     function _finalizeTrace(uint256 id) internal {
@@ -1468,7 +1722,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
         try audit.distributeRewards(id) {
             ghost_ethToRegistry += address(registry).balance - before;
             traceDistributed[id] = true;
-            uint256 aligned = _aligned[id].length;
+            uint256 aligned = alignedUnits[id];
             uint256 auditorsWei = feeOf[id] * audit.sessionParams(id).auditorShareBps / BPS;
             ghost_perSeatWei[id] = aligned == 0 ? 0 : auditorsWei / aligned;
             _count("distributeRewards");
@@ -1525,6 +1779,36 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return _backing[_seatKey(sessionId, segmentId, round, index)];
     }
 
+    /// @notice The revealed seats of earlier rounds of the segments still in progress (voting or
+    ///         awaiting a draw): locked until their segment's verdict (issue M1).
+    function deferredSeats() external view returns (SeatRef[] memory refs) {
+        uint256 n;
+        for (uint256 j; j < _voting.length; ++j) {
+            n += _deferred[_segmentKey(_voting[j])].length;
+        }
+        for (uint256 j; j < _awaiting.length; ++j) {
+            n += _deferred[_segmentKey(_awaiting[j])].length;
+        }
+        refs = new SeatRef[](n);
+        uint256 k = _listDeferred(refs, 0, _voting);
+        _listDeferred(refs, k, _awaiting);
+    }
+
+    /// @dev Writes the deferred seats of `segments` into `refs` from `k` on; returns the next free.
+    function _listDeferred(SeatRef[] memory refs, uint256 k, SegmentRef[] storage segments)
+        internal
+        view
+        returns (uint256)
+    {
+        for (uint256 j; j < segments.length; ++j) {
+            DeferredSeat[] storage deferred = _deferred[_segmentKey(segments[j])];
+            for (uint256 i; i < deferred.length; ++i) {
+                refs[k++] = SeatRef(segments[j].sessionId, segments[j].segmentId, deferred[i].round, deferred[i].index);
+            }
+        }
+        return k;
+    }
+
     /// @notice The weight a drawn seat must carry (see `_expectedSeatWeight`).
     function expectedSeatWeight(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index)
         external
@@ -1543,17 +1827,18 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return 0;
     }
 
-    /// @notice The aligned seats the handler recorded for a session, and how many were claimed.
+    /// @notice The units of the aligned seats the handler recorded for a session, and of those
+    ///         claimed.
     function alignedSeats(uint256 sessionId) external view returns (uint256 total, uint256 claimed) {
-        return (_aligned[sessionId].length, claimedSeats[sessionId]);
+        return (alignedUnits[sessionId], claimedUnits[sessionId]);
     }
 
     /// @notice The ETH the audit contract owes for seats not claimed yet: per distributed session,
-    ///         the per-seat reward times its unclaimed aligned seats.
+    ///         the per-seat reward times the units of its unclaimed aligned seats.
     function unclaimedSeatRewardsWei() external view returns (uint256 owed) {
         for (uint256 i; i < _traces.length; ++i) {
             uint256 id = _traces[i];
-            if (traceDistributed[id]) owed += ghost_perSeatWei[id] * (_aligned[id].length - claimedSeats[id]);
+            if (traceDistributed[id]) owed += ghost_perSeatWei[id] * (alignedUnits[id] - claimedUnits[id]);
         }
     }
 
@@ -1637,6 +1922,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
         uint256 weight = eligible ? info.stake : 0;
         if (weight == ghost_drawWeight[a]) return;
         ghost_drawWeight[a] = weight;
+        if (!_inTree[a]) {
+            // First non-zero weight: the registry appends the member to its tier's tree.
+            _inTree[a] = true;
+            _leaves[info.tier].push(a);
+        }
         uint256 n = _historyBlocks[a].length;
         if (n != 0 && _historyBlocks[a][n - 1] == block.number) {
             _historyWeights[a][n - 1] = weight;
@@ -1666,7 +1956,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
         if (!passed && status != ITRUSTAudit.SegmentStatus.Failed) return;
         for (uint256 i; i < seats.length; ++i) {
             if (seats[i].revealed && seats[i].vote == passed) {
-                _aligned[r.sessionId].push(AlignedSeat(r.segmentId, i, seats[i].auditor, false));
+                _aligned[r.sessionId].push(AlignedSeat(r.segmentId, i, seats[i].auditor, seats[i].units, false));
+                alignedUnits[r.sessionId] += seats[i].units;
             }
         }
     }
@@ -1686,8 +1977,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
         }
         uint256[] memory mine = new uint256[](list.length);
         uint256 count;
+        uint256 units;
         for (uint256 i; i < list.length; ++i) {
-            if (!list[i].claimed && list[i].auditor == who) mine[count++] = i;
+            if (!list[i].claimed && list[i].auditor == who) {
+                mine[count++] = i;
+                units += list[i].units;
+            }
         }
         uint256 mode = (behaviour >> 8) % 4;
         ITRUSTAudit.SeatRef[] memory refs = new ITRUSTAudit.SeatRef[](mode == 1 ? count + 1 : count);
@@ -1710,11 +2005,13 @@ contract ProtocolHandler is CommonBase, StdUtils {
         try audit.claimRewards(id, refs) {
             uint256 paid = who.balance - before;
             ghost_ethClaimed += paid;
-            if (paid != ghost_perSeatWei[id] * count) ghost_claimMismatches += 1;
+            // Each seat earns the per-seat reward once per unit (issue L2).
+            if (paid != ghost_perSeatWei[id] * units) ghost_claimMismatches += 1;
             for (uint256 k; k < count; ++k) {
                 list[mine[k]].claimed = true;
             }
             claimedSeats[id] += count;
+            claimedUnits[id] += units;
             _count("claimRewards");
         } catch {
             // Only a zero per-seat reward may refuse a claim of one's own aligned seats.
@@ -1722,7 +2019,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
             _count("claimRewards (reverted)");
             return;
         }
-        if (mode == 3) _expectClaimFails(id, who, refs[0]);
+        // Claiming a paid seat again must fail, whatever the mode: a seat is paid once.
+        _expectClaimFails(id, who, refs[0]);
     }
 
     /// @dev A seat of the session named by `seed`: any segment (one past the last too), any index up
@@ -1764,6 +2062,19 @@ contract ProtocolHandler is CommonBase, StdUtils {
             if (list[i] == who) return true;
         }
         return false;
+    }
+
+    /// @dev Whether `who` is among the first `n` entries of `list`.
+    function _containsFirst(address[] memory list, uint256 n, address who) internal pure returns (bool) {
+        for (uint256 i; i < n; ++i) {
+            if (list[i] == who) return true;
+        }
+        return false;
+    }
+
+    /// @dev The position of `who` in `_everyone` (every seated member is there).
+    function _indexOf(address who) internal view returns (uint256 i) {
+        while (_everyone[i] != who) ++i;
     }
 
     /// @dev The first `length` entries of `list`.
