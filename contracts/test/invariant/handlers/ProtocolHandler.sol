@@ -515,7 +515,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
         Params memory p = params.params();
         uint96[4] memory penalties = [uint96(5e18), 13e18, 40e18, 60e18];
         p.penaltyPerSeat = penalties[choice % 4];
-        _count(_govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p))) ? bytes32("setPenalty") : bytes32("setPenalty (reverted)"));
+        _count(
+            _govern(address(params), abi.encodeCall(ProtocolParams.setParams, (p)))
+                ? bytes32("setPenalty")
+                : bytes32("setPenalty (reverted)")
+        );
     }
 
     /// @dev Governance moves every tier's minimum stake. Nobody is re-evaluated by it: an auditor
@@ -603,7 +607,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
             return;
         }
         if (implementationOf(proxy) != next || stateFingerprint() != before) ghost_upgradeViolations += 1;
-        _count(which == 0 ? bytes32("upgrade audit") : which == 1 ? bytes32("upgrade registry") : bytes32("upgrade params"));
+        _count(
+            which == 0 ? bytes32("upgrade audit") : which == 1 ? bytes32("upgrade registry") : bytes32("upgrade params")
+        );
     }
 
     /// @notice The implementation behind an ERC-1967 proxy.
@@ -632,7 +638,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 }
             }
         }
-        h = keccak256(abi.encode(h, registry.totalStake(), registry.owner(), registry.auditContract(), address(registry).balance));
+        h = keccak256(
+            abi.encode(h, registry.totalStake(), registry.owner(), registry.auditContract(), address(registry).balance)
+        );
         for (uint8 tier = 1; tier <= 3; ++tier) {
             h = keccak256(abi.encode(h, registry.eligibleCount(tier), registry.eligibleStake(tier)));
         }
@@ -773,7 +781,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
     ///         counted then (and holding no seat) leaves entirely or, with `keepMinimum`, unbonds
     ///         all but the tier minimum (the whale of H2, whose snapshot stake would win it draws),
     ///         and the segment is drawn: the draw must pass it over either way, and charge it the
-    ///         lock from its unbonding stake if it reaches it (`_checkCharges`).
+    ///         lock from its unbonding stake if it reaches it (`_checkCharges`), unless it staked
+    ///         back what the block counted (half of the kept-minimum leavers do): then it may sit.
     function desertThenDraw(uint256 pick, uint256 actorSeed, bool keepMinimum) external {
         if (_awaiting.length == 0) return;
         (uint256 index, ITRUSTAudit.SegmentView memory g, address a, IAuditorRegistry.AuditorInfo memory info) =
@@ -783,6 +792,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
             // `_requestUnstake` leaves the minimum when asked for stake - minimum, and exits when
             // the stake is at the minimum already.
             _requestUnstake(a, info.stake > needed ? info.stake - needed : 0, !keepMinimum);
+            // Half of the kept-minimum leavers stake back what the block counted: topped back up,
+            // a member risks that much again and is no deserter (it may sit, and is not charged).
+            uint256 counted = weightAt(a, g.randomnessBlock);
+            uint256 now_ = registry.stakeOf(a);
+            if (keepMinimum && (actorSeed >> 128) % 2 == 0 && now_ != 0 && counted > now_) _stake(a, counted - now_);
         }
         _draw(index);
         _count(keepMinimum ? bytes32("desertThenDraw (kept minimum)") : bytes32("desertThenDraw"));
@@ -989,7 +1003,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
         ITRUSTAudit.SegmentInput[] memory inputs = _segmentInputs(seed, n);
         uint256 fee = audit.minimumFee(inputs) + _bound(extraFeeWei, 0, 0.01 ether);
         vm.prank(provider);
-        try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (uint256 id) {
+        try audit.createSessionWithSegments{value: fee}(keccak256(abi.encode("trace", seed)), inputs) returns (
+            uint256 id
+        ) {
             _recordSession(id, fee, inputs);
             _count("createSession");
         } catch {
@@ -1088,7 +1104,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 continue;
             }
             bool deserter = weightAt(a, randomnessBlock) != 0 && unbondingBlockOf[a] > randomnessBlock
-                && was.unbonding >= lock && a != provider;
+                && was.stake < weightAt(a, randomnessBlock) && was.unbonding >= lock && a != provider;
             if (!deserter || !reached || charged != lock) ghost_chargeViolations += 1;
             ghost_forfeited += charged;
             ghost_deserterCharges += charged;
@@ -1268,8 +1284,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
     }
 
     /// @dev The reference draw's rule for a drawn `candidate`: gives it one more unit if it can
-    ///      back it, else records it as a deserter when it unstaked after the randomness block
-    ///      with at least `lock` unbonding, and returns false (it leaves the range).
+    ///      back it, else records it as a deserter when it unstaked after the randomness block and
+    ///      now holds less than it weighed there, with at least `lock` unbonding, and returns false
+    ///      (it leaves the range).
     function _takesUnit(ModelDraw memory d, address candidate, uint256 randomnessBlock, uint256 lock)
         internal
         view
@@ -1277,7 +1294,9 @@ contract ProtocolHandler is CommonBase, StdUtils {
     {
         if (candidate == provider) return false;
         IAuditorRegistry.AuditorInfo memory info = registry.auditor(candidate);
-        if (unbondingBlockOf[candidate] > randomnessBlock) {
+        // A deserter asked to unstake after the randomness block and holds less than it weighed
+        // there now (topped back up, it risks what the block counted), as the registry reads it.
+        if (unbondingBlockOf[candidate] > randomnessBlock && info.stake < weightAt(candidate, randomnessBlock)) {
             if (info.unbonding >= lock) d.deserters[d.deserterCount++] = candidate;
             return false;
         }
@@ -1558,7 +1577,8 @@ contract ProtocolHandler is CommonBase, StdUtils {
         for (uint256 i; i < seats.length; ++i) {
             DeferredSeat storage d = deferred[i];
             IAuditorRegistry.AuditorInfo memory info = registry.auditor(d.auditor);
-            seats[i] = SeatBefore(d.auditor, true, d.vote, info.stake, info.reputationWad, false, d.units, d.round, d.index);
+            seats[i] =
+                SeatBefore(d.auditor, true, d.vote, info.stake, info.reputationWad, false, d.units, d.round, d.index);
         }
     }
 
@@ -1868,7 +1888,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return _rounds[_roundKey(SegmentRef(sessionId, segmentId), round)];
     }
 
-    function revealsOf(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index) external view returns (uint256) {
+    function revealsOf(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index)
+        external
+        view
+        returns (uint256)
+    {
         return _seats[_seatKey(sessionId, segmentId, round, index)].reveals;
     }
 
@@ -1885,7 +1909,11 @@ contract ProtocolHandler is CommonBase, StdUtils {
         return p.minStakeTier3;
     }
 
-    function _seatKey(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index) internal pure returns (bytes32) {
+    function _seatKey(uint256 sessionId, uint256 segmentId, uint8 round, uint256 index)
+        internal
+        pure
+        returns (bytes32)
+    {
         return keccak256(abi.encode(sessionId, segmentId, round, index));
     }
 
@@ -2035,8 +2063,10 @@ contract ProtocolHandler is CommonBase, StdUtils {
         // `who`'s own unclaimed aligned seat would be a legitimate claim: not a test of refusal.
         AlignedSeat[] storage list = _aligned[id];
         for (uint256 i; i < list.length; ++i) {
-            if (!list[i].claimed && list[i].auditor == who && list[i].segmentId == ref.segmentId
-                && list[i].seatIndex == ref.seatIndex) return;
+            if (
+                !list[i].claimed && list[i].auditor == who && list[i].segmentId == ref.segmentId
+                    && list[i].seatIndex == ref.seatIndex
+            ) return;
         }
         ITRUSTAudit.SeatRef[] memory refs = new ITRUSTAudit.SeatRef[](1);
         refs[0] = ref;
