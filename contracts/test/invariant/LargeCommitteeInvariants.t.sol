@@ -10,8 +10,8 @@ import {ProtocolInvariantTest} from "./ProtocolInvariants.t.sol";
 ///         that the deciding round settles up to 64 seats at once (its own and the revealed seats
 ///         it deferred); 22 would be refused. Draws are with replacement (issue L2): a round seats
 ///         one member per distinct winner, so as many seats as draws only when no member wins
-///         twice (likelier under the penalties near the tier-1 minimum that `setPenalty` picks
-///         half the time, which leave many members backing one unit or two;
+///         twice (likelier under the penalties near the tier-1 minimum that the fixture starts
+///         with and `setPenalty` picks half the time, which leave many members backing few units;
 ///         `test/gas/SettlementGas.t.sol` measures the worst case). Tier 2 has 60 auditors, enough
 ///         to seat the escalated round; tier 1 has 30. Tier-2 and tier-3 segments (a quarter of
 ///         them) keep their small committees. `invariant_everySessionEnds` checks that every draw
