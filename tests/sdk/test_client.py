@@ -128,6 +128,15 @@ async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes
     assert as_json["verdict"] == "INVALID" and {c["node"] for c in as_json["root_causes"]} == set(FLAWED_ERRORS)
 
 
+def _draws(rounds: int, k: int = 3) -> int:
+    """The draws of a node's `rounds` rounds: k, then 2k + 1 per escalation."""
+    total = 0
+    for _ in range(rounds):
+        total += k
+        k = 2 * k + 1
+    return total
+
+
 async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) -> None:
     result = await client.audit_agents(APPLES_LOG)
     assert result.kind == "agents"
@@ -135,7 +144,12 @@ async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) ->
     # the agents' turns are segments on chain.
     assert list(result.nodes) == [f"t{i}" for i in range(1, len(APPLES_LOG["turns"]))], _describe(result)
     assert all(node.tier in (2, 3) for node in result.nodes.values()), _describe(result)  # 3: escalated
-    assert len(result.nodes) <= result.seats <= 3 * len(result.nodes)
+    # Each round of k draws seats one to k members; an escalated node's rounds draw 3, then 7.
+    assert (
+        sum(node.rounds for node in result.nodes.values())
+        <= result.seats
+        <= sum(_draws(node.rounds) for node in result.nodes.values())
+    )
     _check_proof_and_phases(result)
     failed = {n for n, node in result.nodes.items() if node.outcome != "passed"}
     assert (result.verdict is Verdict.VALID) == result.proof.valid_on_chain
