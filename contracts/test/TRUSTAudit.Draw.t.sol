@@ -247,16 +247,22 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         assertEq(registry.auditor(pool[0]).stake, 6_000e18);
     }
 
+    /// @notice Eight tier-1 auditors staking 200 to 900 tokens and a session of four tier-1 segments
+    ///         whose randomness block is mined (nothing drawn yet).
+    function eightAuditorsAndFourSegments() internal returns (address[] memory pool, uint256 id) {
+        pool = new address[](8);
+        for (uint256 i; i < pool.length; ++i) {
+            pool[i] = addAuditor(string.concat("t1-", vm.toString(i)), 1, (i + 2) * 100e18);
+        }
+        id = openSession(uniformSegments(4, 1));
+        rollPastRandomness(id, 0);
+    }
+
     /// @notice Once the randomness block is mined, auditors switching off before the draw change
     ///         no committee: the same draws, taken with and without the change, seat the same
     ///         members with the same units.
     function test_assignAuditors_switchingOffAfterTheRandomnessBlockMovesNoSeat() public {
-        address[] memory pool = new address[](8);
-        for (uint256 i; i < pool.length; ++i) {
-            pool[i] = addAuditor(string.concat("t1-", vm.toString(i)), 1, (i + 2) * 100e18);
-        }
-        uint256 id = openSession(uniformSegments(4, 1));
-        rollPastRandomness(id, 0);
+        (address[] memory pool, uint256 id) = eightAuditorsAndFourSegments();
         uint256 snapshot = vm.snapshotState();
         drawAll(id);
         bytes[4] memory drawn = committeesWithUnits(id);
@@ -278,12 +284,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
     ///         unit), and each draw that lands on it charges it P out of its unbonding stake (issue
     ///         M2). The others fill every committee.
     function test_assignAuditors_unbondingAfterTheRandomnessBlockLeavesTheDraw() public {
-        address[] memory pool = new address[](8);
-        for (uint256 i; i < pool.length; ++i) {
-            pool[i] = addAuditor(string.concat("t1-", vm.toString(i)), 1, (i + 2) * 100e18);
-        }
-        uint256 id = openSession(uniformSegments(4, 1));
-        rollPastRandomness(id, 0);
+        (address[] memory pool, uint256 id) = eightAuditorsAndFourSegments();
         uint256[4] memory unbonding;
         for (uint256 i; i < 4; ++i) {
             // Keep the tier minimum: the leaver stays registered, eligible and bonded at 100.
@@ -790,9 +791,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         audit.registerSegments(id, uniformSegments(1, 1));
         vm.roll(block.number + 10);
         vm.expectRevert(
-            abi.encodeWithSelector(
-                ITRUSTAudit.AuditSessionNotOpen.selector, id, ITRUSTAudit.SessionStatus.Registering
-            )
+            abi.encodeWithSelector(ITRUSTAudit.AuditSessionNotOpen.selector, id, ITRUSTAudit.SessionStatus.Registering)
         );
         audit.assignAuditors(id, 0);
     }
