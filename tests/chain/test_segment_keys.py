@@ -337,7 +337,7 @@ async def test_publication_refusals_name_the_failed_check(committee: Committee) 
         "sessionId": session_id,
         "segmentId": 0,
         "count": seats + 1,
-        "committeeSize": seats,
+        "seatCount": seats,
     }
     with pytest.raises(ContractReverted) as not_provider:
         await keys.publish_envelopes(committee.stranger, session_id, 0, 0, cids)
@@ -444,7 +444,7 @@ async def test_batch_refusals_name_the_failed_check_and_publish_nothing(committe
             session_id,
             [good, EnvelopeSet(1, 0, [*cids1, unixfs_cid(b"one too many")])],
             "SegmentKeysWrongEnvelopeCount",
-            {"sessionId": session_id, "segmentId": 1, "count": k1 + 1, "committeeSize": k1},
+            {"sessionId": session_id, "segmentId": 1, "count": k1 + 1, "seatCount": k1},
         ),
         (
             provider,

@@ -102,7 +102,9 @@ interface ISegmentKeys {
     /// @notice The segment is not voting: its committee is not drawn yet (AwaitingDraw) or its
     ///         verdict is final.
     error SegmentKeysNotVoting(uint256 sessionId, uint256 segmentId, ITRUSTAudit.SegmentStatus status);
-    error SegmentKeysWrongEnvelopeCount(uint256 sessionId, uint256 segmentId, uint256 count, uint256 committeeSize);
+    /// @notice The set holds `count` envelopes, not one per seat of the round (`seatCount`: a member
+    ///         drawn several times holds one seat and takes one envelope).
+    error SegmentKeysWrongEnvelopeCount(uint256 sessionId, uint256 segmentId, uint256 count, uint256 seatCount);
     error SegmentKeysEmptyEnvelope(uint256 sessionId, uint256 segmentId, uint256 seatIndex);
     error SegmentKeysEnvelopeTooLong(
         uint256 sessionId, uint256 segmentId, uint256 seatIndex, uint256 length, uint256 maximum
