@@ -247,6 +247,16 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         assertEq(registry.auditor(pool[0]).stake, 6_000e18);
     }
 
+    /// @notice Draws tier-1 segment `segmentId` (committees of three) when the tier backs only
+    ///         `units` of its draws: the registry says so, nothing is seated, and the segment keeps
+    ///         awaiting its draw (a retry with fresh randomness).
+    function assignUnavailable(uint256 id, uint256 segmentId, uint256 units) internal {
+        vm.expectEmit(address(registry));
+        emit IAuditorRegistry.CommitteeUnavailable(1, 3, units);
+        audit.assignAuditors(id, segmentId);
+        assertEq(uint8(audit.segment(id, segmentId).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+    }
+
     /// @notice Eight tier-1 auditors staking 200 to 900 tokens and a session of four tier-1 segments
     ///         whose randomness block is mined (nothing drawn yet).
     function eightAuditorsAndFourSegments() internal returns (address[] memory pool, uint256 id) {
@@ -380,10 +390,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         uint256 id = openSingle(1);
         rollPastRandomness(id, 0);
         // Three eligible auditors backing one unit each, but one is the provider: two units.
-        vm.expectEmit(address(registry));
-        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
-        audit.assignAuditors(id, 0);
-        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assignUnavailable(id, 0, 2);
         assertEq(registry.auditor(provider).locked, 0);
         assertEq(registry.auditor(pool[0]).locked, 0);
         assertEq(registry.auditor(pool[1]).locked, 0);
@@ -500,9 +507,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         rollPastRandomness(id, 0);
         address late = addAuditor("late", 1, ONE_UNIT_STAKE);
         assertEq(registry.eligibleCount(1), 3);
-        vm.expectEmit(address(registry));
-        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
-        audit.assignAuditors(id, 0);
+        assignUnavailable(id, 0, 2);
 
         drawSegment(id, 0);
         assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.Voting));
@@ -919,10 +924,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         address y = addAuditor("y", 1, ONE_UNIT_STAKE);
         uint256 id = openSingle(1);
         rollPastRandomness(id, 0);
-        vm.expectEmit(address(registry));
-        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 2);
-        audit.assignAuditors(id, 0);
-        assertEq(uint8(audit.segment(id, 0).status), uint8(ITRUSTAudit.SegmentStatus.AwaitingDraw));
+        assignUnavailable(id, 0, 2);
         assertEq(registry.auditor(x).locked, 0);
         assertEq(registry.auditor(y).locked, 0);
 
@@ -950,9 +952,7 @@ contract TRUSTAuditDrawTest is CommitteeUnitsBase {
         assertEq(unitsOf(id, 0, solo), 3);
         assertEq(registry.auditor(solo).locked, 75e18);
 
-        vm.expectEmit(address(registry));
-        emit IAuditorRegistry.CommitteeUnavailable(1, 3, 1);
-        audit.assignAuditors(id, 1);
+        assignUnavailable(id, 1, 1);
         assertEq(registry.auditor(solo).locked, 75e18, "an unavailable draw locks nothing");
 
         address other = addAuditor("other", 1, 100e18);
