@@ -15,6 +15,7 @@ import {
     FLAG_CRITICAL,
     FLAG_CONTRADICTION,
     FLAG_DELIVERED,
+    SEAT_EMPTY,
     SEAT_SEATED,
     SEAT_PASS,
     SEAT_FAIL,
@@ -185,10 +186,15 @@ library Tally {
     }
 
     /// @dev Appends the settlement of an earlier round's seat `st` against the verdict, unless it
-    ///      is silent (settled when its round ended).
-    function _judgeEarlier(Seat storage st, Judging memory j, uint256 round, uint256 index) private view {
+    ///      is silent (settled when its round ended); returns false for a seat never drawn (past
+    ///      the round's last member).
+    function _judgeEarlier(Seat storage st, Judging memory j, uint256 round, uint256 index)
+        private
+        view
+        returns (bool seated)
+    {
         uint8 state = st.state;
-        if (state != SEAT_PASS && state != SEAT_FAIL) return;
+        if (state != SEAT_PASS && state != SEAT_FAIL) return state != SEAT_EMPTY;
         SeatSettlement memory seat = j.seats[j.n++];
         seat.auditor = st.auditor;
         seat.units = uint8(st.weight); // at most the round's committee size
@@ -200,6 +206,7 @@ library Tally {
             seat.outcome = SeatOutcome.Misaligned;
             seat.slashRollBps = uint16(uint256(keccak256(abi.encode(j.entropy, round, index))) % BPS);
         }
+        return true;
     }
 
     /// @notice Ends a segment Undetermined because its current round could not be seated (the
@@ -268,8 +275,9 @@ library Tally {
         }
         mapping(uint256 => Seat) storage sessionSeats = $.seats[sessionId];
         for (uint256 r; r < sizes.length; ++r) {
+            // A round's seats are 0 .. its seat count - 1, at most its draws: stop at the first empty.
             for (uint256 i; i < sizes[r]; ++i) {
-                _judgeEarlier(sessionSeats[seatKey(segmentId, uint8(r), i)], j, r, i);
+                if (!_judgeEarlier(sessionSeats[seatKey(segmentId, uint8(r), i)], j, r, i)) break;
             }
         }
         // Drop the unused tail (silent seats of earlier rounds).
