@@ -54,7 +54,7 @@ library FeeSplit {
         }
         uint256 units = 0;
         for (uint256 i; i < seats.length; ++i) {
-            units += _take($, claimant, sessionId, seats[i].segmentId, seats[i].seatIndex);
+            units += _claimSeat($, claimant, sessionId, seats[i].segmentId, seats[i].seatIndex);
         }
         uint256 owed = s.perSeatWei * units;
         if (owed == 0) revert ITRUSTAudit.AuditNothingToWithdraw(claimant);
@@ -63,10 +63,13 @@ library FeeSplit {
     }
 
     /// @dev Marks the claimant's aligned seat claimed and returns its units.
-    function _take(AuditStorage storage $, address claimant, uint256 sessionId, uint256 segmentId, uint256 seatIndex)
-        private
-        returns (uint256)
-    {
+    function _claimSeat(
+        AuditStorage storage $,
+        address claimant,
+        uint256 sessionId,
+        uint256 segmentId,
+        uint256 seatIndex
+    ) private returns (uint256) {
         Segment storage g = $.segments[sessionId][segmentId];
         // Only the final round of a decided segment has aligned seats.
         ITRUSTAudit.SegmentStatus status = g.status;
