@@ -16,16 +16,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryDrawBase {
     {
         // Randomness from the previous block: weights as of then (every auditor registered earlier).
         vm.roll(block.number + 1);
-        return requestDraw(
-            DrawRequest({
-                tier: tier,
-                size: uint8(size),
-                seed: seed,
-                snapshotBlock: block.number - 1,
-                excluded: excluded,
-                lockPerSeat: lock
-            })
-        );
+        return requestDraw(drawRequest(tier, block.number - 1, size, seed, excluded, lock));
     }
 
     function assertEmptyCommittee(address[] memory members, uint96[] memory weights) internal pure {
@@ -130,14 +121,8 @@ contract AuditorRegistryDrawTest is AuditorRegistryDrawBase {
         vm.roll(block.number + 1);
         for (uint256 s; s < 8; ++s) {
             uint256 snapshot = vm.snapshotState();
-            DrawRequest memory request = DrawRequest({
-                tier: 1,
-                size: 5,
-                seed: keccak256(abi.encode("capped whale", s)),
-                snapshotBlock: block.number - 1,
-                excluded: address(0),
-                lockPerSeat: PENALTY
-            });
+            DrawRequest memory request =
+                drawRequest(1, block.number - 1, 5, keccak256(abi.encode("capped whale", s)), address(0), PENALTY);
             (ModelDraw memory m, address[] memory members, uint96[] memory units) =
                 assertDrawMatchesModel(request, pool, candidatesOf(pool, weights, PENALTY), type(uint256).max);
             assertEq(members[0], whale, "the whale wins the first draw");
@@ -241,14 +226,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryDrawBase {
         for (uint256 s; s < n; ++s) {
             uint256 snapshot = vm.snapshotState();
             (address[] memory members, uint96[] memory units) = requestDraw(
-                DrawRequest({
-                    tier: 1,
-                    size: uint8(size),
-                    seed: keccak256(abi.encode("units", s)),
-                    snapshotBlock: block.number - 1,
-                    excluded: address(0),
-                    lockPerSeat: PENALTY
-                })
+                drawRequest(1, block.number - 1, size, keccak256(abi.encode("units", s)), address(0), PENALTY)
             );
             assertCommittee(members, units, size);
             for (uint256 i; i < 4; ++i) {
@@ -284,14 +262,7 @@ contract AuditorRegistryDrawTest is AuditorRegistryDrawBase {
         }
         uint256 excludedIndex = count > 1 && uint256(seed) % 2 == 0 ? uint256(seed) % count : type(uint256).max;
         vm.roll(block.number + 1);
-        DrawRequest memory request = DrawRequest({
-            tier: 1,
-            size: uint8(size),
-            seed: seed,
-            snapshotBlock: block.number - 1,
-            excluded: address(0),
-            lockPerSeat: PENALTY
-        });
+        DrawRequest memory request = drawRequest(1, block.number - 1, size, seed, address(0), PENALTY);
         (, address[] memory members, uint96[] memory units) =
             assertDrawMatchesModel(request, list, candidatesOf(list, weights, PENALTY), excludedIndex);
         assertCommittee(members, units, size);

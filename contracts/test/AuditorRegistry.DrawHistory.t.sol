@@ -57,21 +57,6 @@ contract AuditorRegistryDrawHistoryTest is AuditorRegistryDrawBase {
         return keccak256(abi.encode("draw history", i));
     }
 
-    function drawRequest(uint8 tier, uint256 randomnessBlock, uint256 size, bytes32 seed, address excluded, uint96 lock)
-        internal
-        pure
-        returns (DrawRequest memory)
-    {
-        return DrawRequest({
-            tier: tier,
-            size: uint8(size),
-            seed: seed,
-            snapshotBlock: randomnessBlock,
-            excluded: excluded,
-            lockPerSeat: lock
-        });
-    }
-
     function drawAs(DrawRequest memory request) internal returns (address[] memory members, uint96[] memory weights) {
         return requestDraw(request);
     }

@@ -251,16 +251,8 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
         uint256 forfeited;
         for (uint256 k; k < outcomes.length; ++k) {
             vm.roll(block.number + 1);
-            (address[] memory members, uint96[] memory units) = requestDraw(
-                DrawRequest({
-                    tier: 1,
-                    size: 3,
-                    seed: keccak256(abi.encode("units", k)),
-                    snapshotBlock: block.number - 1,
-                    excluded: address(0),
-                    lockPerSeat: PENALTY
-                })
-            );
+            (address[] memory members, uint96[] memory units) =
+                requestDraw(drawRequest(1, block.number - 1, 3, keccak256(abi.encode("units", k)), address(0), PENALTY));
             assertEq(members[0], alice);
             assertEq(units[0], 3);
             assertEq(info(alice).locked, 3 * PENALTY);

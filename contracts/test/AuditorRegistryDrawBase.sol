@@ -150,6 +150,22 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
 
     // ------------------------------------------------------------------ drawing and checking
 
+    /// @dev A draw of `size` draws from `tier` at block `randomnessBlock` (the snapshot).
+    function drawRequest(uint8 tier, uint256 randomnessBlock, uint256 size, bytes32 seed, address excluded, uint96 lock)
+        internal
+        pure
+        returns (DrawRequest memory)
+    {
+        return DrawRequest({
+            tier: tier,
+            size: uint8(size),
+            seed: seed,
+            snapshotBlock: randomnessBlock,
+            excluded: excluded,
+            lockPerSeat: lock
+        });
+    }
+
     function requestDraw(DrawRequest memory request)
         internal
         returns (address[] memory members, uint96[] memory weights)
