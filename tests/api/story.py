@@ -297,7 +297,9 @@ async def run_story(world: World, kubo: KuboClient, journal: Journal) -> Story:
     await chain.rpc("evm_increaseTime", [STAKER_STREAM_WAIT_SECONDS])
     await chain.rpc("evm_mine", [])
     story.staker_claim = await world.protocol.registry.claim_staker_reward(world.wallets[story.staker_claimer])
-    story.governance_slashed = world.tier2[1]
+    # Governance slashes an auditor with a history to chart: one seated, aligned and paid in segment
+    # 2's escalated round (which tier-2 auditors the draw seats depends on the block hashes).
+    story.governance_slashed = next(m for m in members[:-1] if m != story.staker_claimer)
     slash = audit.contract.functions.slashAuditor(story.governance_slashed, GOVERNANCE_SLASH_UNITS, GOVERNANCE_REASON)
     await chain.transact(slash, world.deployer)
     return story
