@@ -191,6 +191,46 @@ async def test_seats_released_for_want_of_a_key_envelope_show_as_undelivered(net
     assert all(s.forfeited_units == 0 for s in seats)
 
 
+async def test_a_governance_slash_after_an_undelivered_release_takes_the_released_stake_first(
+    net: Net, tmp_path: Path
+) -> None:
+    """A seat released by `claimUndelivered` returns its lock at the claim, long before its round
+    closes. A governance slash after the claim takes the free stake first, and the released lock is
+    free: the replayed history must not count it as locked (it did, and moved the slash onto the
+    unbonding tokens)."""
+    audit, registry = net.protocol.audit, net.protocol.registry
+    penalty = PROTOCOL.to_params()["penaltyPerSeat"]
+    # The only tier-2 auditor of the module: it wins all three draws of a tier-2 committee (3P).
+    (account,) = await provision_auditors(
+        net.protocol, net.deployer, [2], tmp_path, PASSWORD, first_index=11, stake_for=lambda _i, _t: 5 * penalty,
+        scrypt_n=2**10,
+    )  # fmt: skip
+    auditor, wallet = account.address, load_keystore(Path(account.keystore), PASSWORD)
+    specs = [SegmentSpec(tier=2, weight=1, content_digest=b"\x0b" * 32)]
+    session_id, _ = await audit.create_session(net.provider, b"\x0a" * 32, specs)
+    randomness = (await audit.session(session_id)).randomness_block
+    while await net.chain.block_number() <= randomness:
+        await net.chain.rpc("evm_mine", [])
+    await audit.assign_auditors(net.provider, session_id, [0])
+    assert await audit.committee(session_id, 0) == [auditor]
+    segment = await audit.segment(session_id, 0)
+    await net.chain.rpc("evm_setNextBlockTimestamp", [segment.delivery_deadline + 1])
+    await net.chain.rpc("evm_mine", [])
+    await audit.claim_undelivered(wallet, session_id, 0, 0)  # the round stays open: nothing else closes it
+    await registry.request_unstake(wallet, penalty)
+    slash_amount = 100 * 10**18  # under the free 240 tokens: the unbonding 60 stay whole
+    await net.chain.transact(audit.contract.functions.slashAuditor(auditor, slash_amount, "late"), net.deployer)
+    info = await registry.auditor(auditor)
+    assert (info.stake, info.locked, info.unbonding) == (4 * penalty - slash_amount, 0, penalty)
+
+    index = ChainIndex(net.protocol)
+    await index.refresh()
+    detail = await index.auditor(auditor)
+    assert [s.outcome for s in (await index.segment(session_id, 0)).rounds[0].seats] == [SeatOutcome.UNDELIVERED]
+    assert detail.history[-1].event == "forfeit"
+    assert (detail.history[-1].stake_units, detail.history[-1].unbonding_units) == (info.stake, info.unbonding)
+
+
 async def test_a_seat_that_won_several_draws_votes_locks_earns_and_is_claimed_as_that_many(
     net: Net, tmp_path: Path
 ) -> None:

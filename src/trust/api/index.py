@@ -594,6 +594,8 @@ class _Round:
     revealed: dict[str, tuple[bool, TxRef]] = field(default_factory=dict)
     undelivered: dict[str, TxRef] = field(default_factory=dict)
     """Seats released by `claimUndelivered` (no key envelope in time), settled at the claim."""
+    undelivered_seq: dict[str, int] = field(default_factory=dict)
+    """The chain-order position of each `claimUndelivered`: where the seat's lock was returned."""
     forfeited: dict[str, int] = field(default_factory=dict)
     slash_order: list[tuple[str, int]] = field(default_factory=list)
     """The forfeits of the transaction that closed the round, in the order they were emitted."""
@@ -1108,6 +1110,7 @@ class ChainIndex:
         round_ = segment.round(int(args["round"]))
         auditor = to_checksum_address(args["auditor"])
         round_.undelivered[auditor] = at
+        round_.undelivered_seq[auditor] = self._seq
         self._touch((auditor,))  # its lock was returned
 
     def _close_round(self, segment: _Segment, at: TxRef, result: RoundResult) -> _Round:
@@ -1770,11 +1773,13 @@ class ChainIndex:
 
     async def _locked_at(self, state: _Auditor, seq: int) -> int:
         """The stake the auditor's open seats locked just before the event at `seq`: the session's
-        penalty P times the seat's units for every seat drawn before it and not settled before it."""
+        penalty P times the seat's units for every seat drawn before it and not settled before it
+        (a seat released by `claimUndelivered` is settled at its claim, before its round closes)."""
         locked = 0
         for key in state.seats:
             _, round_ = self._round_of(key)
-            if round_.drawn_seq < seq and (round_.closed_seq is None or round_.closed_seq > seq):
+            released = round_.undelivered_seq.get(state.address, round_.closed_seq)
+            if round_.drawn_seq < seq and (released is None or released > seq):
                 seat = (*key, round_.seat_of(state.address))
                 units = (await self._units([seat]))[seat]
                 locked += (await self._params(key[0]))["penaltyPerSeat"] * units
