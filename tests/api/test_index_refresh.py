@@ -231,6 +231,52 @@ async def test_a_governance_slash_after_an_undelivered_release_takes_the_release
     assert (detail.history[-1].stake_units, detail.history[-1].unbonding_units) == (info.stake, info.unbonding)
 
 
+async def test_a_governance_slash_while_an_escalated_rounds_revealed_seat_waits_for_the_verdict(
+    net: Net, tmp_path: Path
+) -> None:
+    """A revealed seat of a round that escalated stays locked until a later round decides the segment
+    (issue M1): its round has closed, its stake has not come back. A governance slash in between
+    takes the free stake first, then the unbonding tokens; the replay counted the seat as released
+    when its round closed and took the slash from the stake alone."""
+    audit, registry = net.protocol.audit, net.protocol.registry
+    penalty = PROTOCOL.to_params()["penaltyPerSeat"]
+    minimum, unbond = PROTOCOL.min_stake(3), 19 * 10**18
+    # The module's only tier-3 auditors, each backing one draw (unit): the committee seats all three.
+    provisioned = await provision_auditors(
+        net.protocol, net.deployer, [3, 3, 3], tmp_path, PASSWORD, first_index=12,
+        stake_for=lambda _i, _t: minimum + unbond, scrypt_n=2**10,
+    )  # fmt: skip
+    wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in provisioned}
+    for wallet in wallets.values():  # unbonding asked before the draw: the draw counts what stays
+        await registry.request_unstake(wallet, unbond)
+    specs = [SegmentSpec(tier=3, weight=1, content_digest=b"\x0d" * 32)]
+    session_id, _ = await audit.create_session(net.provider, b"\x0c" * 32, specs)
+    randomness = (await audit.session(session_id)).randomness_block
+    while await net.chain.block_number() <= randomness:
+        await net.chain.rpc("evm_mine", [])
+    await audit.assign_auditors(net.provider, session_id, [0])
+    voter = (await audit.committee(session_id, 0))[0]
+    salt = audit.new_salt()
+    await audit.commit_vote(wallets[voter], session_id, 0, audit.commitment(session_id, 0, 0, voter, True, salt))
+    segment = await audit.segment(session_id, 0)
+    await net.chain.rpc("evm_setNextBlockTimestamp", [segment.commit_deadline + 1])
+    await audit.reveal_vote(wallets[voter], session_id, 0, True, salt)
+    await net.chain.rpc("evm_setNextBlockTimestamp", [segment.reveal_deadline + 1])
+    # One pass of three votes decides nothing: the round escalates, the voter's seat stays locked.
+    await audit.finalize_segments(net.provider, session_id, [0])
+    assert (await audit.segment(session_id, 0)).round == 1
+    slash_amount = 50 * 10**18  # over the free 40 tokens: 10 come from the unbonding ones
+    await net.chain.transact(audit.contract.functions.slashAuditor(voter, slash_amount, "late"), net.deployer)
+    info = await registry.auditor(voter)
+    assert (info.stake, info.locked, info.unbonding) == (penalty, penalty, unbond - (slash_amount - 40 * 10**18))
+
+    index = ChainIndex(net.protocol)
+    await index.refresh()
+    detail = await index.auditor(voter)
+    assert detail.history[-1].event == "forfeit"
+    assert (detail.history[-1].stake_units, detail.history[-1].unbonding_units) == (info.stake, info.unbonding)
+
+
 async def test_a_seat_that_won_several_draws_votes_locks_earns_and_is_claimed_as_that_many(
     net: Net, tmp_path: Path
 ) -> None:

@@ -629,6 +629,18 @@ class _Round:
         return SeatOutcome.ALIGNED if revealed[0] == (judged_by is RoundResult.PASSED) else SeatOutcome.MISALIGNED
 
 
+def _released_seq(segment: _Segment, round_: _Round, auditor: str) -> int | None:
+    """Where the lock of `auditor`'s seat in `round_` came back (None: not yet): at its
+    `claimUndelivered`; for a seat revealed in a round that escalated, when the round that decided
+    the segment closed (issue M1: it waits for the verdict); otherwise when its round closed."""
+    if auditor in round_.undelivered_seq:
+        return round_.undelivered_seq[auditor]
+    if round_.result is RoundResult.ESCALATED and auditor in round_.revealed:
+        final = segment.rounds[-1]
+        return final.closed_seq if final.result not in (None, RoundResult.ESCALATED) else None
+    return round_.closed_seq
+
+
 @dataclass(slots=True)
 class _Segment:
     session_id: int
@@ -1773,12 +1785,11 @@ class ChainIndex:
 
     async def _locked_at(self, state: _Auditor, seq: int) -> int:
         """The stake the auditor's open seats locked just before the event at `seq`: the session's
-        penalty P times the seat's units for every seat drawn before it and not settled before it
-        (a seat released by `claimUndelivered` is settled at its claim, before its round closes)."""
+        penalty P times the seat's units for every seat drawn before it and not settled before it."""
         locked = 0
         for key in state.seats:
-            _, round_ = self._round_of(key)
-            released = round_.undelivered_seq.get(state.address, round_.closed_seq)
+            segment, round_ = self._round_of(key)
+            released = _released_seq(segment, round_, state.address)
             if round_.drawn_seq < seq and (released is None or released > seq):
                 seat = (*key, round_.seat_of(state.address))
                 units = (await self._units([seat]))[seat]
