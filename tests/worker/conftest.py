@@ -28,6 +28,7 @@ from trust.graphs.decompose import from_steps
 from trust.graphs.hdag import Hdag
 from trust.privacy import merkle
 from trust.settings import GovernanceSettings, ProtocolSettings, SandboxSettings, WorkerSettings
+from trust.storage.cid import unixfs_cid
 from trust.storage.kubo import KuboClient
 from trust.worker.daemon import Worker
 from trust.worker.identity import AuditorIdentity
@@ -149,6 +150,7 @@ async def submit(
     graph: Hdag | Cig,
     *,
     tamper: Sequence[int] = (),
+    unavailable: Sequence[int] = (),
     reply_key: bytes | None = None,
     profiles: Mapping[str, SegmentProfile] | None = None,
     deliver: bool = True,
@@ -157,17 +159,19 @@ async def submit(
     grant: the seats then report to it). `profiles` default to tier 1 for every node of an HDAG.
     Segments in `tamper` are replaced on IPFS by a copy with one ciphertext byte flipped, registered
     under the copy's CID (so the chain and the envelope agree on where it lies, but not on what it
-    holds). `deliver=False` withholds every key envelope (a provider burning the seats, issue M3)."""
+    holds). Segments in `unavailable` are registered under the CID of a blob no node holds (a provider
+    that announces content it never serves). `deliver=False` withholds every key envelope (a provider
+    burning the seats, issue M3)."""
     if profiles is None:
         assert isinstance(graph, Hdag), "pass the profiles of a CIG"
         profiles = tier1_profiles(graph)
     stored = await store_trace(kubo, graph, profiles=profiles)
-    if tamper:
+    if tamper or unavailable:
         segments, leaves = list(stored.segments), list(stored.leaves)
-        for index in tamper:
+        for index in (*tamper, *unavailable):
             blob = bytearray(await kubo.cat(segments[index].cid))
             blob[-20] ^= 0x01
-            cid = await kubo.add(bytes(blob))
+            cid = await kubo.add(bytes(blob)) if index in tamper else unixfs_cid(bytes(blob))
             segments[index] = dataclasses.replace(segments[index], cid=cid)
             leaves[index] = dataclasses.replace(leaves[index], cid=merkle.cid_bytes(cid))
         stored = StoredTrace.build(stored.trace_id, segments, leaves, stored.context)

@@ -14,12 +14,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account import Account
 
 from trust.chain.types import SegmentStatus, SessionStatus
 from trust.chain.wallets import load_keystore
 from trust.errors import ConfigError
 from trust.graphs.hdag import Tier
+from trust.privacy.envelopes import public_key_bytes
+from trust.privacy.reports import MAX_REPORT_BYTES, open_report
 from trust.storage.kubo import KuboClient
 from trust.worker.adversary import Adversary, ensure_local_chain
 from trust.worker.daemon import Worker
@@ -159,29 +162,78 @@ async def test_a_multi_agent_log_is_voted_with_its_user_and_tool_turns_as_contex
         assert sorted(fetched) == sorted(fetches[g] for g in held)
 
 
-async def test_a_tampered_blob_is_rejected_and_the_other_seats_are_served(
+async def test_a_tampered_segment_is_voted_failed_by_every_seat_and_burns_no_stake(
     network: Network, kubo: KuboClient, workers: list[Worker]
 ) -> None:
+    # The provider registers a segment whose blob is not the one it committed to (issue M3, corrupt
+    # delivery). Every seat on it votes fail, saying why, instead of staying silent: the segment fails
+    # at once, nobody forfeits, and the other seats are served as usual. The envelope opened, so
+    # each of those seats reports its reason to the provider.
+    registry = network.protocol.registry
+    before = {w.identity.address: (await registry.auditor(w.identity.address)).stake for w in workers}
     leaf = SEGMENTS - 1  # s3.op1: no other seat reads it as a parent
-    session_id, _, committees = await submit(network, kubo, products(), tamper=[leaf])
+    reply = X25519PrivateKey.generate()
+    session_id, stored, committees = await submit(
+        network, kubo, products(), tamper=[leaf], reply_key=public_key_bytes(reply)
+    )
     seats_in_all = sum(len(c.members) for c in committees)
 
     async def settled() -> bool:
         seats = [s for w in workers for s in w.store.seats()]
-        return len(seats) == seats_in_all and all(s.outcome is not None for s in seats)
+        done = all(s.outcome is not None and (s.segment_id != leaf or s.reported_at) for s in seats)
+        return len(seats) == seats_in_all and done
 
     await _run_until(workers, None, settled, timeout=120)
     for worker in workers:
         seats = worker.store.seats()
         assert [s.segment_id for s in seats] == seats_of(committees, worker.identity.address)
         for seat in seats:
+            assert seat.state in (SeatState.FINALIZED, SeatState.CLAIMED)
             if seat.segment_id == leaf:
-                assert seat.state is SeatState.REJECTED
-                assert "not the committed segment" in (seat.last_error or "")
-            else:
-                assert seat.state is SeatState.FINALIZED
-    # Nobody voted on the tampered segment: it escalates (here to a tier with no auditors).
-    assert (await network.protocol.audit.segment(session_id, leaf)).status is not SegmentStatus.PASSED
+                assert seat.vote is False and (seat.outcome or "").startswith("aligned")
+                assert "not the committed segment" in (seat.critique or "")
+        unreadable = [e for e in worker.store.recent(200) if e.event == "unreadable"]
+        assert len(unreadable) == (leaf in seats_of(committees, worker.identity.address))
+    segment = await network.protocol.audit.segment(session_id, leaf)
+    assert segment.status is SegmentStatus.FAILED and segment.round == 0, "decided at once, not escalated"
+    published = [r for r in await network.protocol.segment_keys.reports_for(session_id) if r.segment_id == leaf]
+    assert len(published) == segment.seat_count
+    for item in published:
+        blob = await kubo.cat(item.cid, max_bytes=MAX_REPORT_BYTES)
+        report = open_report(
+            blob, private_key=reply, trace_root=stored.root, session_id=session_id, segment_index=leaf,
+            round=0, seat_index=item.seat_index, auditor=item.auditor,
+        )  # fmt: skip
+        assert report.vote == "fail" and "not the committed segment" in report.critique
+    for address, stake in before.items():
+        assert (await registry.auditor(address)).stake == stake, "nobody forfeited"
+
+
+async def test_a_segment_nobody_serves_is_voted_failed_at_the_seats_last_try(
+    network: Network, kubo: KuboClient, workers: list[Worker]
+) -> None:
+    # The provider announces a segment under a CID no node holds: the envelopes open, the content
+    # never comes (issue M3: withholding after delivery). Each seat retries, and at its last try votes
+    # fail instead of missing its window and forfeiting.
+    registry = network.protocol.registry
+    before = {w.identity.address: (await registry.auditor(w.identity.address)).stake for w in workers}
+    leaf = SEGMENTS - 1
+    session_id, _, committees = await submit(network, kubo, products(), unavailable=[leaf])
+    seated = [w for w in workers if leaf in seats_of(committees, w.identity.address)]
+
+    async def voted() -> bool:
+        seats = [s for w in seated for s in w.store.seats() if s.segment_id == leaf]
+        return len(seats) == len(seated) and all(s.outcome is not None for s in seats)
+
+    await _run_until(workers, None, voted, timeout=120)
+    for worker in seated:
+        (seat,) = [s for s in worker.store.seats() if s.segment_id == leaf]
+        assert seat.vote is False and (seat.outcome or "").startswith("aligned")
+        assert "could not provide it by this seat's last try" in (seat.critique or "")
+    segment = await network.protocol.audit.segment(session_id, leaf)
+    assert segment.status is SegmentStatus.FAILED and segment.round == 0
+    for address, stake in before.items():
+        assert (await registry.auditor(address)).stake == stake, "nobody forfeited"
 
 
 async def test_withheld_envelopes_are_claimed_undelivered_and_burn_no_stake(

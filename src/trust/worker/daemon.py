@@ -32,8 +32,10 @@ One `Worker` per wallet. Each `tick` reads the chain once and moves every seat o
 
 Time is the chain's: windows are compared with the latest block's timestamp, never the local clock.
 Transient failures (RPC or IPFS down, a dropped transaction, a model endpoint failing) are retried
-with exponential backoff up to `max_attempts`, then the seat is marked `failed`; a segment that
-fails verification is marked `rejected` at once. Every step is idempotent against the chain (it
+with exponential backoff up to `max_attempts`, then the seat is marked `failed`. A seat that cannot
+read what the provider delivered votes fail at once, with a critique saying why (`_vote_unreadable`):
+an envelope or a segment that does not verify or open, a node that is not a node, or content the
+IPFS network still cannot find at the seat's last try. Every step is idempotent against the chain (it
 re-reads the seat before acting), so a restart at any point, even with the state directory gone,
 resumes where the chain says the seat is.
 """
@@ -60,6 +62,7 @@ from trust.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentS
 from trust.delivery import open_granted
 from trust.errors import (
     ChainError,
+    ContentNotFound,
     ContractReverted,
     GraphError,
     IpfsError,
@@ -69,7 +72,7 @@ from trust.errors import (
     VerificationError,
     excerpt,
 )
-from trust.privacy.envelopes import MAX_ENVELOPE_BYTES, open_envelope
+from trust.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, open_envelope
 from trust.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, seal_report
 from trust.settings import WorkerSettings
 from trust.storage.kubo import KuboClient
@@ -131,6 +134,11 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, ContractReverted):
         return False
     return isinstance(exc, (ChainError, *TRANSIENT_ERRORS))
+
+
+def _granted(grant: KeyGrant | None) -> tuple[str | None, bytes | None]:
+    """The node id and reply key of an opened key grant (none before the envelope opened)."""
+    return (None, None) if grant is None else (grant.node_id, grant.reply_key)
 
 
 def _clock(unix: float) -> str:
@@ -777,7 +785,7 @@ class Worker:
             try:
                 request = request_from_plaintexts(node_id, plaintexts)
             except GraphError as exc:
-                self._finish(seat.key, SeatState.REJECTED, "rejected", f"the segment is not a valid node: {exc}")
+                self._vote_unreadable(seat, f"the segment is not a valid node: {exc}", node_id, reply_key)
                 return
             deadline = seat.commit_deadline - self.settings.commit_margin_seconds
             request = replace(request, deadline=float(deadline), seat=str(seat.key))
@@ -838,8 +846,9 @@ class Worker:
         envelope_cid = seat.envelope_cid
         assert envelope_cid is not None
         session = await self.protocol.audit.session(seat.session_id)
-        blob = await self.kubo.cat(envelope_cid, max_bytes=MAX_ENVELOPE_BYTES)
+        grant = None  # once opened, its reply key carries the unreadable vote's report to the provider
         try:
+            blob = await self.kubo.cat(envelope_cid, max_bytes=MAX_ENVELOPE_BYTES)
             grant = open_envelope(
                 self.identity.encryption_key,
                 blob,
@@ -849,7 +858,13 @@ class Worker:
             )
             plaintexts = await open_granted(self.protocol, self.kubo, seat.session_id, grant)
         except (VerificationError, GraphError) as exc:
-            self._finish(seat.key, SeatState.REJECTED, "rejected", f"{exc}; reported, not audited")
+            self._vote_unreadable(seat, str(exc), *_granted(grant))
+            return None
+        except ContentNotFound as exc:
+            if not self._last_try(seat):
+                raise  # retried: the provider's node may still be announcing it
+            detail = f"the IPFS network could not provide it by this seat's last try: {exc}"
+            self._vote_unreadable(seat, detail, *_granted(grant))
             return None
         parents = len(plaintexts) - 1
         self._say(
@@ -859,6 +874,50 @@ class Worker:
             f"({len(plaintexts)} segments verified)",
         )
         return grant.node_id, plaintexts, grant.reply_key
+
+    def _last_try(self, seat: SeatRecord) -> bool:
+        """Whether this attempt at the seat is its last: its tries are spent, or the retry after it
+        would start within the commit margin."""
+        attempts = self.store.seat(seat.key).attempts
+        delay = min(self.settings.backoff_seconds * 2**attempts, self.settings.max_backoff_seconds)
+        late = self._chain_now() + delay + self.settings.commit_margin_seconds >= seat.commit_deadline
+        return attempts + 1 >= self.settings.max_attempts or late
+
+    def _vote_unreadable(
+        self, seat: SeatRecord, detail: str, node_id: str | None = None, reply_key: bytes | None = None
+    ) -> None:
+        """The seat cannot read what the provider delivered (issue M3, corrupt envelopes): it votes
+        fail, with `detail` as its critique, and commits and reveals that vote like any other.
+
+        The envelope and segment CIDs are the provider's, on chain; IPFS returns nothing that does
+        not match its CID; the digests and the Merkle root are the provider's commitments. So an
+        envelope that does not open for this worker's key, a segment that is not the committed one,
+        a node that is not a node, or content nobody serves is the provider's doing (or, for the key,
+        this auditor's own, if it changed its key after the draw). Silence would forfeit the seat's
+        stake for the provider's fault, as withholding did before `claimUndelivered`, and abstaining
+        counts as silence; a fail vote states what the seat saw. When every seat sees it, the segment
+        fails at once, aligned, and nobody forfeits or escalates; a seat alone in not reading it (a
+        problem of its own) is misaligned and risks the slash roll of eq. 3.9 instead of a certain
+        forfeit. With the provider's `reply_key` (the envelope opened), the report says why."""
+        now = self._clock()
+        critique = f"the provider's segment could not be audited: {detail}"
+        self.store.update(
+            seat.key,
+            state=SeatState.VOTED,
+            node_id=node_id,
+            vote=False,
+            score=0.0,
+            critique=critique,
+            error_type=None,
+            expected=None,
+            audit_started_at=now,
+            audit_finished_at=now,
+            reply_key=reply_key,
+            voted_at=now,
+            attempts=0,
+            last_error=None,
+        )
+        self._say(seat.key, "unreadable", f"votes fail: {critique}", warn=True)
 
     async def _recover(self, seat: SeatRecord) -> None:
         """A seat first seen after its commit window closed (a restart, a lost state directory):

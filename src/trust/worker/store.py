@@ -74,7 +74,7 @@ class SeatState(StrEnum):
     COMMITTED = "committed"
     REVEALED = "revealed"
     ABSTAINED = "abstained"  # no vote: the auditor could not decide, or no key envelope came
-    REJECTED = "rejected"  # the segment failed verification (tampered blob, wrong key, malformed node)
+    REJECTED = "rejected"  # earlier versions: the segment failed verification (now such a seat votes fail)
     MISSED = "missed"  # a window closed before the step it needed could be done
     FAILED = "failed"  # a step kept failing; reported, not retried
     FINALIZED = "finalized"  # the round is settled on chain; `outcome` says how (a seat that ended
