@@ -16,7 +16,7 @@ from trust.settings import Settings
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
-async def test_whale_split_stake_front_run_and_withheld_envelopes_are_defended() -> None:
+async def test_whale_split_stake_front_run_and_withheld_or_corrupt_envelopes_are_defended() -> None:
     report = await run_attacks(Settings(), only=["L4", "L2", "H2", "M3"], measure_gas=False)
     assert report.to_json() == {
         # in the order, whatever was asked
@@ -48,11 +48,19 @@ async def test_whale_split_stake_front_run_and_withheld_envelopes_are_defended()
     assert "each claim released its seat's stake at once" in m3.steps
     assert "the round, undelivered, ended Undetermined instead of escalating: nobody else was drawn in" in m3.steps
     # R = 0.0006 ETH per vote; which seat won how many of the draws varies with the randomness.
+    (credit,) = [step for step in m3.steps if step.startswith("no stake forfeited")]
     credited = re.fullmatch(
-        r"no stake forfeited, no reputation moved; each seat was credited R per vote \(([\d, ]+) wei\) .*", m3.steps[-1]
+        r"no stake forfeited, no reputation moved; each seat was credited R per vote \(([\d, ]+) wei\) .*", credit
     )
-    assert credited is not None, m3.steps[-1]
+    assert credited is not None, credit
     assert all(int(v) > 0 and int(v) % 600_000_000_000_000 == 0 for v in credited.group(1).split(", "))
+    # ... and the seats of a segment whose envelopes open for nobody voted it failed, losing nothing.
+    refusal = "so 'no envelope' is refused (AuditEnvelopesDelivered(sessionId=2, segmentId=0, round=0))"
+    assert m3.steps[-2].endswith(refusal), m3.steps[-2]
+    assert m3.steps[-1].startswith(
+        "every seat, unable to read its segment, voted fail with its reason: the segment failed in round 0, "
+        "nobody forfeited, each seat claimed its reward ("
+    )
     # ... and both batches went through after a front-run.
     assert [s.split(";")[1].strip() for s in l4.steps] == [
         "the keeper's draw of [0, 1, 2] went through (all 3 voting)",

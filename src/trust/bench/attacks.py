@@ -49,6 +49,7 @@ from trust.chain.types import SeatCommit, SeatReveal, SegmentSpec, SegmentStatus
 from trust.devnet import dev_account
 from trust.errors import ContractReverted
 from trust.settings import TOKEN, ProtocolSettings, Settings
+from trust.storage.cid import unixfs_cid
 from trust.toolchain import Toolchain
 
 __all__ = [
@@ -625,7 +626,46 @@ async def m3_withheld_envelopes(arena: Arena) -> Checks:
         f"wei) out of the provider's fee ({rest} wei left of {fee})",
         f"forfeited {[_tokens(x) for x in lost]}, reputation moved {moved}, credited {paid}",
     )
+    await _m3_corrupt_envelopes(arena, c, wallets)
     return c
+
+
+async def _m3_corrupt_envelopes(arena: Arena, c: Checks, wallets: Mapping[str, LocalAccount]) -> None:
+    """The provider publishes envelopes on chain in time, but ones that open for nobody (bytes of
+    no envelope, under their true CIDs): delivery is recorded, so no seat can claim its release. Each
+    seat votes fail with its reason, as the worker does for what it cannot read (docs/worker.md):
+    the segment fails at once and nobody forfeits."""
+    registry = arena.protocol.registry
+    session_id = await arena.open_session([_spec(tag=2)])
+    await arena.draw(session_id, [0])
+    members = await arena.audit.committee(session_id, 0)
+    before = {m: await registry.auditor(m) for m in members}
+    corrupt = [unixfs_cid(b"no envelope opens here %d" % index) for index in range(len(members))]
+    await arena.protocol.segment_keys.publish_envelopes(arena.provider, session_id, 0, 0, corrupt)
+    segment = await arena.audit.segment(session_id, 0)
+    await arena.warp_past(segment.delivery_deadline)
+    error = await refused(arena.audit.claim_undelivered(wallets[members[0]], session_id, 0, 0))
+    c.expect(
+        segment.delivered and (error or "").startswith("AuditEnvelopesDelivered"),
+        f"a second session: the provider published {len(members)} envelopes in time that open for nobody; "
+        f"the chain recorded the delivery, so 'no envelope' is refused ({error})",
+        f"delivered={segment.delivered}, claimUndelivered: {error or 'accepted'}",
+    )
+    await arena.vote(session_id, 0, wallets, {m: False for m in members})
+    await arena.audit.finalize_segments(arena.keeper, session_id, [0])
+    await arena.audit.finalize_trace(arena.keeper, session_id)
+    await arena.audit.distribute_rewards(arena.keeper, session_id)
+    segment = await arena.audit.segment(session_id, 0)
+    lost = [before[m].stake - (await registry.auditor(m)).stake for m in members]
+    claims = [await arena.audit.claim_rewards(wallets[m], session_id, [(0, i)]) for i, m in enumerate(members)]
+    earned = [arena.audit.rewards_claimed_in(sent) for sent in claims]
+    c.expect(
+        segment.status == SegmentStatus.FAILED and segment.round == 0 and all(x == 0 for x in lost) and all(earned),
+        "every seat, unable to read its segment, voted fail with its reason: the segment failed in round 0, "
+        f"nobody forfeited, each seat claimed its reward ({', '.join(map(str, earned))} wei) from the fee",
+        f"segment {segment.status.name} in round {segment.round}, forfeited {[_tokens(x) for x in lost]}, "
+        f"earned {earned}",
+    )
 
 
 async def m4_round_too_big(arena: Arena) -> Checks:
@@ -909,7 +949,9 @@ ATTACKS: dict[str, Attack] = {
     ),
     "M2": Attack("sybils exhaust the skip budget", m2_skip_budget, "deserters pay P; the draw retries"),
     "M3": Attack(
-        "providers burn honest stake", m3_withheld_envelopes, "undelivered seats claim their release, paid from the fee"
+        "providers burn honest stake",
+        m3_withheld_envelopes,
+        "undelivered seats claim their release, paid from the fee; seats vote fail on what they cannot read",
     ),
     "M4": Attack("a round too big to finalize", m4_round_too_big, "validate bounds the settlement gas"),
     "M5": Attack("the provider's weights decide validity", m5_weights, "weights spread at most maxWeightRatio"),
