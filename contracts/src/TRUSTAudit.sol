@@ -209,6 +209,15 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     }
 
     /// @inheritdoc ITRUSTAudit
+    function settlementProgress(uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total)
+    {
+        return Tally.settlementProgress(_store, sessionId, segmentId);
+    }
+
+    /// @inheritdoc ITRUSTAudit
     function finalizeTrace(uint256 sessionId) external returns (bool valid) {
         _openSession(sessionId);
         valid = Tally.finalizeTrace(_store, sessionId);

@@ -215,11 +215,19 @@ contract TRUSTAuditSettleTest is TRUSTAuditBase {
         drawSegment(id, 0);
         votePass(id, 4);
         uint256 seats = audit.segment(id, 0).seatCount;
+        (uint256 settled, uint256 total) = audit.settlementProgress(id, 0);
+        assertEq(settled, 0);
+        assertEq(total, seats);
         vm.recordLogs();
         uint256 steps = 0;
         while (!audit.settleSegment(id, 0, 1)) {
             ++steps;
+            (settled, total) = audit.settlementProgress(id, 0);
+            assertEq(settled, steps, "the view follows the cursor");
+            assertEq(total, seats);
         }
+        (settled, total) = audit.settlementProgress(id, 0);
+        assertEq(settled + total, 0, "nothing once the segment is final");
         ++steps;
         assertEq(steps, seats, "one entry per step: the list is the round's seats");
         Vm.Log[] memory logs = vm.getRecordedLogs();

@@ -74,6 +74,25 @@ library Tally {
         done = _finalizeSegment($, sessionId, s, segmentId, g, $.params.insuranceFund(), maxSeats);
     }
 
+    /// @notice The segment's settlement list as it stands (see `ITRUSTAudit.settlementProgress`):
+    ///         the entries settled by steps so far and the list's length; (0, 0) unless the
+    ///         segment's round is voting.
+    function settlementProgress(AuditStorage storage $, uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total)
+    {
+        Segment storage g = $.segments[sessionId][segmentId];
+        if (g.status != ITRUSTAudit.SegmentStatus.Voting) return (0, 0);
+        (SeatSettlement[] memory seats, ITRUSTAudit.SegmentStatus outcome) =
+            _tally($, sessionId, segmentId, g, $.sessionParams[sessionId]);
+        if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
+            seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
+        }
+        total = seats.length;
+        settled = g.flags & FLAG_SETTLING != 0 ? g.settledCount : 0;
+    }
+
     /// @notice Releases seat `seatIndex` of the segment's current round because no key envelope
     ///         was delivered for it in time (see `ITRUSTAudit.claimUndelivered`): unlocks its stake
     ///         and credits its auditor R per unit out of the session's fee.

@@ -407,6 +407,17 @@ interface ITRUSTAudit {
     /// @return done Whether this step settled the last entry (the segment is final or escalated).
     function settleSegment(uint256 sessionId, uint256 segmentId, uint256 maxSeats) external returns (bool done);
 
+    /// @notice Where the settlement of a segment's current round stands: `settled` of the `total`
+    ///         entries of its settlement list (see `settleSegment`) are settled. (0, 0) unless the
+    ///         round is voting. `total` is final once the voting is over (before, votes still
+    ///         change it): a keeper settles `total - settled` entries more, in steps that fit a
+    ///         transaction.
+    /// @dev O(seats of every round): rebuilds the list as a step does.
+    function settlementProgress(uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total);
+
     /// @notice Pays the caller's credited ETH (the treasury and insurance shares).
     function withdraw() external;
 
