@@ -52,18 +52,21 @@ library ParamsLib {
     ///         the tier (a draw walks the sortition tree's history once per seat and locks a seat),
     ///         and of one seat's settlement (the worst case is a forfeit: the member's leaf is
     ///         rewritten in a tree of thousands, O(log n) history writes). Measured by
-    ///         `test/gas/SettlementGas.t.sol` with 2,048 members; kept above the measurement.
+    ///         `test/gas/SettlementGas.t.sol` with 2,048 members, each call a transaction of its
+    ///         own (cold storage): 62,400 a seat to draw 127, about 231,000 a forfeiting seat in a
+    ///         step; kept above the measurement.
     uint256 internal constant DRAW_GAS_PER_SEAT = 70_000;
-    uint256 internal constant SETTLEMENT_GAS_PER_SEAT = 200_000;
-    /// @notice The gas, per seat of every round, of building a segment's settlement list, which
-    ///         each step of a settlement in chunks does again (cold reads of every seat of every
-    ///         round); and of one released seat's settlement (its stake unlocked, nothing
-    ///         rewritten), all an abandoned segment settles. Measured like the figures above.
+    uint256 internal constant SETTLEMENT_GAS_PER_SEAT = 250_000;
+    /// @notice The gas, per draw of every round, of building a segment's settlement list, which
+    ///         each step of a settlement in steps does again (cold reads of every seat of every
+    ///         round; about 1,500 measured); and of one released seat's settlement (its stake
+    ///         unlocked, nothing rewritten), all an abandoned segment settles (29,800 measured,
+    ///         the failed draw's share included). Kept above the measurements.
     uint256 internal constant RECOMPUTE_GAS_PER_SEAT = 4_000;
-    uint256 internal constant RELEASE_GAS_PER_SEAT = 16_000;
-    /// @notice The fixed gas of a finalization step besides its seats (the transaction, the
-    ///         segment, session and parameter reads, the verdict or the escalation's randomness
-    ///         request). Kept above the measurement.
+    uint256 internal constant RELEASE_GAS_PER_SEAT = 32_000;
+    /// @notice The fixed gas of a finalization step besides its seats (the segment, session and
+    ///         parameter reads, the library and registry calls, the verdict or the escalation's
+    ///         randomness request). Kept above the measurement.
     uint256 internal constant SETTLEMENT_GAS_OVERHEAD = 300_000;
     /// @notice The seats one step of a settlement in chunks (`ITRUSTAudit.settleSegment`) may
     ///         settle within `SETTLEMENT_GAS_BUDGET` at any committee `validate` accepts: what

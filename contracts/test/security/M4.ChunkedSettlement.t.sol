@@ -7,7 +7,7 @@ import {Params} from "../../src/types/Params.sol";
 import {ParamsLib} from "../../src/libraries/ParamsLib.sol";
 
 /// @notice Issue M4, a round too big to finalize. A round of 127 draws from a tier of 2,048
-///         members in which every seat stays silent costs about 20M gas to settle in one
+///         members in which every seat stays silent costs about 20.3M gas to settle in one
 ///         transaction, above the 16,777,216 a transaction may use (EIP-7825): the fee and every
 ///         seat's stake would lock forever. Main defended it only by rejecting such committees in
 ///         `ParamsLib.validate` (at most 66 draws with one round, 8 first draws with three).
@@ -17,6 +17,8 @@ import {ParamsLib} from "../../src/libraries/ParamsLib.sol";
 ///         (`MAX_COMMITTEE_SIZE`), settling it in one go still needs more than the budget, and
 ///         settling it in steps of `SETTLEMENT_CHUNK_SEATS` keeps every step under the budget
 ///         and ends with every stake unlocked and the verdict recorded.
+/// @dev Each call is its own transaction (`isolate`), so storage is cold again in each, as on chain.
+/// forge-config: default.isolate = true
 contract M4ChunkedSettlementTest is TRUSTBase {
     uint256 internal constant MEMBERS = 2_048;
 
