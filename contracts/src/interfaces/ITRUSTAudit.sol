@@ -447,7 +447,8 @@ interface ITRUSTAudit {
     ///         outcomes, so withholding envelopes from some seats cannot hand the decision to the
     ///         others; a round in which seats holding more than half of its weight claimed never escalates: it
     ///         ends Undetermined, so a provider cannot drag larger committees into the trap.
-    /// @dev Emits `SeatUndelivered`.
+    /// @dev Emits `SeatUndelivered`. Reverts with `AuditSettlementStarted` once a step of the
+    ///      round's settlement went through (`settleSegment`): the settlement list is frozen then.
     function claimUndelivered(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external;
 
     /// @notice Pays the caller the reward of its aligned seats in a distributed session.
