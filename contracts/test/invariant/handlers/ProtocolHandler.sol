@@ -857,11 +857,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
         _count("outsiderVote");
     }
 
-    /// @dev `chunk`: 0 ends the round in one go (`finalizeSegment`), otherwise in steps of
-    ///      1 to 7 seats (`settleSegment`, issue M4).
-    function finalizeSegment(uint256 pick, bool waitForDeadline, uint8 chunk) external {
+    /// @dev Bits 128 and up of `pick` choose how the round ends: 0 in one go (`finalizeSegment`),
+    ///      otherwise in steps of 1 to 7 seats (`settleSegment`, issue M4); both end in the same
+    ///      state (`test/TRUSTAudit.Settle.t.sol`), checked here by the same settlement checks.
+    function finalizeSegment(uint256 pick, bool waitForDeadline) external {
         if (_voting.length == 0) return;
-        _finalizeSegment(pick % _voting.length, waitForDeadline, chunk % 8);
+        _finalizeSegment(pick % _voting.length, waitForDeadline, (pick >> 128) % 8);
     }
 
     function finalizeTrace(uint256 pick) external {
