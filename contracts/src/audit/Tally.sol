@@ -227,7 +227,11 @@ library Tally {
         if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
             seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
         }
-        if (!_settleFromCursor($, sessionId, segmentId, g, seats, beneficiary, maxSeats)) return false;
+        if (maxSeats == type(uint256).max && g.flags & FLAG_SETTLING == 0) {
+            _settle($, sessionId, seats, p, beneficiary); // in one go, as before steps existed
+        } else if (!_settleFromCursor($, sessionId, segmentId, g, seats, beneficiary, maxSeats)) {
+            return false;
+        }
         if (outcome == ITRUSTAudit.SegmentStatus.Voting) {
             _escalate($, sessionId, segmentId, g, p);
             return true;
