@@ -403,7 +403,8 @@ interface ITRUSTAudit {
     ///      `AuditorSlashed` per forfeited seat. Reverts with `AuditZeroMaxSeats` for
     ///      `maxSeats == 0`, `AuditWrongSegmentStatus` unless the round is voting (a segment
     ///      already final or escalated), `AuditVotingNotOver` before the voting ends.
-    /// @param maxSeats The most entries this step settles (at least 1).
+    /// @param maxSeats The most entries this step settles (at least 1). `type(uint256).max` with no
+    ///        step before is `finalizeSegment` (no progress event).
     /// @return done Whether this step settled the last entry (the segment is final or escalated).
     function settleSegment(uint256 sessionId, uint256 segmentId, uint256 maxSeats) external returns (bool done);
 
