@@ -199,6 +199,25 @@ contract TRUSTAudit is ITRUSTAudit, Initializable, UUPSUpgradeable, OwnableUpgra
     }
 
     /// @inheritdoc ITRUSTAudit
+    function settleSegment(uint256 sessionId, uint256 segmentId, uint256 maxSeats)
+        external
+        nonReentrant
+        returns (bool done)
+    {
+        _openSession(sessionId);
+        done = Tally.settleStep(_store, sessionId, segmentId, maxSeats);
+    }
+
+    /// @inheritdoc ITRUSTAudit
+    function settlementProgress(uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total)
+    {
+        return Tally.settlementProgress(_store, sessionId, segmentId);
+    }
+
+    /// @inheritdoc ITRUSTAudit
     function finalizeTrace(uint256 sessionId) external returns (bool valid) {
         _openSession(sessionId);
         valid = Tally.finalizeTrace(_store, sessionId);

@@ -334,7 +334,7 @@ contract ProtocolParamsTest is TRUSTBase {
         p.pMinBps = 1;
         p.pMaxBps = 2;
         p.maxRounds = 1;
-        p.committeeSizeTier2 = 66; // one round: 66 seats x 180k gas <= 12M
+        p.committeeSizeTier2 = 127; // one round: MAX_COMMITTEE_SIZE, settled in steps (M4)
         p.commitWindowSeconds = 1;
         p.revealWindowSeconds = 1;
         p.randomnessDelayBlocks = 1;
@@ -387,10 +387,17 @@ contract ProtocolParamsTest is TRUSTBase {
             largest = 2 * largest + 1;
             seats += largest;
         }
-        // The largest round must fit a committee and one draw's gas, the deciding round's settlement
-        // (every round's seats, M1) the settlement budget (M4).
+        // The largest round must fit a committee and one draw's gas; a settlement step of
+        // SETTLEMENT_CHUNK_SEATS with the rebuild of the deciding round's list (every round's
+        // seats, M1), and the abandoning draw with the release of the earlier rounds, the
+        // settlement budget (M4).
+        uint256 chunk = seats < ParamsLib.SETTLEMENT_CHUNK_SEATS ? seats : ParamsLib.SETTLEMENT_CHUNK_SEATS;
+        uint256 step = ParamsLib.SETTLEMENT_GAS_OVERHEAD + chunk * ParamsLib.SETTLEMENT_GAS_PER_SEAT
+            + seats * ParamsLib.RECOMPUTE_GAS_PER_SEAT;
+        uint256 abandon = ParamsLib.SETTLEMENT_GAS_OVERHEAD + largest * ParamsLib.DRAW_GAS_PER_SEAT
+            + (seats - largest) * (ParamsLib.RELEASE_GAS_PER_SEAT + ParamsLib.RECOMPUTE_GAS_PER_SEAT);
         bool fits = largest <= 127 && largest * ParamsLib.DRAW_GAS_PER_SEAT <= ParamsLib.SETTLEMENT_GAS_BUDGET
-            && seats * ParamsLib.SETTLEMENT_GAS_PER_SEAT <= ParamsLib.SETTLEMENT_GAS_BUDGET;
+            && step <= ParamsLib.SETTLEMENT_GAS_BUDGET && abandon <= ParamsLib.SETTLEMENT_GAS_BUDGET;
         if (size == 0 || !fits) {
             expectOutOfRange(p, "committeeSizeTier2", size);
         } else {

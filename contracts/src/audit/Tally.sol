@@ -15,6 +15,7 @@ import {
     FLAG_CRITICAL,
     FLAG_CONTRADICTION,
     FLAG_DELIVERED,
+    FLAG_SETTLING,
     SEAT_EMPTY,
     SEAT_SEATED,
     SEAT_PASS,
@@ -50,8 +51,46 @@ library Tally {
                 if (strict) revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
                 continue;
             }
-            _finalizeSegment($, sessionId, s, segmentId, g, beneficiary);
+            _finalizeSegment($, sessionId, s, segmentId, g, beneficiary, type(uint256).max);
         }
+    }
+
+    /// @notice Settles at most `maxSeats` entries of the segment's settlement list from where the
+    ///         last step stopped (see `ITRUSTAudit.settleSegment`, issue M4); the step that settles
+    ///         the last entry finalizes the segment or escalates it. Reverts unless the segment's
+    ///         round is voting and its voting is over.
+    /// @return done Whether this step settled the last entry.
+    function settleStep(AuditStorage storage $, uint256 sessionId, uint256 segmentId, uint256 maxSeats)
+        external
+        returns (bool done)
+    {
+        if (maxSeats == 0) revert ITRUSTAudit.AuditZeroMaxSeats(sessionId, segmentId);
+        Session storage s = $.sessions[sessionId];
+        if (segmentId >= s.segmentCount) revert ITRUSTAudit.AuditUnknownSegment(sessionId, segmentId);
+        Segment storage g = $.segments[sessionId][segmentId];
+        if (g.status != ITRUSTAudit.SegmentStatus.Voting) {
+            revert ITRUSTAudit.AuditWrongSegmentStatus(sessionId, segmentId, g.status);
+        }
+        done = _finalizeSegment($, sessionId, s, segmentId, g, $.params.insuranceFund(), maxSeats);
+    }
+
+    /// @notice The segment's settlement list as it stands (see `ITRUSTAudit.settlementProgress`):
+    ///         the entries settled by steps so far and the list's length; (0, 0) unless the
+    ///         segment's round is voting.
+    function settlementProgress(AuditStorage storage $, uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total)
+    {
+        Segment storage g = $.segments[sessionId][segmentId];
+        if (g.status != ITRUSTAudit.SegmentStatus.Voting) return (0, 0);
+        (SeatSettlement[] memory seats, ITRUSTAudit.SegmentStatus outcome) =
+            _tally($, sessionId, segmentId, g, $.sessionParams[sessionId]);
+        if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
+            seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
+        }
+        total = seats.length;
+        settled = g.flags & FLAG_SETTLING != 0 ? g.settledCount : 0;
     }
 
     /// @notice Releases seat `seatIndex` of the segment's current round because no key envelope
@@ -71,7 +110,11 @@ library Tally {
             revert ITRUSTAudit.AuditDeliveryPending(sessionId, segmentId, block.timestamp, deadline);
         }
         uint8 round = g.round;
-        if (g.flags & FLAG_DELIVERED != 0) revert ITRUSTAudit.AuditEnvelopesDelivered(sessionId, segmentId, round);
+        uint8 flags = g.flags;
+        if (flags & FLAG_DELIVERED != 0) revert ITRUSTAudit.AuditEnvelopesDelivered(sessionId, segmentId, round);
+        // Once a chunk is settled the settlement list must not change (issue M4): a seat released
+        // now would leave the list and could flip the round's M3 decision.
+        if (flags & FLAG_SETTLING != 0) revert ITRUSTAudit.AuditSettlementStarted(sessionId, segmentId);
         Seat storage st = seatHeldBy($, sessionId, segmentId, g, seatIndex, caller);
         requireUncommitted(st, sessionId, segmentId, seatIndex);
         st.state = SEAT_UNDELIVERED;
@@ -145,14 +188,32 @@ library Tally {
         emit ITRUSTAudit.SegmentFinalized(sessionId, segmentId, passed);
     }
 
+    /// @dev Settles entries [from, from + maxSeats) of the round's settlement list, from the
+    ///      cursor of an earlier step (`FLAG_SETTLING`, `settledCount`), and, when that reaches
+    ///      the list's end, records the verdict or escalates. `maxSeats == type(uint256).max` is
+    ///      `finalize`: whatever remains, in one go.
+    ///      The list is recomputed from storage at each step; it is the same at every step because
+    ///      nothing that builds it can change once the voting is over (checked here, or the step
+    ///      reverts): the list reads the round's seat states and units, the earlier rounds' seats,
+    ///      `entropy`, `round`, `committeeSize`, `seatCount` and the session's parameter snapshot.
+    ///      A commit or an abstention needs the commit window, a reveal the reveal window, both
+    ///      over (past the reveal deadline, or the reveal window closed early because every seat
+    ///      is done, so no seat is still `SEAT_SEATED` and neither can apply); `claimUndelivered`,
+    ///      the one call still open to a silent seat past the reveal deadline, reverts once
+    ///      `FLAG_SETTLING` is set; earlier rounds' seats and the snapshot never change; `entropy`
+    ///      changes only at a reveal or a draw, and `round`, `committeeSize`, `seatCount` only at
+    ///      the draw or escalation, which need the segment to leave `Voting`, which only the last
+    ///      step does. The registry's state is not an input of the list (only of how a
+    ///      misaligned seat's roll is judged, as in one go).
     function _finalizeSegment(
         AuditStorage storage $,
         uint256 sessionId,
         Session storage s,
         uint256 segmentId,
         Segment storage g,
-        address beneficiary
-    ) private {
+        address beneficiary,
+        uint256 maxSeats
+    ) private returns (bool done) {
         Params storage p = $.sessionParams[sessionId];
         uint256 revealDeadline = uint256(g.commitDeadline) + p.revealWindowSeconds;
         if (block.timestamp <= revealDeadline && g.revealedCount < g.seatCount) {
@@ -166,14 +227,81 @@ library Tally {
         if (outcome != ITRUSTAudit.SegmentStatus.Voting && g.round != 0) {
             seats = _withEarlierRounds($, sessionId, segmentId, g, seats, outcome);
         }
-        _settle($, sessionId, seats, p, beneficiary);
-
+        if (maxSeats == type(uint256).max && g.flags & FLAG_SETTLING == 0) {
+            _settle($, sessionId, seats, p, beneficiary); // in one go, as before steps existed
+        } else if (!_settleFromCursor($, sessionId, segmentId, g, seats, beneficiary, maxSeats)) {
+            return false;
+        }
         if (outcome == ITRUSTAudit.SegmentStatus.Voting) {
             _escalate($, sessionId, segmentId, g, p);
-            return;
+            return true;
         }
         s.alignedSeats += uint32(aligned); // <= committee size: aligned units
         record(s, sessionId, segmentId, g, outcome);
+        return true;
+    }
+
+    /// @dev Settles the next at most `maxSeats` entries of the list `seats` from the segment's
+    ///      cursor and moves the cursor; returns whether the list's end was reached (the cursor is
+    ///      then cleared).
+    function _settleFromCursor(
+        AuditStorage storage $,
+        uint256 sessionId,
+        uint256 segmentId,
+        Segment storage g,
+        SeatSettlement[] memory seats,
+        address beneficiary,
+        uint256 maxSeats
+    ) private returns (bool complete) {
+        uint256 from = g.flags & FLAG_SETTLING != 0 ? g.settledCount : 0;
+        (SeatSettlement[] memory part, uint256 to) = _slice(seats, from, maxSeats);
+        _settle($, sessionId, part, $.sessionParams[sessionId], beneficiary);
+        return _advance(sessionId, segmentId, g, from, to, seats.length, maxSeats);
+    }
+
+    /// @dev Moves the segment's cursor from `from` to `to` of the `total` entries: emits the
+    ///      progress of a step (not of a settlement in one go), stores the cursor, or clears it
+    ///      and returns true when the end is reached. A started settlement has `from > 0`: its
+    ///      first step settled at least one entry.
+    function _advance(
+        uint256 sessionId,
+        uint256 segmentId,
+        Segment storage g,
+        uint256 from,
+        uint256 to,
+        uint256 total,
+        uint256 maxSeats
+    ) private returns (bool complete) {
+        if (from != 0 || maxSeats != type(uint256).max) {
+            emit ITRUSTAudit.SegmentSettlementProgress(sessionId, segmentId, g.round, to, total);
+        }
+        if (to != total) {
+            g.flags |= FLAG_SETTLING;
+            g.settledCount = uint8(to); // < total <= 4 rounds' draws < 256
+            return false;
+        }
+        if (from != 0) {
+            g.flags &= ~FLAG_SETTLING;
+            g.settledCount = 0;
+        }
+        return true;
+    }
+
+    /// @dev The next at most `maxSeats` entries of `seats` from `from` (the same structs, not
+    ///      copies; `seats` itself when that is all of it, as in a settlement in one go), and the
+    ///      index after them.
+    function _slice(SeatSettlement[] memory seats, uint256 from, uint256 maxSeats)
+        private
+        pure
+        returns (SeatSettlement[] memory part, uint256 to)
+    {
+        uint256 total = seats.length;
+        to = total - from > maxSeats ? from + maxSeats : total;
+        if (from == 0 && to == total) return (seats, to);
+        part = new SeatSettlement[](to - from);
+        for (uint256 i; i < part.length; ++i) {
+            part[i] = seats[from + i];
+        }
     }
 
     /// @dev Settlements of earlier rounds' seats being collected: the list, how many are filled,

@@ -159,6 +159,14 @@ interface ITRUSTAudit {
     event VoteCommitted(uint256 indexed sessionId, uint256 segmentId, uint8 round, address indexed auditor);
     event VoteRevealed(uint256 indexed sessionId, uint256 segmentId, uint8 round, address indexed auditor, bool vote);
     event SegmentFinalized(uint256 indexed sessionId, uint256 segmentId, bool passed);
+    /// @notice A step of a settlement in chunks (`settleSegment`, issue M4), or the step of
+    ///         `finalizeSegment(s)` that completed one: `settled` of the `total` entries of the
+    ///         round's settlement list are now settled. When `settled == total` the same
+    ///         transaction emits `SegmentFinalized` or `SegmentEscalated`. Not emitted by a
+    ///         finalization that settles the whole list in one go.
+    event SegmentSettlementProgress(
+        uint256 indexed sessionId, uint256 indexed segmentId, uint8 round, uint256 settled, uint256 total
+    );
     event TraceFinalized(uint256 indexed sessionId, bool valid);
     /// @dev `sessionId` is the session whose settlement forfeited the stake, zero for a governance
     ///      slash (`slashAuditor`); `amount` is what was taken.
@@ -268,6 +276,11 @@ interface ITRUSTAudit {
     error AuditDeliveryPending(uint256 sessionId, uint256 segmentId, uint256 nowSeconds, uint256 deliveryDeadline);
     error AuditEnvelopesDelivered(uint256 sessionId, uint256 segmentId, uint8 round);
     error AuditSeatCommitted(uint256 sessionId, uint256 segmentId, uint256 seatIndex);
+    /// @notice `settleSegment` was asked to settle no entry: pass at least 1.
+    error AuditZeroMaxSeats(uint256 sessionId, uint256 segmentId);
+    /// @notice The segment's settlement in chunks has begun, so its seats can no longer change
+    ///         (`claimUndelivered` comes too late): the round is settled as it stood.
+    error AuditSettlementStarted(uint256 sessionId, uint256 segmentId);
 
     // ------------------------------------------------------------------ Listing 1
 
@@ -370,6 +383,42 @@ interface ITRUSTAudit {
     ///         voting (finalized by someone else first) are skipped.
     function finalizeSegments(uint256 sessionId, uint256[] calldata segmentIds) external;
 
+    /// @notice Settles a segment's round in bounded steps (issue M4): at most `maxSeats` entries
+    ///         of its settlement list, from where the previous step stopped. Anyone may call it
+    ///         once the round's voting is over (as `finalizeSegment`).
+    /// @dev The settlement list is the round's seats (all but those released by
+    ///      `claimUndelivered`) followed, once the segment is decided or ends Undetermined, by the
+    ///      revealed seats of every earlier round judged against the verdict; when the round
+    ///      escalates, only its silent seats. The list is recomputed from storage at each step
+    ///      (nothing that builds it can change once the voting is over) and settled in order; the
+    ///      segment stores only the count settled so far. The step that settles the last entry does
+    ///      what `finalizeSegment` does: emits `SegmentFinalized` and records the verdict, or
+    ///      emits `SegmentEscalated` and requests the next round's randomness. `finalizeSegment` and
+    ///      `finalizeSegments` settle whatever remains in one go, so a round whose whole list fits
+    ///      one transaction needs no step. Gas: each step reads every seat of every round
+    ///      (`ParamsLib.RECOMPUTE_GAS_PER_SEAT` each) and settles at most `maxSeats`
+    ///      (`ParamsLib.SETTLEMENT_GAS_PER_SEAT` each); `ParamsLib.validate` admits only
+    ///      committees whose step of `ParamsLib.SETTLEMENT_CHUNK_SEATS` seats fits
+    ///      `ParamsLib.SETTLEMENT_GAS_BUDGET`. Emits `SegmentSettlementProgress` at each step and
+    ///      `AuditorSlashed` per forfeited seat. Reverts with `AuditZeroMaxSeats` for
+    ///      `maxSeats == 0`, `AuditWrongSegmentStatus` unless the round is voting (a segment
+    ///      already final or escalated), `AuditVotingNotOver` before the voting ends.
+    /// @param maxSeats The most entries this step settles (at least 1). `type(uint256).max` with no
+    ///        step before is `finalizeSegment` (no progress event).
+    /// @return done Whether this step settled the last entry (the segment is final or escalated).
+    function settleSegment(uint256 sessionId, uint256 segmentId, uint256 maxSeats) external returns (bool done);
+
+    /// @notice Where the settlement of a segment's current round stands: `settled` of the `total`
+    ///         entries of its settlement list (see `settleSegment`) are settled. (0, 0) unless the
+    ///         round is voting. `total` is final once the voting is over (before, votes still
+    ///         change it): a keeper settles `total - settled` entries more, in steps that fit a
+    ///         transaction.
+    /// @dev O(seats of every round): rebuilds the list as a step does.
+    function settlementProgress(uint256 sessionId, uint256 segmentId)
+        external
+        view
+        returns (uint256 settled, uint256 total);
+
     /// @notice Pays the caller's credited ETH (the treasury and insurance shares).
     function withdraw() external;
 
@@ -399,7 +448,8 @@ interface ITRUSTAudit {
     ///         outcomes, so withholding envelopes from some seats cannot hand the decision to the
     ///         others; a round in which seats holding more than half of its weight claimed never escalates: it
     ///         ends Undetermined, so a provider cannot drag larger committees into the trap.
-    /// @dev Emits `SeatUndelivered`.
+    /// @dev Emits `SeatUndelivered`. Reverts with `AuditSettlementStarted` once a step of the
+    ///      round's settlement went through (`settleSegment`): the settlement list is frozen then.
     function claimUndelivered(uint256 sessionId, uint256 segmentId, uint256 seatIndex) external;
 
     /// @notice Pays the caller the reward of its aligned seats in a distributed session.

@@ -52,12 +52,29 @@ library ParamsLib {
     ///         the tier (a draw walks the sortition tree's history once per seat and locks a seat),
     ///         and of one seat's settlement (the worst case is a forfeit: the member's leaf is
     ///         rewritten in a tree of thousands, O(log n) history writes). Measured by
-    ///         `test/gas/SettlementGas.t.sol` with 2,048 members; kept above the measurement.
+    ///         `test/gas/SettlementGas.t.sol` with 2,048 members, each call a transaction of its
+    ///         own (cold storage): 62,400 a seat to draw 127, about 231,000 a forfeiting seat in a
+    ///         step; kept above the measurement.
     uint256 internal constant DRAW_GAS_PER_SEAT = 70_000;
-    uint256 internal constant SETTLEMENT_GAS_PER_SEAT = 180_000;
-    /// @notice The most gas one draw or one finalization may need (issue M4): well under the
+    uint256 internal constant SETTLEMENT_GAS_PER_SEAT = 250_000;
+    /// @notice The gas, per draw of every round, of building a segment's settlement list, which
+    ///         each step of a settlement in steps does again (cold reads of every seat of every
+    ///         round; about 1,500 measured); and of one released seat's settlement (its stake
+    ///         unlocked, nothing rewritten), all an abandoned segment settles (29,800 measured,
+    ///         the failed draw's share included). Kept above the measurements.
+    uint256 internal constant RECOMPUTE_GAS_PER_SEAT = 4_000;
+    uint256 internal constant RELEASE_GAS_PER_SEAT = 32_000;
+    /// @notice The fixed gas of a finalization step besides its seats (the segment, session and
+    ///         parameter reads, the library and registry calls, the verdict or the escalation's
+    ///         randomness request). Kept above the measurement.
+    uint256 internal constant SETTLEMENT_GAS_OVERHEAD = 300_000;
+    /// @notice The seats one step of a settlement in chunks (`ITRUSTAudit.settleSegment`) may
+    ///         settle within `SETTLEMENT_GAS_BUDGET` at any committee `validate` accepts: what
+    ///         keepers pass, and what a settlement list longer than it is split by.
+    uint256 internal constant SETTLEMENT_CHUNK_SEATS = 32;
+    /// @notice The most gas one draw or one finalization step may need (issue M4): well under the
     ///         16,777,216 a transaction may use (EIP-7825), so that a round can always be drawn
-    ///         and finalized, and the fee and stakes it holds never lock. `validate` rejects
+    ///         and settled, and the fee and stakes it holds never lock. `validate` rejects
     ///         committee sizes and round counts whose worst case exceeds it.
     uint256 internal constant SETTLEMENT_GAS_BUDGET = 12_000_000;
 
@@ -155,8 +172,13 @@ library ParamsLib {
     }
 
     /// @dev Whether a tier whose first round seats `size` stays within the largest committee and
-    ///      within the gas budget through `maxRounds` rounds: the largest round must be drawn in one
-    ///      transaction, and the deciding round is settled with every earlier round's seats.
+    ///      within the gas budget through `maxRounds` rounds (issue M4):
+    ///      - the largest round is drawn in one transaction;
+    ///      - a step of `SETTLEMENT_CHUNK_SEATS` settlements fits, with the rebuild of the deciding
+    ///        round's settlement list, which reads every seat of every round (settlement in chunks
+    ///        lifts the bound the whole list in one transaction used to put on committees);
+    ///      - the draw that abandons a segment (the largest round's, finding too few members) fits
+    ///        with the release of every earlier round's seats, settled in the same transaction.
     function _committeeFits(uint8 size, uint8 maxRounds) private pure returns (bool) {
         if (size < 1) return false;
         uint256 largest = size;
@@ -165,7 +187,11 @@ library ParamsLib {
             largest = escalatedSize(largest);
             seats += largest;
         }
+        uint256 chunk = seats < SETTLEMENT_CHUNK_SEATS ? seats : SETTLEMENT_CHUNK_SEATS;
+        uint256 step = SETTLEMENT_GAS_OVERHEAD + chunk * SETTLEMENT_GAS_PER_SEAT + seats * RECOMPUTE_GAS_PER_SEAT;
+        uint256 abandon = SETTLEMENT_GAS_OVERHEAD + largest * DRAW_GAS_PER_SEAT
+            + (seats - largest) * (RELEASE_GAS_PER_SEAT + RECOMPUTE_GAS_PER_SEAT);
         return largest <= MAX_COMMITTEE_SIZE && largest * DRAW_GAS_PER_SEAT <= SETTLEMENT_GAS_BUDGET
-            && seats * SETTLEMENT_GAS_PER_SEAT <= SETTLEMENT_GAS_BUDGET;
+            && step <= SETTLEMENT_GAS_BUDGET && abandon <= SETTLEMENT_GAS_BUDGET;
     }
 }

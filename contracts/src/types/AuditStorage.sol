@@ -13,6 +13,11 @@ uint8 constant FLAG_CONTRADICTION = 2;
 /// @dev The provider published the current round's key envelopes by the round's delivery
 ///      deadline (issue M3): cleared when the segment escalates, as each round has its own seats.
 uint8 constant FLAG_DELIVERED = 4;
+/// @dev The current round's settlement has begun in chunks (`ITRUSTAudit.settleSegment`, issue
+///      M4): `Segment.settledCount` entries of its settlement list are settled. Cleared, with the
+///      count, by the step that settles the last entry. Kept in slot 0, which every finalization
+///      reads anyway, so a segment settled in one go never reads the count's slot.
+uint8 constant FLAG_SETTLING = 8;
 
 /// @dev Seat states.
 uint8 constant SEAT_EMPTY = 0;
@@ -73,6 +78,7 @@ struct Session {
 ///         commitDeadline 48 | randomnessBlock 40 | entropy 64 | seatCount 8 | committedCount 8 |
 ///         drawAttempts 8
 ///      1: contentDigest
+///      2: settledCount 8 (appended: the slots above keep their places in deployed proxies)
 ///      The reveal deadline is commitDeadline + the session's reveal window. `committeeSize` is the
 ///      round's number of draws (its total voting weight, issue L2); `seatCount` the distinct
 ///      members they seated (seats 0 .. seatCount - 1; a member that won several draws holds one
@@ -86,7 +92,9 @@ struct Session {
 ///      it, so no auditor can predict its own roll when it commits (a roll needs 14 bits; 64
 ///      leave 2^64 values no seat can steer). `drawAttempts` counts the round's draws that found
 ///      too few members. `randomnessBlock` is zero for a first round that draws from the
-///      session's block.
+///      session's block. `settledCount` is the cursor of a settlement in chunks (issue M4): how
+///      many entries of the round's settlement list are settled; meaningful only while
+///      `FLAG_SETTLING` is set (a list holds at most 4 rounds' seats, 127 + 63 + 31 + 15 < 256).
 struct Segment {
     uint8 tier;
     uint8 flags;
@@ -102,6 +110,7 @@ struct Segment {
     uint8 committedCount;
     uint8 drawAttempts;
     bytes32 contentDigest;
+    uint8 settledCount;
 }
 
 /// @dev Slot layout: 0: auditor 160 | weight 88 | state 8;  1: commitment.

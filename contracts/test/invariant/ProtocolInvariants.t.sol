@@ -557,7 +557,10 @@ contract ProtocolInvariantTest is TRUSTBase {
         if (s.status == ITRUSTAudit.SessionStatus.Registering) {
             maxGas = _metered(s.provider, abi.encodeCall(audit.cancelSession, (id)));
         }
-        uint256 bound = s.segmentCount * audit.sessionParams(id).maxRounds * (ParamsLib.MAX_DRAW_ATTEMPTS + 2) + 2;
+        // Per round: its draws, then its settlement in steps of SETTLEMENT_CHUNK_SEATS (issue M4),
+        // at most 256 / SETTLEMENT_CHUNK_SEATS of them (a list holds under 256 seats).
+        uint256 bound = s.segmentCount * audit.sessionParams(id).maxRounds
+            * (ParamsLib.MAX_DRAW_ATTEMPTS + 1 + 256 / ParamsLib.SETTLEMENT_CHUNK_SEATS) + 2;
         uint256 steps;
         while (audit.session(id).status == ITRUSTAudit.SessionStatus.Open) {
             bool allFinal = true;
@@ -571,7 +574,8 @@ contract ProtocolInvariantTest is TRUSTBase {
                     if (block.timestamp <= g.revealDeadline && g.revealedCount < g.seatCount) {
                         vm.warp(uint256(g.revealDeadline) + 1);
                     }
-                    call = abi.encodeCall(audit.finalizeSegment, (id, j));
+                    // One step of a bounded settlement (M4); a small round ends in this one.
+                    call = abi.encodeCall(audit.settleSegment, (id, j, ParamsLib.SETTLEMENT_CHUNK_SEATS));
                 } else {
                     continue;
                 }

@@ -44,7 +44,7 @@ from trust.chain.anvil import AnvilNode
 from trust.chain.client import ChainClient
 from trust.chain.compiler import Artifact, compile_protocol
 from trust.chain.deployment import RANDOMNESS_SOURCES, deploy_protocol, hand_to_timelock
-from trust.chain.protocol import AuditContract, Protocol
+from trust.chain.protocol import SETTLEMENT_CHUNK_SEATS, AuditContract, Protocol
 from trust.chain.types import SeatCommit, SeatReveal, SegmentSpec, SegmentStatus
 from trust.devnet import dev_account
 from trust.errors import ContractReverted
@@ -82,6 +82,8 @@ _ACCOUNT_FUNDING_WEI = 100 * _ETH
 _FIRST_ACCOUNT_INDEX = 1_000
 _BEACON_THRESHOLD = 2
 _BEACON_SIGNERS = 3
+#: `ParamsLib.SETTLEMENT_GAS_BUDGET`: the most gas one draw or settlement step may need (M4).
+_SETTLEMENT_GAS_BUDGET = 12_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -669,7 +671,8 @@ async def _m3_corrupt_envelopes(arena: Arena, c: Checks, wallets: Mapping[str, L
 
 
 async def m4_round_too_big(arena: Arena) -> Checks:
-    """Governance sets committees of 127 seats, whose settlement would exceed a transaction's gas cap."""
+    """Governance sets committees of 127 draws, whose settlement in one transaction could exceed a
+    transaction's gas cap; every seat of such a round stays silent (each forfeits)."""
     c = Checks()
     params = await arena.protocol.params.params()
     big = {**params, "maxRounds": 1, "committeeSizeTier1": 127}
@@ -680,14 +683,30 @@ async def m4_round_too_big(arena: Arena) -> Checks:
     await arena.chain.rpc("evm_increaseTime", [await timelock.min_delay() + 1])
     await arena.mine()
     error = await refused(timelock.execute(arena.deployer, arena.protocol.params.address, calldata, salt))
+    c.saw(f"a timelocked setParams with one round of 127 tier-1 draws: {error or 'accepted'}")
+    members = await arena.auditors(1, 100, 40)
+    c.saw("tier 1: 40 auditors of 100 tokens")
+    session_id = await arena.open_session([_spec()])
+    await arena.draw(session_id, [0])
+    segment = await arena.audit.segment(session_id, 0)
+    await arena.warp_past(segment.reveal_deadline)
+    _, total = await arena.audit.settlement_progress(session_id, 0)
+    c.saw(f"a round of {segment.committee_size} draws on {segment.seat_count} seats, all silent: {total} to settle")
+    steps = await arena.audit.settle_down_to(arena.keeper, session_id, 0, SETTLEMENT_CHUNK_SEATS)
+    last = await arena.audit.finalize_segments(arena.keeper, session_id, [0])
+    gas = [sent.gas_used for sent in [*steps, last]]
+    final = (await arena.audit.segment(session_id, 0)).status
+    locked = [(await arena.protocol.registry.auditor(m.address)).locked for m in members]
     c.expect(
-        (error or "").startswith("ParamsOutOfRange(name=committeeSizeTier1"),
-        f"a timelocked setParams with one round of 127 tier-1 seats (settlement above EIP-7825's 16,777,216 gas): "
-        f"refused ({error})",
-        "ProtocolParams accepted 127-seat committees: their settlement cannot fit in one transaction",
+        error is None and total > SETTLEMENT_CHUNK_SEATS and len(gas) == -(-total // SETTLEMENT_CHUNK_SEATS),
+        f"settled in {len(gas)} transactions of at most {SETTLEMENT_CHUNK_SEATS} seats ({gas} gas)",
+        f"the 127-draw round was not settled in steps ({error}, {total} entries, {len(gas)} transactions)",
     )
-    current = (await arena.protocol.params.params())["committeeSizeTier1"]
-    c.expect(current == params["committeeSizeTier1"], f"tier-1 committees stay at {current}", "the params changed")
+    c.expect(
+        max(gas) <= _SETTLEMENT_GAS_BUDGET and final.is_final and not any(locked),
+        f"each under the {_SETTLEMENT_GAS_BUDGET:,} budget; the segment ended {final.name} and every stake unlocked",
+        f"a settlement step used {max(gas):,} gas, or the round did not end ({final.name}, locks {locked})",
+    )
     return c
 
 
@@ -953,7 +972,7 @@ ATTACKS: dict[str, Attack] = {
         m3_withheld_envelopes,
         "undelivered seats claim their release, paid from the fee; seats vote fail on what they cannot read",
     ),
-    "M4": Attack("a round too big to finalize", m4_round_too_big, "validate bounds the settlement gas"),
+    "M4": Attack("a round too big to finalize", m4_round_too_big, "settlement in steps, each within the gas budget"),
     "M5": Attack("the provider's weights decide validity", m5_weights, "weights spread at most maxWeightRatio"),
     "L1": Attack(
         "just-in-time staking takes the stakers' share", l1_just_in_time_stake, "the share streams over a week"

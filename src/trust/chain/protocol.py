@@ -39,7 +39,7 @@ from trust.chain.types import (
     SessionInfo,
     StakerRewardStream,
 )
-from trust.errors import ChainError, VerificationError
+from trust.errors import ChainError, ParameterError, VerificationError
 from trust.privacy.merkle import SegmentLeaf
 from trust.storage.cid import parse_cid
 
@@ -51,11 +51,18 @@ __all__ = [
     "KeyEnvelope",
     "ParamsContract",
     "Protocol",
+    "SETTLEMENT_CHUNK_SEATS",
     "PublishedReport",
     "RegistryContract",
     "SegmentKeysContract",
     "TokenContract",
 ]
+
+
+SETTLEMENT_CHUNK_SEATS = 32
+"""The settlement entries one transaction settles when a segment's round is settled in steps
+(`ParamsLib.SETTLEMENT_CHUNK_SEATS`, issue M4): `ParamsLib.validate` admits only committees whose
+step of this many seats, every one forfeiting, fits its 12,000,000-gas budget."""
 
 
 def _event_args(contract: AsyncContract, event: str, sent: SentTransaction) -> list[Any]:
@@ -304,11 +311,70 @@ class AuditContract:
 
     # -- finalization and money
     async def finalize_segments(
-        self, caller: LocalAccount, session_id: int, segment_ids: Sequence[int]
+        self,
+        caller: LocalAccount,
+        session_id: int,
+        segment_ids: Sequence[int],
+        seats_per_tx: int = SETTLEMENT_CHUNK_SEATS,
     ) -> SentTransaction:
+        """`finalizeSegments`, with every segment's round too big to settle in one transaction
+        settled first in steps (issue M4).
+
+        A segment whose settlement list has more than `seats_per_tx` entries left is stepped with
+        `settleSegment` (one transaction per `seats_per_tx` entries, each a transaction of its own)
+        until at most `seats_per_tx` remain, never to its end; the one `finalizeSegments`
+        transaction then settles every segment's remainder and records each verdict or
+        escalation. So the returned transaction carries every `SegmentFinalized` and
+        `SegmentEscalated` of the call, as before; `AuditorSlashed` of the earlier steps are in
+        their own transactions. Segments too small to need a step cost one view call each.
+        """
+        if seats_per_tx < 1:
+            raise ParameterError(
+                f"seats_per_tx must be at least 1 (got {seats_per_tx}): it is how many seats one transaction settles"
+            )
+        for segment_id in segment_ids:
+            await self.settle_down_to(caller, session_id, segment_id, seats_per_tx)
         return await self.chain.transact(
             self.contract.functions.finalizeSegments(session_id, list(segment_ids)), caller
         )
+
+    async def settlement_progress(self, session_id: int, segment_id: int) -> tuple[int, int]:
+        """`settlementProgress`: (entries settled, entries in the list) of the segment's current
+        round; (0, 0) unless it is voting. The list is final once the voting is over."""
+        settled, total = await self.chain.call(self.contract.functions.settlementProgress(session_id, segment_id))
+        return int(settled), int(total)
+
+    async def settle_segment(
+        self, caller: LocalAccount, session_id: int, segment_id: int, max_seats: int
+    ) -> SentTransaction:
+        """`settleSegment`: one step of at most `max_seats` entries of the segment's settlement
+        list (issue M4); the step that settles the last one finalizes or escalates the segment."""
+        return await self.chain.transact(
+            self.contract.functions.settleSegment(session_id, segment_id, max_seats), caller
+        )
+
+    async def settle_down_to(
+        self, caller: LocalAccount, session_id: int, segment_id: int, seats_per_tx: int
+    ) -> list[SentTransaction]:
+        """Steps the segment's settlement, `seats_per_tx` entries a transaction, until at most
+        `seats_per_tx` are left (none when it is not voting); returns the steps' transactions.
+        Never settles the last entry, so the verdict (or escalation) is left to the caller's
+        finalization. Reverts (`ContractReverted`) as `settleSegment` does, for example while the
+        voting is not over."""
+        steps: list[SentTransaction] = []
+        while True:
+            settled, total = await self.settlement_progress(session_id, segment_id)
+            if total - settled <= seats_per_tx:
+                return steps
+            steps.append(await self.settle_segment(caller, session_id, segment_id, seats_per_tx))
+
+    def settlement_steps_in(self, sent: SentTransaction) -> list[tuple[int, int, int]]:
+        """(segment id, entries settled, entries in the list) of every `SegmentSettlementProgress`
+        in a transaction (a step of a settlement in steps, or the finalization that ended one)."""
+        return [
+            (int(a["segmentId"]), int(a["settled"]), int(a["total"]))
+            for a in _event_args(self.contract, "SegmentSettlementProgress", sent)
+        ]
 
     async def finalize_segment(self, caller: LocalAccount, session_id: int, segment_id: int) -> SentTransaction:
         """`finalizeSegment` of one segment: reverts unless its round is voting."""

@@ -857,9 +857,12 @@ contract ProtocolHandler is CommonBase, StdUtils {
         _count("outsiderVote");
     }
 
+    /// @dev Bits 128 and up of `pick` choose how the round ends: 0 in one go (`finalizeSegment`),
+    ///      otherwise in steps of 1 to 7 seats (`settleSegment`, issue M4); both end in the same
+    ///      state (`test/TRUSTAudit.Settle.t.sol`), checked here by the same settlement checks.
     function finalizeSegment(uint256 pick, bool waitForDeadline) external {
         if (_voting.length == 0) return;
-        _finalizeSegment(pick % _voting.length, waitForDeadline);
+        _finalizeSegment(pick % _voting.length, waitForDeadline, (pick >> 128) % 8);
     }
 
     function finalizeTrace(uint256 pick) external {
@@ -983,7 +986,7 @@ contract ProtocolHandler is CommonBase, StdUtils {
             } else if (block.timestamp <= g.revealDeadline && g.revealedCount < g.seatCount && behaviour % 4 == 0) {
                 _reveal(r, uint256(keccak256(abi.encode(behaviour))));
             } else {
-                _finalizeSegment(i, true);
+                _finalizeSegment(i, true, (behaviour >> 8) % 4);
             }
         } else if (_awaiting.length != 0) {
             _draw(pick % _awaiting.length);
@@ -1501,13 +1504,13 @@ contract ProtocolHandler is CommonBase, StdUtils {
         if (s.reveals > ghost_maxRevealsPerSeat) ghost_maxRevealsPerSeat = s.reveals;
     }
 
-    function _finalizeSegment(uint256 index, bool waitForDeadline) internal {
+    function _finalizeSegment(uint256 index, bool waitForDeadline, uint256 chunk) internal {
         SegmentRef memory r = _voting[index];
         ITRUSTAudit.SegmentView memory g = audit.segment(r.sessionId, r.segmentId);
         if (waitForDeadline && block.timestamp <= g.revealDeadline) vm.warp(uint256(g.revealDeadline) + 1);
         SeatBefore[] memory seats = _seatsBefore(r, g);
         SeatBefore[] memory earlier = _deferredBefore(r);
-        try audit.finalizeSegment(r.sessionId, r.segmentId) {
+        if (_endRound(r, chunk)) {
             ITRUSTAudit.SegmentView memory after_ = audit.segment(r.sessionId, r.segmentId);
             if (after_.status != _expectedOutcome(r, g, seats)) ghost_tallyMismatches += 1;
             _checkSettlement(r, after_.status, seats, earlier);
@@ -1521,8 +1524,33 @@ contract ProtocolHandler is CommonBase, StdUtils {
                 finalizedSegments[r.sessionId] += 1;
                 _count("finalizeSegment");
             }
-        } catch {
+        } else {
             _count("finalizeSegment (reverted)");
+        }
+    }
+
+    /// @dev Ends the segment's round in one go (`chunk == 0`) or in steps of `chunk` seats
+    ///      (`settleSegment`, issue M4) within this call; false when it reverted (voting not over).
+    ///      Once a step went through, every later one must too: a started settlement that stops
+    ///      would lock its seats.
+    function _endRound(SegmentRef memory r, uint256 chunk) internal returns (bool ok) {
+        if (chunk == 0) {
+            try audit.finalizeSegment(r.sessionId, r.segmentId) {
+                return true;
+            } catch {
+                return false;
+            }
+        }
+        for (uint256 steps;; ++steps) {
+            try audit.settleSegment(r.sessionId, r.segmentId, chunk) returns (bool done) {
+                if (done) {
+                    _count(steps == 0 ? bytes32("settleSegment (one step)") : bytes32("settleSegment (steps)"));
+                    return true;
+                }
+            } catch {
+                if (steps != 0) ghost_settlementViolations += 1;
+                return false;
+            }
         }
     }
 
