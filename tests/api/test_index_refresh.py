@@ -56,10 +56,29 @@ async def net(
         yield Net(chain, protocol, dev_account(mnemonic, 3), wallets, deployer)
 
 
-async def open_session(net: Net, root: bytes, segments: int = 2) -> int:
-    specs = [SegmentSpec(tier=1, weight=1, content_digest=bytes([i + 1]) * 32) for i in range(segments)]
+async def open_session(net: Net, root: bytes, segments: int = 2, tier: int = 1) -> int:
+    specs = [SegmentSpec(tier=tier, weight=1, content_digest=bytes([i + 1]) * 32) for i in range(segments)]
     session_id, _ = await net.protocol.audit.create_session(net.provider, root, specs)
     return session_id
+
+
+async def draw_first(net: Net, session_id: int) -> None:
+    """Mines past the session's randomness block and draws segment 0's committee."""
+    randomness = (await net.protocol.audit.session(session_id)).randomness_block
+    while await net.chain.block_number() <= randomness:
+        await net.chain.rpc("evm_mine", [])
+    await net.protocol.audit.assign_auditors(net.provider, session_id, [0])
+
+
+async def assert_replayed(net: Net, auditor: str) -> None:
+    """The auditor's history, replayed by a fresh index, ends in a forfeit at the registry's stake and
+    unbonding tokens."""
+    info = await net.protocol.registry.auditor(auditor)
+    index = ChainIndex(net.protocol)
+    await index.refresh()
+    last = (await index.auditor(auditor)).history[-1]
+    assert last.event == "forfeit"
+    assert (last.stake_units, last.unbonding_units) == (info.stake, info.unbonding)
 
 
 async def test_refresh_reads_only_new_blocks_in_bounded_ranges(net: Net) -> None:
@@ -173,10 +192,7 @@ async def test_seats_released_for_want_of_a_key_envelope_show_as_undelivered(net
     (issue M3). The index shows the seats undelivered, not silent, and nothing forfeited."""
     audit = net.protocol.audit
     session_id = await open_session(net, b"\x05" * 32, segments=1)
-    randomness = (await audit.session(session_id)).randomness_block
-    while await net.chain.block_number() <= randomness:
-        await net.chain.rpc("evm_mine", [])
-    await audit.assign_auditors(net.provider, session_id, [0])
+    await draw_first(net, session_id)
     segment = await audit.segment(session_id, 0)
     assert not segment.delivered and segment.delivery_deadline < segment.commit_deadline
     await net.chain.rpc("evm_setNextBlockTimestamp", [segment.delivery_deadline + 1])
@@ -206,12 +222,8 @@ async def test_a_governance_slash_after_an_undelivered_release_takes_the_release
         scrypt_n=2**10,
     )  # fmt: skip
     auditor, wallet = account.address, load_keystore(Path(account.keystore), PASSWORD)
-    specs = [SegmentSpec(tier=2, weight=1, content_digest=b"\x0b" * 32)]
-    session_id, _ = await audit.create_session(net.provider, b"\x0a" * 32, specs)
-    randomness = (await audit.session(session_id)).randomness_block
-    while await net.chain.block_number() <= randomness:
-        await net.chain.rpc("evm_mine", [])
-    await audit.assign_auditors(net.provider, session_id, [0])
+    session_id = await open_session(net, b"\x0a" * 32, segments=1, tier=2)
+    await draw_first(net, session_id)
     assert await audit.committee(session_id, 0) == [auditor]
     segment = await audit.segment(session_id, 0)
     await net.chain.rpc("evm_setNextBlockTimestamp", [segment.delivery_deadline + 1])
@@ -223,12 +235,7 @@ async def test_a_governance_slash_after_an_undelivered_release_takes_the_release
     info = await registry.auditor(auditor)
     assert (info.stake, info.locked, info.unbonding) == (4 * penalty - slash_amount, 0, penalty)
 
-    index = ChainIndex(net.protocol)
-    await index.refresh()
-    detail = await index.auditor(auditor)
-    assert [s.outcome for s in (await index.segment(session_id, 0)).rounds[0].seats] == [SeatOutcome.UNDELIVERED]
-    assert detail.history[-1].event == "forfeit"
-    assert (detail.history[-1].stake_units, detail.history[-1].unbonding_units) == (info.stake, info.unbonding)
+    await assert_replayed(net, auditor)
 
 
 async def test_a_governance_slash_while_an_escalated_rounds_revealed_seat_waits_for_the_verdict(
@@ -249,12 +256,8 @@ async def test_a_governance_slash_while_an_escalated_rounds_revealed_seat_waits_
     wallets = {a.address: load_keystore(Path(a.keystore), PASSWORD) for a in provisioned}
     for wallet in wallets.values():  # unbonding asked before the draw: the draw counts what stays
         await registry.request_unstake(wallet, unbond)
-    specs = [SegmentSpec(tier=3, weight=1, content_digest=b"\x0d" * 32)]
-    session_id, _ = await audit.create_session(net.provider, b"\x0c" * 32, specs)
-    randomness = (await audit.session(session_id)).randomness_block
-    while await net.chain.block_number() <= randomness:
-        await net.chain.rpc("evm_mine", [])
-    await audit.assign_auditors(net.provider, session_id, [0])
+    session_id = await open_session(net, b"\x0c" * 32, segments=1, tier=3)
+    await draw_first(net, session_id)
     voter = (await audit.committee(session_id, 0))[0]
     salt = audit.new_salt()
     await audit.commit_vote(wallets[voter], session_id, 0, audit.commitment(session_id, 0, 0, voter, True, salt))
@@ -270,11 +273,7 @@ async def test_a_governance_slash_while_an_escalated_rounds_revealed_seat_waits_
     info = await registry.auditor(voter)
     assert (info.stake, info.locked, info.unbonding) == (penalty, penalty, unbond - (slash_amount - 40 * 10**18))
 
-    index = ChainIndex(net.protocol)
-    await index.refresh()
-    detail = await index.auditor(voter)
-    assert detail.history[-1].event == "forfeit"
-    assert (detail.history[-1].stake_units, detail.history[-1].unbonding_units) == (info.stake, info.unbonding)
+    await assert_replayed(net, voter)
 
 
 async def test_a_seat_that_won_several_draws_votes_locks_earns_and_is_claimed_as_that_many(
