@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from trust.api.index import ChainIndex
 from trust.chain.client import ChainClient
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
@@ -96,3 +97,15 @@ async def test_finalize_segments_settles_a_large_round_in_steps(
     assert await audit.settlement_progress(session_id, 0) == (0, 0)
     for account in accounts:
         assert (await registry.auditor(account.address)).locked == 0
+
+    # The explorer's index gives every step's forfeits to the round (not only the closing batch's),
+    # and replays them as seat penalties taken from locked stake.
+    index = ChainIndex(protocol)
+    await index.refresh()
+    seats = (await index.segment(session_id, 0)).rounds[0].seats
+    penalty = SETTINGS.to_params()["penaltyPerSeat"]
+    assert len(seats) == DRAWS and all(seat.forfeited_units == penalty for seat in seats)
+    for seat in seats[:3] + seats[-3:]:
+        last = (await index.auditor(seat.auditor)).history[-1]
+        info = await registry.auditor(seat.auditor)
+        assert (last.event, last.stake_units, last.unbonding_units) == ("forfeit", info.stake, info.unbonding)

@@ -26,6 +26,8 @@ Attribution that events leave implicit, and how it is made:
   auditor's forfeits, `StakeForfeited`) but not the segment: finalizing a segment emits one per
   forfeited seat right before its `SegmentFinalized` or `SegmentEscalated`, in the same transaction,
   so the slashes are held per transaction and given to the next segment event of that transaction.
+  A round settled in steps (`settleSegment`, issue M4) emits `SegmentSettlementProgress` after each
+  step's slashes: they are kept with the round and given to it, in order, when it closes.
 - `SeatUndelivered` releases a seat whose provider delivered no key envelope in time (issue M3);
   the seat shows as "undelivered" and is not settled again when its round closes.
 - `CommitteeDrawn` names the distinct members seated, not how many of the committee's draws each
@@ -598,7 +600,10 @@ class _Round:
     """The chain-order position of each `claimUndelivered`: where the seat's lock was returned."""
     forfeited: dict[str, int] = field(default_factory=dict)
     slash_order: list[tuple[str, int]] = field(default_factory=list)
-    """The forfeits of the transaction that closed the round, in the order they were emitted."""
+    """The forfeits that settled the round, in the order they were emitted: those of its settlement
+    steps (`settleSegment`, issue M4), then those of the transaction that closed it."""
+    step_slashes: list[tuple[str, int]] = field(default_factory=list)
+    """The forfeits of the round's settlement steps so far (before the step that closes it)."""
     envelopes: dict[int, EnvelopeRef] = field(default_factory=dict)
     reports: dict[int, EnvelopeRef] = field(default_factory=dict)
     closed: TxRef | None = None
@@ -845,6 +850,7 @@ class ChainIndex:
             (audit.VoteRevealed(), self._on_vote_revealed),
             (audit.AuditorSlashed(), self._on_auditor_slashed),
             (audit.SeatUndelivered(), self._on_seat_undelivered),
+            (audit.SegmentSettlementProgress(), self._on_settlement_progress),
             (audit.SegmentEscalated(), self._on_segment_escalated),
             (audit.SegmentFinalized(), self._on_segment_finalized),
             (audit.TraceFinalized(), self._on_trace_finalized),
@@ -1125,14 +1131,27 @@ class ChainIndex:
         round_.undelivered_seq[auditor] = self._seq
         self._touch((auditor,))  # its lock was returned
 
+    def _on_settlement_progress(self, args: Mapping[str, Any], at: TxRef) -> None:
+        """A step of a round's settlement in chunks (issue M4): the forfeits emitted before it in its
+        transaction are the step's, settled from the seats' locked stake like those of the
+        transaction that closes the round, which takes them all in order."""
+        segment = self._segment(args)
+        if segment is None:
+            return
+        round_ = segment.current
+        round_.step_slashes += self._pending_slashes[1]
+        self._pending_slashes = (at.tx_hash, [])
+        self._closing_txs.add(at.tx_hash)
+        self._touch(round_.members)
+
     def _close_round(self, segment: _Segment, at: TxRef, result: RoundResult) -> _Round:
         round_ = segment.current
         round_.closed = at
         round_.closed_seq = self._seq
         round_.result = result
         self._closing_txs.add(at.tx_hash)
-        round_.slash_order = list(self._pending_slashes[1])
-        for auditor, amount in self._pending_slashes[1]:
+        round_.slash_order = round_.step_slashes + self._pending_slashes[1]
+        for auditor, amount in round_.slash_order:
             round_.forfeited[auditor] = round_.forfeited.get(auditor, 0) + amount
         self._pending_slashes = (at.tx_hash, [])
         self._touch(round_.members)  # settlement unlocks every seat, forfeits and moves reputation
