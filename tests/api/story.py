@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from eth_account.signers.local import LocalAccount
 from fastapi import FastAPI
 
+from tests.one_unit import ONE_UNIT_STAKES
 from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.deployment import Deployment, deploy_protocol
 from trust.chain.protocol import KeyEnvelope, Protocol
@@ -55,16 +56,9 @@ PROTOCOL = ProtocolSettings(
     max_rounds=3,
     commit_window_seconds=COMMIT_WINDOW_SECONDS,
     reveal_window_seconds=REVEAL_WINDOW_SECONDS,
-    # Every auditor stakes the minimum, 100 tokens, and a committee draw locks P = 60: its stake backs
-    # one draw (unit) at a time, so a member drawn again cannot take a second unit and leaves the
-    # draw. The draw (with replacement, issue L2) is then successive sampling without replacement,
-    # and the story's committees are its planned head counts of one vote each. The explorer's
-    # subject is what it shows, not the draw; seats weighing several draws are shown in
-    # tests/api/test_index_refresh.py.
-    min_stake_tier1_tokens=100,
-    min_stake_tier2_tokens=100,
-    min_stake_tier3_tokens=100,
-    penalty_per_seat_tokens=60,
+    # One unit per auditor (tests/one_unit.py): the story's committees are its planned head counts
+    # of one vote each.
+    **ONE_UNIT_STAKES,
 )
 STAKE_UNITS = PROTOCOL.min_stake(1)
 """Every auditor's stake (token base units): it backs one committee draw of P."""

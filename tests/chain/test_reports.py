@@ -15,6 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
+from tests.one_unit import ONE_UNIT_STAKES
 from trust.chain.client import ChainClient
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
@@ -36,13 +37,8 @@ SETTINGS = ProtocolSettings(
     committee_size_tier3=3,
     commit_window_seconds=300,
     reveal_window_seconds=300,
-    # Each auditor's 100 tokens back one committee draw of P = 60 at a time: a member drawn again
-    # leaves the draw, so each segment seats three distinct auditors of one unit (the subject here
-    # is the reports of seats, not the draw, which draws with replacement).
-    min_stake_tier1_tokens=100,
-    min_stake_tier2_tokens=100,
-    min_stake_tier3_tokens=100,
-    penalty_per_seat_tokens=60,
+    # One unit per auditor (tests/one_unit.py): each segment seats three distinct auditors.
+    **ONE_UNIT_STAKES,
 )
 ROOT = b"\x52" * 32
 

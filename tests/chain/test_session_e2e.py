@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from eth_account.signers.local import LocalAccount
 
+from tests.one_unit import ONE_UNIT_STAKES
 from trust.chain.client import ChainClient, SentTransaction
 from trust.chain.deployment import deploy_protocol
 from trust.chain.protocol import Protocol
@@ -34,16 +35,9 @@ SETTINGS = ProtocolSettings(
     max_rounds=3,
     commit_window_seconds=300,
     reveal_window_seconds=300,
-    # Every auditor stakes 100 tokens and a committee draw locks P = 60: its stake backs one draw at a
-    # time, so a member drawn again (or already seated on the other segment) leaves the draw, and
-    # committees are the successive sampling without replacement this test's subject (votes,
-    # settlement, reputation, rewards of a session) is written against: three distinct tier-2 seats
-    # of one unit on each segment, seven tier-3 seats for the escalated round. Seats of several
-    # units are the subject of tests/api/test_index_refresh.py and of `trust bench attacks` (L2).
-    min_stake_tier1_tokens=100,
-    min_stake_tier2_tokens=100,
-    min_stake_tier3_tokens=100,
-    penalty_per_seat_tokens=60,
+    # One unit per auditor (tests/one_unit.py): three distinct tier-2 seats of one vote on each
+    # segment, seven tier-3 seats for the escalated round.
+    **ONE_UNIT_STAKES,
 )
 STAKE_UNITS = SETTINGS.min_stake(2)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.one_unit import ONE_UNIT_STAKES
 from trust.api.index import ChainIndex
 from trust.chain.client import ChainClient
 from trust.chain.deployment import deploy_protocol
@@ -31,12 +32,9 @@ SETTINGS = ProtocolSettings(
     max_rounds=1,
     commit_window_seconds=300,
     reveal_window_seconds=300,
-    # A stake of 100 backs one draw of P = 60 at a time: a member is drawn at most once, so the
-    # round seats 40 distinct members and its settlement list has 40 entries.
-    min_stake_tier1_tokens=100,
-    min_stake_tier2_tokens=100,
-    min_stake_tier3_tokens=100,
-    penalty_per_seat_tokens=60,
+    # One unit per auditor (tests/one_unit.py): the round seats 40 distinct members and its
+    # settlement list has 40 entries.
+    **ONE_UNIT_STAKES,
 )
 
 
