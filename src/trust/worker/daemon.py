@@ -878,10 +878,14 @@ class Worker:
     def _last_try(self, seat: SeatRecord) -> bool:
         """Whether this attempt at the seat is its last: its tries are spent, or the retry after it
         would start within the commit margin."""
-        attempts = self.store.seat(seat.key).attempts
-        delay = min(self.settings.backoff_seconds * 2**attempts, self.settings.max_backoff_seconds)
-        late = self._chain_now() + delay + self.settings.commit_margin_seconds >= seat.commit_deadline
-        return attempts + 1 >= self.settings.max_attempts or late
+        attempts = self.store.seat(seat.key).attempts + 1  # counting this one
+        late = self._chain_now() + self._retry_delay(attempts) + self.settings.commit_margin_seconds
+        return attempts >= self.settings.max_attempts or late >= seat.commit_deadline
+
+    def _retry_delay(self, attempts: int) -> float:
+        """Seconds before the next try of a step that failed `attempts` times: `backoff_seconds`,
+        doubled per failure, at most `max_backoff_seconds`."""
+        return min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
 
     def _vote_unreadable(
         self, seat: SeatRecord, detail: str, node_id: str | None = None, reply_key: bytes | None = None
@@ -979,7 +983,7 @@ class Worker:
                 tries = f" after {attempts} attempts" if _transient(exc) else ""
                 self._finish(seat.key, SeatState.FAILED, "failed", f"{message}{tries}")
                 continue
-            delay = min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
+            delay = self._retry_delay(attempts)
             self.store.update(seat.key, attempts=attempts, next_try=self._clock() + delay, last_error=message)
             self.log.warning(
                 "%s %s failed (attempt %d of %d), retrying in %.1f s: %s",
@@ -1297,7 +1301,7 @@ class Worker:
                 self.store.update(seat.key, report_attempts=attempts, report_next_try=0.0, report_error=message)
                 self._say(seat.key, "report failed", f"{message}; given up, the vote stands", warn=True)
                 continue
-            delay = min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
+            delay = self._retry_delay(attempts)
             self.store.update(
                 seat.key, report_attempts=attempts, report_next_try=self._clock() + delay, report_error=message
             )
