@@ -9,20 +9,20 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from trust.chain.anvil import AnvilNode
-from trust.chain.client import ChainClient
-from trust.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.client import ChainClient
+from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.local.anvil import AnvilNode
+from trust.adapters.local.ipfs import IpfsNode
+from trust.adapters.local.toolchain import Toolchain
+from trust.adapters.storage.kubo import KuboClient
 from trust.settings import DevnetSettings
-from trust.storage.kubo import KuboClient
-from trust.storage.node import IpfsNode
-from trust.toolchain import Toolchain
 
 
 @pytest.fixture(scope="session", autouse=True)
 def blockhash_randomness_by_default() -> Iterator[None]:
     """Devnets and demos started by tests (in this process or as `trust` subprocesses, which inherit
     the environment) deploy the block-hash source unless a test asks for the beacon: its signer
-    processes would cost every such test time. `tests/beacon/` runs the beacon for real."""
+    processes would cost every such test time. `tests/lab/test_beacon_devnet.py` runs the beacon for real."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TRUST_BEACON__RANDOMNESS", os.environ.get("TRUST_BEACON__RANDOMNESS", "blockhash"))
         yield

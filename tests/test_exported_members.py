@@ -11,14 +11,14 @@ import pytest
 import trust
 
 PACKAGES = [
-    "trust.graphs",
-    "trust.chain",
-    "trust.evaluation",
-    "trust.privacy",
-    "trust.storage",
+    "trust.core.graphs",
+    "trust.adapters.chain",
+    "trust.lab.evaluation",
+    "trust.core.privacy",
+    "trust.adapters.storage",
     "trust.auditors",
     "trust.auditors.checks",
-    "trust.worker",
+    "trust.services.worker",
     "trust.api",
 ]
 

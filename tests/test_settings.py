@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from trust.chain.compiler import Artifact
+from trust.adapters.chain.compiler import Artifact
 from trust.settings import ProtocolSettings, Settings
 
 
@@ -59,6 +59,6 @@ def test_environment_overrides_nested_fields(monkeypatch: pytest.MonkeyPatch, tm
     assert devnet.commit_window_seconds == settings.devnet.commit_window_seconds
     assert devnet.tau == Decimal("0.7")
     # A devnet of the default size has a person for each of an escalated round's 2k+1 draws.
-    from trust.devnet import tier_plan
+    from trust.lab.devnet import tier_plan
 
     assert tier_plan(settings.devnet.auditors).count(3) >= 2 * devnet.committee_size_tier2 + 1

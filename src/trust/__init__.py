@@ -1,7 +1,7 @@
 """TRUST: a decentralized network that audits AI reasoning.
 
 Packages follow the rooms of the design: a pure core (graphs, theory, privacy), adapters
-(`trust.chain` for the contracts, `trust.storage` for IPFS), orchestration (worker, SDK) and the
+(`trust.adapters.chain` for the contracts, `trust.adapters.storage` for IPFS), orchestration (worker, SDK) and the
 `trust` command line.
 """
 

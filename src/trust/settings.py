@@ -455,7 +455,7 @@ class WorkerSettings(BaseModel):
 
 
 class BeaconSettings(BaseModel):
-    """The threshold BLS randomness beacon (`trust beacon`, `trust.beacon`): how many signers a home
+    """The threshold BLS randomness beacon (`trust beacon`, `trust.services.beacon`): how many signers a home
     runs, how many of them make a signature, and how they follow the chain."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -10,14 +10,14 @@ import pytest
 import pytest_asyncio
 
 from tests.api.story import Story, build_world, run_story, serve
-from trust.api.explorer import create_explorer_app
-from trust.api.provider_view import ProviderView
-from trust.api.shapes import JournalShapes
-from trust.chain.anvil import AnvilNode
-from trust.chain.client import ChainClient
-from trust.chain.compiler import Artifact
-from trust.sdk.journal import Journal
-from trust.storage.kubo import KuboClient
+from trust.adapters.chain.client import ChainClient
+from trust.adapters.chain.compiler import Artifact
+from trust.adapters.local.anvil import AnvilNode
+from trust.adapters.storage.kubo import KuboClient
+from trust.api.explorer.pages import create_explorer_app
+from trust.api.explorer.provider_view import ProviderView
+from trust.api.explorer.shapes import JournalShapes
+from trust.services.sdk.journal import Journal
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -29,22 +29,22 @@ from eth_account.signers.local import LocalAccount
 from fastapi import FastAPI
 
 from tests.one_unit import ONE_UNIT_STAKES
-from trust.chain.client import ChainClient, SentTransaction
-from trust.chain.deployment import Deployment, deploy_protocol
-from trust.chain.protocol import KeyEnvelope, Protocol
-from trust.chain.types import CommitteeDrawn, ReportRef
-from trust.chain.wallets import load_keystore
-from trust.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
-from trust.devnet import dev_account, provision_auditors
-from trust.graphs.decompose import from_steps
-from trust.graphs.hdag import Hdag
-from trust.privacy.reports import AuditReport, seal_report
-from trust.sdk.journal import Journal, SessionRecord
-from trust.sdk.keys import reply_key
+from trust.adapters.chain.client import ChainClient, SentTransaction
+from trust.adapters.chain.deployment import Deployment, deploy_protocol
+from trust.adapters.chain.protocol import KeyEnvelope, Protocol
+from trust.adapters.chain.types import CommitteeDrawn, ReportRef
+from trust.adapters.chain.wallets import dev_account, load_keystore
+from trust.adapters.storage.kubo import KuboClient
+from trust.adapters.web import serve_in_loop
+from trust.core.cid import unixfs_cid
+from trust.core.decompose.rules import from_steps
+from trust.core.graphs.hdag import Hdag
+from trust.core.privacy.reports import AuditReport, seal_report
+from trust.lab.devnet import provision_auditors
+from trust.services.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
+from trust.services.sdk.journal import Journal, SessionRecord
+from trust.services.sdk.keys import reply_key
 from trust.settings import GovernanceSettings, ProtocolSettings
-from trust.storage.cid import unixfs_cid
-from trust.storage.kubo import KuboClient
-from trust.web import serve_in_loop
 
 PASSWORD = "explorer-test-only"
 COMMIT_WINDOW_SECONDS = 300

@@ -28,9 +28,9 @@ from playwright.async_api import Page, Request, Route, expect
 
 from tests.api.story import serve
 from tests.auditors.browser import chromium, requires_chromium
+from trust.adapters.chain.wallets import dev_account
+from trust.adapters.local.processes import free_port
 from trust.api.app import DOCS_ASSETS_PATH, LOCAL_GATEWAY_INDEX, create_app
-from trust.devnet import dev_account
-from trust.processes import free_port
 from trust.settings import DevnetSettings, Settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -15,16 +15,16 @@ import pytest_asyncio
 from eth_account.signers.local import LocalAccount
 
 from tests.api.story import PASSWORD, PROTOCOL, serve, warp
-from trust.api.explorer import create_explorer_app
+from trust.adapters.chain.client import ChainClient
+from trust.adapters.chain.compiler import Artifact
+from trust.adapters.chain.deployment import deploy_protocol
+from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.types import SegmentSpec
+from trust.adapters.chain.wallets import dev_account, load_keystore
+from trust.adapters.local.anvil import AnvilNode
+from trust.api.explorer.pages import create_explorer_app
 from trust.api.index import ChainIndex, SeatOutcome, SegmentState, SessionState
-from trust.chain.anvil import AnvilNode
-from trust.chain.client import ChainClient
-from trust.chain.compiler import Artifact
-from trust.chain.deployment import deploy_protocol
-from trust.chain.protocol import Protocol
-from trust.chain.types import SegmentSpec
-from trust.chain.wallets import load_keystore
-from trust.devnet import dev_account, provision_auditors
+from trust.lab.devnet import provision_auditors
 from trust.settings import GovernanceSettings
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]

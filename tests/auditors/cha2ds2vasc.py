@@ -1,4 +1,4 @@
-"""Fixtures of the paper's CHA2DS2-VASc example (section 1.3): the two HDAGs of `trust.demo.clinical`
+"""Fixtures of the paper's CHA2DS2-VASc example (section 1.3): the two HDAGs of `trust.lab.demo.clinical`
 and segments cut from them, as JSON files.
 
 `write_fixtures()` (or `python -m tests.auditors.cha2ds2vasc`) writes the JSON fixtures under
@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trust.auditors.base import dumps_request, request_for
-from trust.demo.clinical import (
+from trust.core.graphs.serialization import dumps
+from trust.lab.demo.clinical import (
     CLINICAL_NOTE,
     FLAWED_CORRECT_STEPS,
     FLAWED_ERRORS,
@@ -23,7 +24,6 @@ from trust.demo.clinical import (
     flawed_trace,
     sound_trace,
 )
-from trust.graphs.serialization import dumps
 
 __all__ = [
     "CLINICAL_NOTE",

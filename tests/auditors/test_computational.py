@@ -12,8 +12,8 @@ import pytest
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, request_for
 from trust.auditors.computational import ComputationalAuditor
 from trust.auditors.tiers import computational_auditor
-from trust.graphs.hdag import Hdag, HdagNode, Level
-from trust.graphs.refinement import ErrorType
+from trust.core.graphs.hdag import Hdag, HdagNode, Level
+from trust.core.graphs.refinement import ErrorType
 from trust.settings import SandboxSettings
 
 from .cha2ds2vasc import FLAWED_ERRORS, SEGMENTS_DIR, flawed_trace, sound_trace

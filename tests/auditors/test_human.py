@@ -17,8 +17,8 @@ from trust.auditors.human import (
     ReviewRefused,
     ReviewTask,
 )
-from trust.graphs.hdag import HdagNode, Level, Tier
-from trust.graphs.refinement import ErrorType
+from trust.core.graphs.hdag import HdagNode, Level, Tier
+from trust.core.graphs.refinement import ErrorType
 
 GOAL = HdagNode("g", Level.GOAL, "Decide whether the patient needs anticoagulation.", domain="medical")
 STRATEGY = HdagNode("s", Level.STRATEGY, "Score stroke risk with CHA2DS2-VASc.", domain="medical", stakes="high")

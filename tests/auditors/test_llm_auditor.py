@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.openai_stub import OpenAiStub, openai_stub
+from trust.adapters.llm.client import LlmClient, StructuredOutput
 from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict
 from trust.auditors.llm import (
     MAX_ANSWER_TOKENS,
@@ -25,12 +26,11 @@ from trust.auditors.llm import (
     parse_answer,
 )
 from trust.auditors.local_model import LocalModelServer
+from trust.core.decompose.model import ChatMessage
+from trust.core.graphs.cig import AgentTurn, ReplyContract, Role
+from trust.core.graphs.hdag import HdagNode, Level, Tier
+from trust.core.graphs.refinement import ErrorType
 from trust.errors import ConfigError, LlmError
-from trust.graphs.cig import AgentTurn, ReplyContract, Role
-from trust.graphs.hdag import HdagNode, Level, Tier
-from trust.graphs.llm_decompose import ChatMessage
-from trust.graphs.refinement import ErrorType
-from trust.llm import LlmClient, StructuredOutput
 from trust.settings import AuditSettings, LlmSettings
 
 AUDIT = AuditSettings(tau_node=0.8, tau_edge=0.7)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from trust.adapters.local.processes import alive, free_port, terminate
 from trust.auditors.base import AuditRequest
 from trust.auditors.llm import LlmAuditor
 from trust.auditors.local_model import (
@@ -37,10 +38,9 @@ from trust.auditors.local_model import (
     check_cpu,
 )
 from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, audit_once, llm_auditor
+from trust.core.decompose.model import ChatMessage
+from trust.core.graphs.hdag import HdagNode, Level
 from trust.errors import ConfigError, LlmError
-from trust.graphs.hdag import HdagNode, Level
-from trust.graphs.llm_decompose import ChatMessage
-from trust.processes import alive, free_port, terminate
 from trust.settings import LlmSettings, Settings
 
 needs_llama_cpp = pytest.mark.skipif(

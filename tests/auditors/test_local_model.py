@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from trust.adapters.llm.client import StructuredOutput
+from trust.adapters.local.processes import alive
 from trust.auditors.local_model import (
     LLAMA_CPP_REQUIREMENT,
     MODEL_ALIAS,
@@ -26,8 +28,6 @@ from trust.auditors.local_model import (
     require_server_packages,
 )
 from trust.errors import ConfigError, LlmError
-from trust.llm import StructuredOutput
-from trust.processes import alive
 from trust.settings import Settings
 
 needs_llama_cpp = pytest.mark.skipif(

@@ -29,10 +29,10 @@ from trust.auditors.review import (
     create_review_app,
     parse_vote,
 )
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.graphs.hdag import Difficulty, HdagNode, Level, Tier
+from trust.core.graphs.refinement import ErrorType
 from trust.errors import ConfigError
-from trust.graphs.cig import AgentTurn, Role
-from trust.graphs.hdag import Difficulty, HdagNode, Level, Tier
-from trust.graphs.refinement import ErrorType
 from trust.settings import ReviewSettings
 
 PASSWORD = "correct horse battery staple"

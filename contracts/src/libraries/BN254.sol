@@ -5,7 +5,7 @@ pragma solidity ^0.8.28;
 /// @notice The curve arithmetic a BLS signature check needs on alt_bn128 (BN254), through the
 ///         pairing precompile of EIP-197 (0x08, repriced by EIP-1108) and modexp of EIP-198 (0x05,
 ///         for square roots). Signatures are aggregated off chain, so no ecAdd/ecMul is needed here.
-/// @dev Conventions, shared with `trust.beacon.bls` (py_ecc) bit for bit:
+/// @dev Conventions, shared with `trust.core.beacon.bls` (py_ecc) bit for bit:
 ///      - G1 is y^2 = x^3 + 3 over F_p; a point is (x, y) with x, y < p; (0, 0) is the point at
 ///        infinity, as for the precompiles. G1 has prime order (cofactor 1), so every point on the
 ///        curve is in the group.

@@ -24,7 +24,7 @@ contract ThresholdBeacon is IThresholdBeacon {
     uint256 private constant _WINDOW = 256;
     /// @dev Signer indices are Shamir x-coordinates 1..n; 255 keeps off-chain interpolation small.
     uint256 private constant _MAX_SIGNERS = 255;
-    /// @dev The domain separation tag of hash-to-G1 (`trust.beacon.bls.DST`).
+    /// @dev The domain separation tag of hash-to-G1 (`trust.core.beacon.bls.DST`).
     bytes private constant _DST = "TRUST-BEACON-V1:BN254G1:keccak256:try-and-increment";
 
     /// @inheritdoc IThresholdBeacon

@@ -20,7 +20,7 @@ contract BN254Harness {
     }
 }
 
-/// @notice The beacon against vectors signed by `trust.beacon.bls` (py_ecc): a 2-of-3 group, the
+/// @notice The beacon against vectors signed by `trust.core.beacon.bls` (py_ecc): a 2-of-3 group, the
 ///         partial signatures of its signers and the group signature of block `V.BLOCK`. The
 ///         vectors are generated, not written by hand: see the header of `BeaconVectors.sol`.
 contract ThresholdBeaconTest is Test {

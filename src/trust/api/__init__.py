@@ -3,8 +3,8 @@ pages and JSON), the provider gateway (`/v1/audits`, traces batched per epoch in
 source anonymization) and `create_app`, which serves both."""
 
 from trust.api.app import create_app
-from trust.api.explorer import create_explorer_app, explorer_router
-from trust.api.gateway import Gateway, GatewayError, GatewayOptions, gateway_router
+from trust.api.explorer.pages import create_explorer_app, explorer_router
+from trust.api.gateway.service import Gateway, GatewayError, GatewayOptions, gateway_router
 from trust.api.index import ChainIndex, RefreshReport, UnknownEntity
 
 __all__ = [

@@ -32,18 +32,18 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from trust.api.access import AccessControl
-from trust.api.explorer import explorer_router
-from trust.api.gateway import Gateway, GatewayError, GatewayOptions, gateway_router
+from trust.adapters.chain.client import ChainClient
+from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.deployment import Deployment
+from trust.adapters.chain.protocol import Protocol
+from trust.adapters.local.toolchain import Toolchain
+from trust.api.explorer.pages import explorer_router
+from trust.api.gateway.access import AccessControl
+from trust.api.gateway.service import Gateway, GatewayError, GatewayOptions, gateway_router
 from trust.api.index import ChainIndex
-from trust.chain.client import ChainClient
-from trust.chain.compiler import Artifact, compile_protocol
-from trust.chain.deployment import Deployment
-from trust.chain.protocol import Protocol
 from trust.errors import ConfigError
-from trust.sdk.provider import provider_account
+from trust.services.sdk.provider import provider_account
 from trust.settings import Settings
-from trust.toolchain import Toolchain
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "DOCS_ASSETS_PATH", "LOCAL_GATEWAY_INDEX", "create_app", "gateway_account"]
 
@@ -52,7 +52,7 @@ DEFAULT_GATEWAY_PORT = 8600
 LOCAL_GATEWAY_INDEX = 4
 """The development account the gateway pays from on a local chain (0 deploys, 1 and 2 receive fees,
 3 is the CLI's provider: a wallet of its own keeps the two from racing for nonces)."""
-log = logging.getLogger("trust.api.gateway")
+log = logging.getLogger("trust.api.gateway.service")
 
 _GATEWAY_PREFIX = "/v1/"
 DOCS_ASSETS_PATH = "/docs-assets"
@@ -148,10 +148,10 @@ def create_app(
     `rpc_url` / `ipfs_url` override them. `options` are the gateway's (`GatewayOptions`: epochs,
     limits, timeouts). `artifacts` are the compiled contracts (compiled through the toolchain when
     None). `poll_seconds` is how often a batch session looks for a new block. `access` holds the API
-    keys, rates and quotas (`trust.api.access`); without it the gateway serves anyone and logs a
+    keys, rates and quotas (`trust.api.gateway.access`); without it the gateway serves anyone and logs a
     warning: `trust gateway` always passes one. `/health`, the API pages and the explorer stay public.
     With `billing` (it needs `access`), each key's provider pays its trace's share of the epoch's fee
-    from its escrow (`trust.api.billing`); unfunded submissions get 402.
+    from its escrow (`trust.api.gateway.billing`); unfunded submissions get 402.
     """
     settings = settings or Settings()
     chain_url = rpc_url or settings.effective_rpc_url

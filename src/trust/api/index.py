@@ -55,10 +55,10 @@ from multiformats import CID
 from web3.contract.async_contract import AsyncContractEvent
 from web3.exceptions import BlockNotFound, Web3Exception
 
-from trust.chain.protocol import Protocol
-from trust.chain.types import AuditorInfo, SegmentInfo, SegmentStatus
+from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.types import AuditorInfo, SegmentInfo, SegmentStatus
+from trust.core.cid import cid_from_digest32
 from trust.errors import ChainError, TrustError
-from trust.storage.cid import cid_from_digest32
 
 __all__ = [
     "DEFAULT_LOG_BLOCK_RANGE",

@@ -3,7 +3,7 @@
 An auditor sees one decrypted segment: the node it was seated for, its parents' content as context
 (the keys of exactly these come in the seat's envelope), the node's level and domain, and the audit
 question. It answers a `Verdict`: a vote (pass or fail), a score in [0, 1] and a short critique
-naming the error type, which refinement later turns into feedback (`trust.graphs.refinement`).
+naming the error type, which refinement later turns into feedback (`trust.core.graphs.refinement`).
 
 A verdict may also be *not applicable*: the auditor could not decide (a tier-1 checker finds nothing
 it can check in the node). That is never guessed into a pass or a fail. The worker does not commit
@@ -16,7 +16,7 @@ algebra, code run in a sandbox, formats, evidence grounding) and returning a `Ch
 Segments travel as JSON (`SEGMENT_FORMAT`, version 1) for `trust audit-segment`:
 
     {"format": "trust.segment", "version": 1,
-     "node": <HDAG node object (trust.graphs.serialization) or CIG turn object (trust.cig-turn)>,
+     "node": <HDAG node object (trust.core.graphs.serialization) or CIG turn object (trust.cig-turn)>,
      "parents": [<same kinds>, ...],
      "question": "<the audit question>" | null,
      "layer": "node" | "edge"}
@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from trust.core.graphs.cig import AgentTurn, Cig, Role
+from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
+from trust.core.graphs.refinement import ErrorType
+from trust.core.graphs.serialization import node_from_dict, node_to_dict, parse_json
+from trust.core.privacy.segments import TURN_FORMAT, loads_turn, turn_to_dict
 from trust.errors import GraphError
-from trust.graphs.cig import AgentTurn, Cig, Role
-from trust.graphs.hdag import Hdag, HdagNode, Level, Tier
-from trust.graphs.refinement import ErrorType
-from trust.graphs.serialization import node_from_dict, node_to_dict, parse_json
-from trust.privacy.segments import TURN_FORMAT, loads_turn, turn_to_dict
 
 __all__ = [
     "MAX_SEGMENT_BYTES",
@@ -294,7 +294,7 @@ def parse_segment_plaintext(plaintext: bytes, *, path: str = "segment") -> Node:
 
 
 def request_from_plaintexts(node_id: str, plaintexts: Mapping[str, bytes], *, question: str = "") -> AuditRequest:
-    """The request of a seat from the plaintexts its envelope unlocked (`trust.delivery.open_granted`):
+    """The request of a seat from the plaintexts its envelope unlocked (`trust.services.delivery.open_granted`):
     `node_id` is the seat's own node, every other entry a parent. Node and turn ids are checked
     against the ids the envelope named, so a segment cannot pose as another node."""
     nodes: dict[str, Node] = {}
@@ -316,7 +316,7 @@ def request_for(
     graph: Hdag | Cig, node_id: str, *, question: str = "", layer: AuditLayer = AuditLayer.NODE
 ) -> AuditRequest:
     """The request a seat on `node_id` receives: the node and its direct parents, in graph order
-    (what `trust.privacy.access.grant_for` lets the seat decrypt)."""
+    (what `trust.core.privacy.access.grant_for` lets the seat decrypt)."""
     if isinstance(graph, Hdag):
         return AuditRequest(graph.node(node_id), tuple(graph.node(p) for p in graph.parents(node_id)), question, layer)
     return AuditRequest(graph.turn(node_id), tuple(graph.turn(p) for p in graph.parents(node_id)), question, layer)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome, Verdict
-from trust.graphs.hdag import Tier
+from trust.core.graphs.hdag import Tier
 
 __all__ = ["ComputationalAuditor"]
 

@@ -36,8 +36,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from trust.auditors.base import AuditRequest, Outcome, Verdict
+from trust.core.graphs.hdag import Tier
 from trust.errors import TrustError
-from trust.graphs.hdag import Tier
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",

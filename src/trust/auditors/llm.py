@@ -1,6 +1,6 @@
 """Tier 2 (paper 3.1.1): a language model judges one segment through an OpenAI-compatible endpoint.
 
-`LlmAuditor` asks a judge model (any `JudgeModel`; `trust.llm.LlmClient` is the one that speaks to an
+`LlmAuditor` asks a judge model (any `JudgeModel`; `trust.adapters.llm.client.LlmClient` is the one that speaks to an
 endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
 
 The prompt. A system prompt per audit layer (paper 2.2.4) states what is judged and how to answer:
@@ -104,11 +104,11 @@ from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
+from trust.core.decompose.model import ChatMessage
+from trust.core.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
+from trust.core.graphs.hdag import HdagNode, Level, Tier
+from trust.core.graphs.refinement import ErrorType
 from trust.errors import ConfigError, JudgmentError, excerpt
-from trust.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
-from trust.graphs.hdag import HdagNode, Level, Tier
-from trust.graphs.llm_decompose import ChatMessage
-from trust.graphs.refinement import ErrorType
 from trust.settings import AuditSettings
 
 __all__ = [
@@ -210,9 +210,9 @@ VERDICT_SCHEMA_EDGE: Final[Mapping[str, Any]] = _schema("trust_edge_verdict", _E
 
 @runtime_checkable
 class JudgeModel(Protocol):
-    """A chat model that can be asked for a reply following a JSON schema (`trust.llm.LlmClient`).
+    """A chat model that can be asked for a reply following a JSON schema (`trust.adapters.llm.client.LlmClient`).
 
-    The `ChatModel` of `trust.graphs.llm_decompose` plus `schema` and `max_tokens`, and the model name
+    The `ChatModel` of `trust.core.decompose.model` plus `schema` and `max_tokens`, and the model name
     and endpoint that errors name. Failures of the endpoint are raised as `LlmError`.
     """
 

@@ -34,7 +34,7 @@ server is not a dead one (taking it for dead started a second server and overwro
 does, so two callers (threads or processes) never start two servers for one directory;
 `from_settings(settings)` does that on `<Settings.home>/llm`, the home's shared server, which
 `trust llm up|down|status` (`trust.cli.llm`) manage and every tier-2 worker of the home uses.
-`stop` sends SIGTERM, then SIGKILL after a grace period (`trust.processes.terminate`), only to a pid
+`stop` sends SIGTERM, then SIGKILL after a grace period (`trust.adapters.local.processes.terminate`), only to a pid
 that is still this server. Used as a context manager (plain or async), the server stops on the way
 out only if this handle started it (a localnet owns its own server that way); an attached one is
 someone else's. Workers never stop the home's server.
@@ -47,7 +47,7 @@ it follows a server restarted on another port, and its errors name the cause, no
 completion blocks) and is what `LlmAuditor.unavailable` answers for the embedded judge.
 
 `endpoint_settings()` is the `trust.settings.LlmSettings` of the running server (the model name as
-the server reports it), and `client()` a `trust.llm.LlmClient` on it that sends JSON schemas the
+the server reports it), and `client()` a `trust.adapters.llm.client.LlmClient` on it that sends JSON schemas the
 way llama-cpp-python takes them (`StructuredOutput.JSON_OBJECT`): free-form, the model ignores the
 answer format; constrained by the schema's grammar, its answers parse.
 
@@ -78,9 +78,9 @@ from typing import Any, Final
 
 import httpx
 
+from trust.adapters.llm.client import LlmClient, StructuredOutput
+from trust.adapters.local.processes import alive, free_port, terminate
 from trust.errors import ConfigError, LlmError, excerpt
-from trust.llm import LlmClient, StructuredOutput
-from trust.processes import alive, free_port, terminate
 from trust.settings import LlmSettings, Settings
 
 __all__ = [

@@ -45,14 +45,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
+from trust.adapters.web import set_security_headers
 from trust.auditors.base import AuditRequest, Outcome, Verdict
 from trust.auditors.human import PastVote, RefusalReason, ReviewQueue, ReviewRefused, ReviewTask, utc_text
+from trust.core.graphs.cig import AgentTurn
+from trust.core.graphs.hdag import HdagNode
+from trust.core.graphs.refinement import ErrorType
 from trust.errors import ConfigError
-from trust.graphs.cig import AgentTurn
-from trust.graphs.hdag import HdagNode
-from trust.graphs.refinement import ErrorType
 from trust.settings import ReviewSettings
-from trust.web import set_security_headers
 
 __all__ = [
     "MAX_CRITIQUE_CHARS",

@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 
 from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
 from trust.auditors.computational import ComputationalAuditor
+from trust.core.graphs.hdag import Tier
 from trust.errors import ConfigError
-from trust.graphs.hdag import Tier
 from trust.settings import ReviewSettings, SandboxSettings, Settings
 
 __all__ = [
@@ -110,9 +110,9 @@ async def llm_auditor(
     `share_server` False is for one-off commands: when the home runs no server, a private one is
     started in a temporary folder and stopped when `stack` closes, rather than left running.
     """
+    from trust.adapters.llm.client import LlmClient
     from trust.auditors.llm import LlmAuditor
     from trust.auditors.local_model import LocalModelServer, ModelServerHome
-    from trust.llm import LlmClient
 
     if settings.auditor_llm.configured:
         client = await stack.enter_async_context(LlmClient(settings.auditor_llm))

@@ -1,8 +1,9 @@
 """The `trust` command, one module per command group.
 
 Modules only parse input, call the library and render output; the work lives in the layers below
-(`trust.devnet`, `trust.chain`, `trust.worker`, `trust.sdk`, `trust.bench`, ...). Importing this
-package registers every group on `app`; `main` is the installed entry point.
+(`trust.lab.devnet`, `trust.adapters.chain`, `trust.services.worker`, `trust.services.sdk`,
+`trust.lab.bench`, ...). Importing this package registers every group on `app`; `main` is the
+installed entry point.
 """
 
 from __future__ import annotations

@@ -97,16 +97,16 @@ def submit_cmd(
     home: HomeOption = None,
 ) -> None:
     """Audit one trace or agent log on the running network and print the result."""
-    from trust.decomposition import read_trace
+    from trust.core.decompose.rules import Trace
+    from trust.core.graphs.cig import Cig
+    from trust.core.graphs.hdag import Hdag
     from trust.errors import ConfigError, GraphError
-    from trust.graphs.cig import Cig
-    from trust.graphs.decompose import Trace
-    from trust.graphs.hdag import Hdag
-    from trust.sdk.client import TrustClient, agents_graph
-    from trust.sdk.config import AuditConfig
-    from trust.sdk.display import ProgressBars, render_phases, render_result
-    from trust.sdk.inputs import read_json
-    from trust.sdk.provider import provider_account
+    from trust.services.decompose import read_trace
+    from trust.services.sdk.client import TrustClient, agents_graph
+    from trust.services.sdk.config import AuditConfig
+    from trust.services.sdk.display import ProgressBars, render_phases, render_result
+    from trust.services.sdk.inputs import read_json
+    from trust.services.sdk.provider import provider_account
 
     settings = settings_for(home)
     if (path is None) == (resume is None):

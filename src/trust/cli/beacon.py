@@ -13,7 +13,7 @@ from rich.table import Table
 from trust.cli.common import HomeOption, RpcOption, console, settings_for
 
 if TYPE_CHECKING:
-    from trust.beacon.processes import SignerState
+    from trust.adapters.local.beacon.processes import SignerState
 
 __all__ = ["beacon_app"]
 
@@ -27,8 +27,8 @@ beacon_app = typer.Typer(
 def beacon_up_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     """Start this home's signers that do not run (the group is dealt and the beacon deployed by
     `trust devnet up`, which runs them too)."""
-    from trust.beacon.processes import beacon_up
-    from trust.toolchain import Toolchain
+    from trust.adapters.local.beacon.processes import beacon_up
+    from trust.adapters.local.toolchain import Toolchain
 
     settings = settings_for(home)
     url = rpc_url or settings.effective_rpc_url
@@ -45,7 +45,7 @@ def beacon_up_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
 @beacon_app.command("down")
 def beacon_down_cmd(home: HomeOption = None) -> None:
     """Stop this home's signers (their keys stay; `trust beacon up` starts them again)."""
-    from trust.beacon.processes import beacon_down
+    from trust.adapters.local.beacon.processes import beacon_down
 
     stopped = beacon_down(settings_for(home))
     console.print(f"{stopped} beacon signers stopped" if stopped else "no beacon signer was running")
@@ -54,7 +54,7 @@ def beacon_down_cmd(home: HomeOption = None) -> None:
 @beacon_app.command("status")
 def beacon_status_cmd(home: HomeOption = None) -> None:
     """Show each signer of this home's group: its account, whether it runs, its log."""
-    from trust.beacon.processes import beacon_status
+    from trust.adapters.local.beacon.processes import beacon_status
 
     settings = settings_for(home)
     signers = beacon_status(settings)
@@ -73,11 +73,11 @@ def beacon_run_cmd(
     """Run one signer in the foreground: sign each requested block once mined, post the share,
     publish the group signature from t valid shares. Stops on SIGTERM. (`trust beacon up` runs one
     per signer.)"""
-    from trust.beacon.signer import run_signer
+    from trust.services.beacon.signer import run_signer
 
     settings = settings_for(home)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%Y-%m-%d %H:%M:%S")
-    logger = logging.getLogger("trust.beacon")
+    logger = logging.getLogger("trust.services.beacon")
     asyncio.run(run_signer(settings, key_file, rpc_url or settings.effective_rpc_url, logger.info))
 
 

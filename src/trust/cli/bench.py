@@ -29,7 +29,7 @@ def bench_gas_cmd(
     runs: Annotated[int, typer.Option(min=1, max=50, help="sessions to average, each on a fresh chain")] = 5,
 ) -> None:
     """Gas per seat of a full session on a fresh Anvil: draw, commit, reveal, finalize, distribute."""
-    from trust.bench.gas import render, run_gas_benchmark
+    from trust.lab.bench.gas import render, run_gas_benchmark
 
     with console.status("running the gas benchmark on a fresh anvil"):
         report = asyncio.run(run_gas_benchmark(segments=segments, seats=seats, auditors=auditors, runs=runs))
@@ -47,7 +47,7 @@ def bench_attacks_cmd(
 ) -> None:
     """Replays each attack of the security review on a fresh Anvil through the real contracts and ends
     with one JSON line of verdicts and the gas per seat; exits 1 unless every finding is defended."""
-    from trust.bench.attacks import render, run_attacks
+    from trust.lab.bench.attacks import render, run_attacks
 
     settings = settings_for(home)
     try:
@@ -73,7 +73,7 @@ def bench_ranking_cmd(
 ) -> None:
     """Bradley-Terry and Plackett-Luce fits and an Elo replay on synthetic comparisons with known
     strengths, against choix on the same data; ends with one JSON line."""
-    from trust.bench.ranking import render, run_ranking_benchmark
+    from trust.lab.bench.ranking import render, run_ranking_benchmark
 
     with err_console.status("ranking benchmark") as status:
         bench = run_ranking_benchmark(
@@ -90,7 +90,7 @@ def bench_refinement_cmd(
     home: HomeOption = None,
 ) -> None:
     """Proposition 2.1: nodes re-executed by surgical repair vs a global retry, by error depth."""
-    from trust.bench.refinement import render, run_refinement_benchmark
+    from trust.lab.bench.refinement import render, run_refinement_benchmark
 
     settings = settings_for(home)
     try:
@@ -116,7 +116,7 @@ def bench_graphs_cmd(
     home: HomeOption = None,
 ) -> None:
     """Build, validate and localize HDAGs and CIGs at 1k, 10k and 100k nodes."""
-    from trust.bench.graphs import DEFAULT_SIZES, render, run_graphs_benchmark
+    from trust.lab.bench.graphs import DEFAULT_SIZES, render, run_graphs_benchmark
 
     audit = settings_for(home).audit
     try:
@@ -155,7 +155,7 @@ def bench_privacy_cmd(
     """Paper 3.4.4: the share of a graph colluding auditors can decrypt, by the share of seats they hold."""
     import numpy as np
 
-    from trust.bench.privacy import DEFAULT_AUDITORS, load_traces, render, run_privacy_benchmark
+    from trust.lab.bench.privacy import DEFAULT_AUDITORS, load_traces, render, run_privacy_benchmark
 
     if processbench is None and who_when is None:
         raise typer.BadParameter(
@@ -201,9 +201,9 @@ def bench_storage_cmd(
     """Seal + upload + pin, and fetch + verify + open, of 100- and 1000-node traces: seconds and MB/s."""
     import tempfile
 
-    from trust.bench.storage import DEFAULT_SIZES, StorageBench, render, run_storage_benchmark
-    from trust.storage.kubo import KuboClient
-    from trust.storage.node import IpfsNode
+    from trust.adapters.local.ipfs import IpfsNode
+    from trust.adapters.storage.kubo import KuboClient
+    from trust.lab.bench.storage import DEFAULT_SIZES, StorageBench, render, run_storage_benchmark
 
     settings = settings_for(home)
 
@@ -238,7 +238,7 @@ def bench_theory_cmd(
     """Exact p_t for k = 1..101 (ms per call) and a 10^6-trace Monte Carlo (seconds), against their targets."""
     import numpy as np
 
-    from trust.bench.theory import render, run_theory_benchmark
+    from trust.lab.bench.theory import render, run_theory_benchmark
 
     with err_console.status("timing the theory toolkit") as status:
         bench = run_theory_benchmark(np.random.default_rng(seed), traces=traces, progress=status.update)
@@ -258,7 +258,7 @@ def bench_worker_cmd(
 ) -> None:
     """Seats per second per tier (the auditors alone, and one worker on a fresh chain and IPFS node)
     and the time from a committee's draw to the worker's commit; ends with one JSON line."""
-    from trust.bench.worker import DEFAULT_PIPELINE_SEATS, render, run_worker_benchmark
+    from trust.lab.bench.worker import DEFAULT_PIPELINE_SEATS, render, run_worker_benchmark
 
     settings = settings_for(home)
     try:
@@ -286,7 +286,7 @@ def bench_e2e_cmd(
 ) -> None:
     """A 10-node tier-1/2 trace audited on a local network: Table-3 phases, overhead, gas per seat;
     ends with one JSON line {"overhead_s", "seats", "gas_per_seat", ...}."""
-    from trust.bench.e2e import render, run_e2e_benchmark
+    from trust.lab.bench.e2e import render, run_e2e_benchmark
 
     with err_console.status("end-to-end benchmark") as status:
         bench = asyncio.run(run_e2e_benchmark(settings_for(home), runs=runs, progress=status.update))
@@ -316,7 +316,7 @@ def bench_load_cmd(
     """Traces at once through the gateway against tier-2 workers sharing one model server: per trace
     the verdict and latency; seats drawn, committed in time and missed per honest worker, forfeits,
     draw exits and returns, segments left without a committee; ends with one JSON line."""
-    from trust.bench.load import render, run_load_benchmark
+    from trust.lab.bench.load import render, run_load_benchmark
 
     with err_console.status("load benchmark") as status:
         bench = asyncio.run(
@@ -366,10 +366,10 @@ def bench_byzantine_cmd(
     committees of five draws) blocks the rounds where it won 2 or 3 of the 5 votes, which escalate
     to 11 draws of tier 2's seven auditors (auditing with the tier-1 checks, so that it decides
     exactly); the escalated rate, the verdicts, the vetoer's slashes and
-    reputation against `trust.theory.veto`, and each role's payoff beside its expected figure and the
+    reputation against `trust.core.theory.veto`, and each role's payoff beside its expected figure and the
     old rule's; exits 1 when a figure disagrees, the vetoer did not lose or an honest auditor did not
     gain."""
-    from trust.bench.byzantine import (
+    from trust.lab.bench.byzantine import (
         ADVERSARIES,
         VETO,
         render,

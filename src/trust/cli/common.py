@@ -49,7 +49,7 @@ PasswordFileOption = Annotated[
 
 
 def keystore_password(password_file: Path | None, *, confirm: bool = False) -> str:
-    from trust.chain.wallets import read_password
+    from trust.adapters.chain.wallets import read_password
 
     password = read_password(password_file)
     if password is None:

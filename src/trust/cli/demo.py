@@ -23,6 +23,6 @@ def demo_cmd(
     home: HomeOption = None,
 ) -> None:
     """The paper's clinical example audited end to end on a local network; ends with one JSON line."""
-    from trust.demo.run import run_demo
+    from trust.lab.demo.run import run_demo
 
     asyncio.run(run_demo(settings_for(home), console, explorer=explorer))

@@ -35,11 +35,11 @@ def deploy_cmd(
 ) -> None:
     """Compile and deploy the protocol to any JSON-RPC endpoint, hand it to the governance timelock,
     and write the addresses to deploy/deployments/<chain id>.json."""
-    from trust.chain.client import ChainClient
-    from trust.chain.compiler import compile_protocol
-    from trust.chain.deployment import deploy_protocol, hand_to_timelock
-    from trust.chain.wallets import load_keystore
-    from trust.toolchain import Toolchain
+    from trust.adapters.chain.client import ChainClient
+    from trust.adapters.chain.compiler import compile_protocol
+    from trust.adapters.chain.deployment import deploy_protocol, hand_to_timelock
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.adapters.local.toolchain import Toolchain
 
     settings = settings_for(home)
     deployer = load_keystore(keystore, keystore_password(password_file))

@@ -9,15 +9,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trust.amounts import decimal_text
 from trust.cli.common import (
     HomeOption,
     console,
     settings_for,
 )
+from trust.core.amounts import decimal_text
 
 if TYPE_CHECKING:
-    from trust.devnet_processes import DevnetProcesses, WorkerState
+    from trust.lab.devnet_processes import DevnetProcesses, WorkerState
     from trust.settings import Settings
 
 __all__ = ["devnet_app"]
@@ -114,8 +114,8 @@ def devnet_up_cmd(
 ) -> None:
     """Start Anvil (state persisted), deploy the protocol, fund, register and stake auditors, and run
     one worker per auditor (with the IPFS node and the tier-2 model they use)."""
-    from trust.devnet import devnet_up
-    from trust.devnet_processes import devnet_up_with_workers
+    from trust.lab.devnet import devnet_up
+    from trust.lab.devnet_processes import devnet_up_with_workers
 
     if no_workers and scripted_expert:
         raise typer.BadParameter("--scripted-expert votes through the tier-3 workers: drop --no-workers")
@@ -163,7 +163,7 @@ def devnet_up_cmd(
 def devnet_down_cmd(home: HomeOption = None) -> None:
     """Stop the workers, the scripted expert, the node (its chain stays on disk for the next `up`),
     and the IPFS node and model server if `up` started them."""
-    from trust.devnet_processes import devnet_down_with_workers
+    from trust.lab.devnet_processes import devnet_down_with_workers
 
     with console.status("stopping the devnet"):
         stopped, node = devnet_down_with_workers(settings_for(home))
@@ -186,8 +186,8 @@ def devnet_down_cmd(home: HomeOption = None) -> None:
 @devnet_app.command("status")
 def devnet_status_cmd(home: HomeOption = None) -> None:
     """Show the node, each worker (running or dead, with its log), the review pages and the scripted expert."""
-    from trust.devnet import devnet_node
-    from trust.devnet_processes import devnet_processes
+    from trust.lab.devnet import devnet_node
+    from trust.lab.devnet_processes import devnet_processes
 
     settings = settings_for(home)
     node = devnet_node(settings)

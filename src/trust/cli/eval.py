@@ -32,8 +32,8 @@ def eval_whowhen_cmd(
 ) -> None:
     """Who&When failure attribution: predict (agent, step) per log with the CIG pipeline and score it."""
 
-    from trust.evaluation.progress import progress_bar
-    from trust.evaluation.whowhen import (
+    from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.whowhen import (
         WhoWhenReport,
         evaluate_whowhen,
         evaluate_whowhen_with_model,
@@ -50,7 +50,7 @@ def eval_whowhen_cmd(
             bar.update(task, advance=1, description=name)
 
         if settings.llm.configured:
-            from trust.llm import LlmClient
+            from trust.adapters.llm.client import LlmClient
 
             async def with_model() -> WhoWhenReport:
                 async with LlmClient(settings.llm) as client:
@@ -76,14 +76,14 @@ def eval_processbench_cmd(
 ) -> None:
     """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
 
-    from trust.evaluation.processbench import (
+    from trust.lab.evaluation.processbench import (
         ProcessBenchReport,
         evaluate_processbench,
         evaluate_processbench_with_model,
         load_processbench,
         render,
     )
-    from trust.evaluation.progress import progress_bar
+    from trust.lab.evaluation.progress import progress_bar
 
     settings = settings_for(home)
     items = load_processbench(file)
@@ -95,7 +95,7 @@ def eval_processbench_cmd(
             bar.update(task, advance=1, description=item_id)
 
         if settings.llm.configured:
-            from trust.llm import LlmClient
+            from trust.adapters.llm.client import LlmClient
 
             async def with_model() -> ProcessBenchReport:
                 async with LlmClient(settings.llm) as client:

@@ -32,7 +32,7 @@ from trust.settings import Settings
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
 
-    from trust.chain.escrow import EscrowContract
+    from trust.adapters.chain.escrow import EscrowContract
 
 __all__ = [
     "gateway_app",
@@ -98,9 +98,9 @@ def gateway_cmd(
         return
     import uvicorn
 
-    from trust.api.access import AccessControl
     from trust.api.app import DEFAULT_GATEWAY_PORT, create_app, gateway_account
-    from trust.api.gateway import GatewayOptions
+    from trust.api.gateway.access import AccessControl
+    from trust.api.gateway.service import GatewayOptions
 
     settings = settings_for(home)
     access = AccessControl.from_settings(settings)
@@ -168,8 +168,8 @@ def keys_create_cmd(
     home: HomeOption = None,
 ) -> None:
     """Create an API key. The key is printed once, here, and stored only as its SHA-256: keep it."""
-    from trust.api.access import parse_quota, parse_rate
-    from trust.api.keys import KeyStore
+    from trust.api.gateway.access import parse_quota, parse_rate
+    from trust.api.gateway.keys import KeyStore
 
     if rate is not None:
         parse_rate(rate, "--rate")
@@ -197,7 +197,7 @@ def keys_list_cmd(
     home: HomeOption = None,
 ) -> None:
     """List the gateway's keys (ids, names, providers, limits; never the keys themselves)."""
-    from trust.api.keys import KeyStore
+    from trust.api.gateway.keys import KeyStore
 
     settings = settings_for(home)
     keys = KeyStore(settings.gateway_dir).list()
@@ -225,7 +225,7 @@ def keys_revoke_cmd(
     home: HomeOption = None,
 ) -> None:
     """Revoke a key: refused with 401 from its next request on, by a running gateway too."""
-    from trust.api.keys import KeyStore
+    from trust.api.gateway.keys import KeyStore
 
     key = KeyStore(settings_for(home).gateway_dir).revoke(key_id)
     err_console.print(f"revoked key {key.key_id} ({key.name}) at {_when(key.revoked_at)}")
@@ -243,7 +243,7 @@ def _provider(
     home: Path | None, rpc_url: str | None, keystore: Path | None, password_file: Path | None
 ) -> tuple[Settings, str, LocalAccount]:
     """The settings of `home`, the RPC URL to use and the provider's wallet, for an escrow command."""
-    from trust.sdk.provider import provider_account
+    from trust.services.sdk.provider import provider_account
 
     settings = settings_for(home)
     url = rpc_url or settings.effective_rpc_url
@@ -255,7 +255,7 @@ def _escrow_run(
     settings: Settings, rpc_url: str, action: Callable[[EscrowContract], Awaitable[str]], *, raw: bool = False
 ) -> None:
     """Runs `action` on the deployment's escrow and prints what it returns (`raw`: as is, for JSON)."""
-    from trust.api.billing import open_escrow
+    from trust.api.gateway.billing import open_escrow
 
     async def run() -> str:
         async with open_escrow(settings, rpc_url) as (_protocol, escrow):
@@ -277,7 +277,7 @@ def gateway_deposit_cmd(
     home: HomeOption = None,
 ) -> None:
     """Deposit ETH into the providers' escrow, from which a gateway you authorize takes your traces' fees."""
-    from trust.amounts import eth_text, parse_amount
+    from trust.core.amounts import eth_text, parse_amount
 
     wei = parse_amount(amount, "--amount", unit="ETH")
     settings, url, provider = _provider(home, rpc_url, keystore, password_file)
@@ -302,7 +302,7 @@ def gateway_withdraw_cmd(
     home: HomeOption = None,
 ) -> None:
     """Withdraw unspent ETH from the escrow (what a pending reservation holds stays until it is charged or lapses)."""
-    from trust.amounts import eth_text, parse_amount
+    from trust.core.amounts import eth_text, parse_amount
 
     wei = parse_amount(amount, "--amount", unit="ETH")
     settings, url, provider = _provider(home, rpc_url, keystore, password_file)
@@ -333,7 +333,7 @@ def gateway_authorize_cmd(
     """Let a gateway charge your escrow (replaces the previous authorization; 0 and 0 revoke it)."""
     from eth_utils import is_address
 
-    from trust.amounts import eth_text, parse_amount
+    from trust.core.amounts import eth_text, parse_amount
 
     if not is_address(operator):
         raise ConfigError(f"--operator {operator!r} is not an Ethereum address (0x and 40 hex digits)")
@@ -364,7 +364,7 @@ def gateway_balance_cmd(
     """Show a provider's escrow: its deposit, what reservations hold, and a gateway's authorization."""
     from eth_utils import is_address
 
-    from trust.amounts import eth_text
+    from trust.core.amounts import eth_text
 
     for name, value in (("--provider", provider), ("--operator", operator)):
         if value is not None and not is_address(value):

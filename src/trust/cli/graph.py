@@ -34,7 +34,7 @@ def graph_localize_cmd(
 
     The deterministic oracles always run; an LLM oracle joins them when TRUST_LLM__BASE_URL is set."""
 
-    from trust.audit_log import localize_log_file, render
+    from trust.services.localize import localize_log_file, render
 
     report = localize_log_file(log, settings_for(home))
     if as_json:
@@ -54,8 +54,8 @@ def graph_hdag_cmd(
 ) -> None:
     """Decompose a reasoning trace into an HDAG (LLM endpoint when configured, else deterministic)."""
 
-    from trust.decomposition import decompose_file, render
-    from trust.graphs.serialization import dumps
+    from trust.core.graphs.serialization import dumps
+    from trust.services.decompose import decompose_file, render
 
     result = asyncio.run(decompose_file(file, settings_for(home), steps=steps))
     for warning in result.warnings:

@@ -27,7 +27,7 @@ def ipfs_up_cmd(
 ) -> None:
     """Start this home's IPFS node (detached; blobs and pins persist in the repo) and print its API URL.
     A port held by another home's node is an error naming it; that node is left alone."""
-    from trust.storage.node import ipfs_up
+    from trust.adapters.local.ipfs import ipfs_up
 
     settings = settings_for(home)
     status = ipfs_up(settings, repo=repo, port=port)
@@ -50,7 +50,7 @@ def ipfs_up_cmd(
 def ipfs_down_cmd(home: HomeOption = None) -> None:
     """Stop this home's IPFS node; its blobs and pins stay in the repo for the next `up`. Another
     home's node is never stopped."""
-    from trust.storage.node import ipfs_down
+    from trust.adapters.local.ipfs import ipfs_down
 
     stopped = ipfs_down(settings_for(home))
     if stopped.stopped:

@@ -38,12 +38,12 @@ params_app = typer.Typer(
 @params_app.command("show")
 def params_show_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     """Print the protocol parameters in force on chain (they change only through the timelock)."""
-    from trust.beacon.contract import identify_randomness_source
-    from trust.chain.client import ChainClient
-    from trust.chain.compiler import compile_protocol
-    from trust.chain.deployment import Deployment
-    from trust.chain.protocol import Protocol
-    from trust.toolchain import Toolchain
+    from trust.adapters.chain.beacon import identify_randomness_source
+    from trust.adapters.chain.client import ChainClient
+    from trust.adapters.chain.compiler import compile_protocol
+    from trust.adapters.chain.deployment import Deployment
+    from trust.adapters.chain.protocol import Protocol
+    from trust.adapters.local.toolchain import Toolchain
 
     settings = settings_for(home)
     toolchain = Toolchain.discover()
@@ -80,8 +80,8 @@ def params_check_cmd(
 
     Exits 1 when a condition fails.
     """
-    from trust.theory.params import Parameters, check
-    from trust.theory_report import load_parameter_file, render_check
+    from trust.core.theory.params import Parameters, check
+    from trust.lab.theory_report import load_parameter_file, render_check
 
     report = check(Parameters.from_mapping(load_parameter_file(file)))
     if as_json:
@@ -99,7 +99,7 @@ def params_pass_probability_cmd(
     tau: Annotated[float, typer.Option("--tau", help="vote threshold, in (0, 1]; q = ceil(tau k)")] = 0.66,
 ) -> None:
     """Print the exact segment pass probability p_t of Lemma 4.1 (eq. 4.2)."""
-    from trust.theory.consensus import pass_probability
+    from trust.core.theory.consensus import pass_probability
 
     typer.echo(repr(pass_probability(k, epsilon, rho, tau)))
 
@@ -127,10 +127,10 @@ def params_recommend_cmd(
     """The smallest committees, then beta, R, p_min and p_max that satisfy S1, E1 and E2 with the margin."""
     from dataclasses import replace
 
-    from trust.theory.consensus import human_class
-    from trust.theory.params import DEFAULT_PARAMETERS, Parameters
-    from trust.theory.recommend import recommend
-    from trust.theory_report import load_parameter_file, render_recommendation, write_parameter_file
+    from trust.core.theory.consensus import human_class
+    from trust.core.theory.params import DEFAULT_PARAMETERS, Parameters
+    from trust.core.theory.recommend import recommend
+    from trust.lab.theory_report import load_parameter_file, render_recommendation, write_parameter_file
 
     base = Parameters.from_mapping(load_parameter_file(file) if file else DEFAULT_PARAMETERS)
     overrides = {"L": {"epsilon": epsilon_l}, "H": {"epsilon": epsilon_h, "rho": rho_h}}
@@ -180,10 +180,10 @@ def params_simulate_cmd(
     import numpy as np
     from rich.progress import Progress
 
-    from trust.theory.consensus import human_class
-    from trust.theory.montecarlo import EPSILON_GRID, RHO_GRID, expected_payoff, simulate_payoffs, sweep
-    from trust.theory.params import DEFAULT_PARAMETERS, Parameters
-    from trust.theory_report import load_parameter_file, plot_simulation, render_simulation
+    from trust.core.theory.consensus import human_class
+    from trust.core.theory.montecarlo import EPSILON_GRID, RHO_GRID, expected_payoff, simulate_payoffs, sweep
+    from trust.core.theory.params import DEFAULT_PARAMETERS, Parameters
+    from trust.lab.theory_report import load_parameter_file, plot_simulation, render_simulation
 
     parameters = Parameters.from_mapping(load_parameter_file(file) if file else DEFAULT_PARAMETERS)
     human = human_class(parameters.trace.classes)
@@ -219,7 +219,7 @@ def params_simulate_cmd(
 @params_app.command("paper")
 def params_paper_cmd() -> None:
     """The paper's published figures next to what its own formulas give (docs/theory.md has the reasons)."""
-    from trust.theory.paper import paper_figures
-    from trust.theory_report import render_paper
+    from trust.core.theory.paper import paper_figures
+    from trust.lab.theory_report import render_paper
 
     render_paper(paper_figures(), console)

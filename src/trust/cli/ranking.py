@@ -1,4 +1,4 @@
-"""`trust rank` and `trust judge`: the ranking core (`trust.ranking`) on the command line.
+"""`trust rank` and `trust judge`: the ranking core (`trust.core.ranking`) on the command line.
 
 - `trust rank fit FILE --model {bt,pl}`: Bradley-Terry or Plackett-Luce maximum likelihood;
 - `trust rank peer FILE`: Peer Rank over a Vicuna80-format judgment file;
@@ -94,7 +94,7 @@ def fit_cmd(
 ) -> None:
     """Maximum-likelihood log-strengths: Bradley-Terry from matches, win-count tables or judgments;
     Plackett-Luce from rankings (or won matches). With --json one line {"ratings": {item: value}, ...}."""
-    from trust.ranking.records import Judgment, Match, Ranking, read_comparisons
+    from trust.core.ranking.records import Judgment, Match, Ranking, read_comparisons
 
     if model not in ("bt", "pl"):
         raise typer.BadParameter(f"expected 'bt' or 'pl', got {model!r}", param_hint="--model")
@@ -105,7 +105,7 @@ def fit_cmd(
     matches = [r.as_match() if isinstance(r, Judgment) else r for r in records]
     summary: dict[str, Any]
     if model == "bt":
-        from trust.ranking.bradley_terry import fit_bradley_terry
+        from trust.core.ranking.bradley_terry import fit_bradley_terry
 
         if any(isinstance(r, Ranking) for r in matches):
             raise RankingError(f"{file} holds rankings: fit them with --model pl")
@@ -126,7 +126,7 @@ def fit_cmd(
             bt.converged,
         )
     else:
-        from trust.ranking.plackett_luce import fit_plackett_luce
+        from trust.core.ranking.plackett_luce import fit_plackett_luce
 
         if home or judge_weights is not None:
             raise RankingError(
@@ -168,7 +168,7 @@ def fit_cmd(
 
 
 def _resets(path: Path) -> list[Any]:
-    from trust.ranking.elo import EloReset
+    from trust.core.ranking.elo import EloReset
 
     data = _read_json(path, "resets")
     if not isinstance(data, list):
@@ -226,8 +226,8 @@ def elo_cmd(
 ) -> None:
     """Elo over matches in file order: with --json one line per match (the pre-match ratings and
     p_a, the probability that a wins) and a last line with the final ratings."""
-    from trust.ranking.elo import EloConfig, replay_elo
-    from trust.ranking.records import read_matches
+    from trust.core.ranking.elo import EloConfig, replay_elo
+    from trust.core.ranking.records import read_matches
 
     config = EloConfig(
         k=k,
@@ -297,8 +297,8 @@ def peer_cmd(
 ) -> None:
     """Peer Rank: judges weighted by how their own answers rank; with human votes in the file, each
     judge's and the weighted vote's agreement with the human majority."""
-    from trust.ranking.peer_rank import peer_rank
-    from trust.ranking.records import read_judgments
+    from trust.core.ranking.peer_rank import peer_rank
+    from trust.core.ranking.records import read_judgments
 
     if basis not in ("answers", "judgments"):
         raise typer.BadParameter(f"expected 'answers' or 'judgments', got {basis!r}", param_hint="--basis")
@@ -342,7 +342,7 @@ def judge_replay_cmd(
     """Replays multi-judge votes (generic vote lines or Vicuna80 judgments) through the credibility
     system: majority consensus (+1/-1), audits (-10 for a consensus overturned), honeypots (-20),
     the floor of 30 and the threshold of 50; then each judge's credibility, agreement and anomaly flags."""
-    from trust.ranking.votes import read_votes, replay
+    from trust.core.ranking.votes import read_votes, replay
 
     result = replay(read_votes(file), seed)
     if as_json:

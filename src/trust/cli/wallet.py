@@ -27,7 +27,7 @@ def wallet_new_cmd(
     password_file: PasswordFileOption = None,
 ) -> None:
     """Create a new account in an encrypted keystore file (mode 0600) and print its address."""
-    from trust.chain.wallets import create_keystore
+    from trust.adapters.chain.wallets import create_keystore
 
     account = create_keystore(path, keystore_password(password_file, confirm=True))
     console.print(f"{account.address}  {path}")
@@ -42,7 +42,7 @@ def wallet_fund_cmd(
     home: HomeOption = None,
 ) -> None:
     """The devnet's faucet: send ETH and staking tokens from the devnet's funder (refused on any other chain)."""
-    from trust.devnet import fund, parse_units, whole_units
+    from trust.lab.devnet import fund, parse_units, whole_units
 
     settings = settings_for(home)
     eth_wei, token_units = parse_units(eth, "--eth"), parse_units(tokens, "--tokens")

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from trust.amounts import eth_text
 from trust.cli.common import (
     HomeOption,
     PasswordFileOption,
@@ -20,9 +19,10 @@ from trust.cli.common import (
     keystore_password,
     settings_for,
 )
+from trust.core.amounts import eth_text
 
 if TYPE_CHECKING:
-    from trust.worker.stake import StakePosition, UnstakeRequest
+    from trust.services.worker.stake import StakePosition, UnstakeRequest
 
 __all__ = ["worker_app"]
 
@@ -40,7 +40,7 @@ def _worker_logging(verbose: bool) -> logging.Logger:
     )
     for noisy in ("httpx", "httpcore", "web3", "urllib3", "asyncio", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return logging.getLogger("trust.worker")
+    return logging.getLogger("trust.services.worker")
 
 
 @worker_app.command("run")
@@ -82,11 +82,11 @@ def worker_run_cmd(
     home: HomeOption = None,
 ) -> None:
     """Run the auditor daemon: follow the chain, audit each seat, commit, reveal, finalize. Stops on SIGTERM."""
-    from trust.chain.wallets import load_keystore
-    from trust.graphs.hdag import Tier
-    from trust.worker.adversary import Adversary
-    from trust.worker.identity import parse_tokens
-    from trust.worker.runner import WorkerOptions, run_worker
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.core.graphs.hdag import Tier
+    from trust.services.worker.adversary import Adversary
+    from trust.services.worker.identity import parse_tokens
+    from trust.services.worker.runner import WorkerOptions, run_worker
 
     settings = settings_for(home)
     if data_dir is not None:
@@ -128,7 +128,7 @@ def worker_status_cmd(
 ) -> None:
     """Show a worker's seats, their states and deadlines, failures and its recent log (works while it
     runs). Without --keystore, --address or --data-dir: every worker under HOME/worker."""
-    from trust.worker.status import find_states, render_status, status_report
+    from trust.services.worker.status import find_states, render_status, status_report
 
     settings = settings_for(home)
     who = address or (keystore_address(keystore) if keystore is not None else None)
@@ -151,8 +151,8 @@ def worker_withdraw_cmd(
 ) -> None:
     """Claim the rewards of every aligned seat, the staker reward and the compensation of seats whose
     key envelope never came."""
-    from trust.chain.wallets import load_keystore
-    from trust.worker.runner import withdraw
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.services.worker.runner import withdraw
 
     settings = settings_for(home)
     account = load_keystore(keystore, keystore_password(password_file))
@@ -173,14 +173,14 @@ WorkerRpcOption = Annotated[
 
 
 def _tokens_line(units: int) -> str:
-    from trust.worker.identity import format_tokens
+    from trust.services.worker.identity import format_tokens
 
     return f"{format_tokens(units)} tokens"
 
 
 def _render_position(position: StakePosition) -> None:
-    from trust.worker.identity import format_tokens
-    from trust.worker.stake import describe_duration
+    from trust.services.worker.identity import format_tokens
+    from trust.services.worker.stake import describe_duration
 
     info = position.info
     console.print(f"[bold]auditor {info.address}[/bold]", soft_wrap=True)
@@ -255,10 +255,10 @@ def worker_register_cmd(
 ) -> None:
     """Register the wallet as an auditor of --tier and stake, without running the worker (`trust worker
     run` then starts without --register). An auditor already registered is reported, nothing sent."""
-    from trust.chain.wallets import load_keystore
-    from trust.graphs.hdag import Tier
-    from trust.worker.identity import AuditorIdentity, parse_tokens, resolve_encryption_key
-    from trust.worker.stake import connected, register_auditor, stake_position
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.core.graphs.hdag import Tier
+    from trust.services.worker.identity import AuditorIdentity, parse_tokens, resolve_encryption_key
+    from trust.services.worker.stake import connected, register_auditor, stake_position
 
     settings = settings_for(home)
     stake_units = None if stake is None else parse_tokens(stake)
@@ -307,9 +307,9 @@ def worker_stake_cmd(
     home: HomeOption = None,
 ) -> None:
     """Add tokens to a registered auditor's stake (more weight in the draw, more seats it can hold)."""
-    from trust.chain.wallets import load_keystore
-    from trust.worker.identity import parse_tokens
-    from trust.worker.stake import add_stake, connected
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.services.worker.identity import parse_tokens
+    from trust.services.worker.stake import add_stake, connected
 
     settings = settings_for(home)
     amount = parse_tokens(add, "--add")
@@ -341,9 +341,9 @@ def worker_unstake_cmd(
 ) -> None:
     """Unstake in two steps: --amount N or --all requests it (the tokens leave the draw at once and
     unbond for the registry's delay, slashable meanwhile); --execute withdraws them after the delay."""
-    from trust.chain.wallets import load_keystore
-    from trust.worker.identity import parse_tokens
-    from trust.worker.stake import connected, describe_duration, execute_unstake, request_unstake
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.services.worker.identity import parse_tokens
+    from trust.services.worker.stake import connected, describe_duration, execute_unstake, request_unstake
 
     chosen = [
         flag for flag, on in (("--amount", amount is not None), ("--all", unstake_all), ("--execute", execute)) if on
@@ -398,9 +398,9 @@ def worker_unstake_cmd(
 def _availability(
     keystore: Path, available: bool, password_file: Path | None, rpc: str | None, home: Path | None
 ) -> None:
-    from trust.chain.wallets import load_keystore
-    from trust.worker.runner import state_path
-    from trust.worker.stake import AvailabilityChange, connected, set_availability
+    from trust.adapters.chain.wallets import load_keystore
+    from trust.services.worker.runner import state_path
+    from trust.services.worker.stake import AvailabilityChange, connected, set_availability
 
     settings = settings_for(home)
     account = load_keystore(keystore, keystore_password(password_file))
@@ -470,7 +470,7 @@ def worker_info_cmd(
     and when it can be withdrawn, wallet balances and the pending staker reward."""
     from eth_utils import is_address, to_checksum_address
 
-    from trust.worker.stake import connected, stake_position
+    from trust.services.worker.stake import connected, stake_position
 
     if (keystore is None) == (address is None):
         raise typer.BadParameter("give --keystore or --address (one of them)")

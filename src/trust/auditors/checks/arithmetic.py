@@ -1,7 +1,7 @@
 """The arithmetic check: every calculation a node states, recomputed exactly (paper 3.1.1, tier 1).
 
 `ArithmeticCheck` finds the calculations in the node's text (and, for an HDAG node, in its
-`expression`), recomputes each with `fractions.Fraction` (`trust.auditors.checks.expressions`) and
+`expression`), recomputes each with `fractions.Fraction` (`trust.core.maths.expressions`) and
 compares it with the value stated. It passes when every calculation it found holds, fails on the
 wrong ones with the exact value as `expected`, and is not applicable when it found none.
 
@@ -21,7 +21,7 @@ its line says is one: "43/5 = 8 full pens (with a remainder of 3)". A percentage
 significant digit (100/7 ≈ 14.3, 1000/3 ≈ 300).
 
 What is skipped, never failed (false positives the prose rules guard against; most were learned
-by the float-based `trust.graphs.oracles.ArithmeticOracle`):
+by the float-based `trust.core.graphs.oracles.ArithmeticOracle`):
 
 - code blocks (fenced and inline), and anything with a variable ("x = 5", "2x + 3 = 7": the
   symbolic check's business) or without an exact value (sqrt(2), a division by zero);
@@ -44,7 +44,10 @@ from fractions import Fraction
 from typing import Final
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome
-from trust.auditors.checks.expressions import (
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.graphs.hdag import HdagNode
+from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.expressions import (
     EvaluationError,
     Expr,
     Factorial,
@@ -63,9 +66,6 @@ from trust.auditors.checks.expressions import (
     split_relations,
     subexpressions,
 )
-from trust.graphs.cig import AgentTurn, Role
-from trust.graphs.hdag import HdagNode
-from trust.graphs.refinement import ErrorType
 
 __all__ = [
     "MAX_LISTED",

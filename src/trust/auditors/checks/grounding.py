@@ -86,7 +86,7 @@ from decimal import Decimal
 from enum import StrEnum
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
-from trust.graphs.refinement import ErrorType
+from trust.core.graphs.refinement import ErrorType
 
 __all__ = [
     "CHECK_NAME",

@@ -103,9 +103,9 @@ from types import MappingProxyType
 from typing import Any
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.core.graphs.cig import AgentTurn
+from trust.core.graphs.refinement import ErrorType
 from trust.errors import ConfigError
-from trust.graphs.cig import AgentTurn
-from trust.graphs.refinement import ErrorType
 from trust.settings import SandboxSettings
 
 __all__ = [

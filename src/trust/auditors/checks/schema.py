@@ -3,7 +3,7 @@ protocol compliance; 3.1.1: tier-1 auditors "validate data formats, confirm API 
 
 Two kinds of demand are checked, and `SchemaCheck` is not applicable when neither is made:
 
-(a) a reply contract: a CIG turn replies to a parent whose `contract` (`trust.graphs.cig.ReplyContract`)
+(a) a reply contract: a CIG turn replies to a parent whose `contract` (`trust.core.graphs.cig.ReplyContract`)
     has format "json". The output must then be JSON, as the contract defines it: the whole output,
     or a fenced block (```json or a plain ```) anywhere in it. A JSON object buried in prose
     without a fence is prose ("Here it is: {...}"): a consumer that parses the reply fails on it.
@@ -33,8 +33,8 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
-from trust.graphs.cig import AgentTurn, Role
-from trust.graphs.refinement import ErrorType
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.graphs.refinement import ErrorType
 
 __all__ = [
     "MAX_JSON_DEPTH",

@@ -52,7 +52,9 @@ from fractions import Fraction
 from typing import Any, Final, TypeVar
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
-from trust.auditors.checks.expressions import (
+from trust.core.graphs.hdag import HdagNode
+from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.expressions import (
     Apply,
     Call,
     Derivative,
@@ -78,8 +80,6 @@ from trust.auditors.checks.expressions import (
     to_sympy,
 )
 from trust.errors import GraphError
-from trust.graphs.hdag import HdagNode
-from trust.graphs.refinement import ErrorType
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",

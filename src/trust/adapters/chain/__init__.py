@@ -1,0 +1,1 @@
+"""Chain adapter: compiling, deploying, typed contract calls and events, keystores."""

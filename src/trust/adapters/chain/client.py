@@ -1,0 +1,293 @@
+"""One connection to an EVM chain: sending signed transactions, deploying, decoding reverts.
+
+Everything that talks JSON-RPC goes through `ChainClient`, so that swapping Anvil for a public RPC
+is a matter of the URL. Transactions are signed locally with eth-account (`LocalAccount`); no key
+ever reaches the node. A revert is raised as `ContractReverted` carrying the decoded custom error
+of our contracts (name and arguments), never as a raw hex blob.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from eth_abi import decode as abi_decode
+from eth_account.signers.local import LocalAccount
+from eth_utils import function_signature_to_4byte_selector, to_checksum_address
+from web3 import AsyncHTTPProvider, AsyncWeb3
+from web3.contract.async_contract import AsyncContract, AsyncContractFunction
+from web3.exceptions import ContractLogicError, TimeExhausted, Web3RPCError
+from web3.types import BlockIdentifier, TxParams, TxReceipt
+
+from trust.adapters.chain.compiler import Artifact
+from trust.errors import ChainError, ContractReverted
+
+__all__ = ["ChainClient", "ErrorDecoder", "SentTransaction"]
+
+_PANIC_SELECTOR = bytes.fromhex("4e487b71")
+_ERROR_STRING_SELECTOR = bytes.fromhex("08c379a0")
+_GAS_HEADROOM = 1.25
+_GAS_MARGIN = 20_000
+
+
+def _abi_type(param: dict[str, Any]) -> str:
+    """The canonical ABI type of a parameter, expanding tuples."""
+    typ: str = param["type"]
+    if typ.startswith("tuple"):
+        inner = ",".join(_abi_type(c) for c in param["components"])
+        return f"({inner}){typ[len('tuple') :]}"
+    return typ
+
+
+class ErrorDecoder:
+    """Maps 4-byte selectors of the custom errors in a set of ABIs to their names and arguments."""
+
+    def __init__(self, abis: Iterable[Sequence[dict[str, Any]]]) -> None:
+        self._errors: dict[bytes, tuple[str, list[str], list[str]]] = {}
+        for abi in abis:
+            for item in abi:
+                if item.get("type") != "error":
+                    continue
+                types = [_abi_type(p) for p in item["inputs"]]
+                names = [p["name"] or f"arg{i}" for i, p in enumerate(item["inputs"])]
+                selector = function_signature_to_4byte_selector(f"{item['name']}({','.join(types)})")
+                self._errors[selector] = (item["name"], names, types)
+
+    def decode(self, data: bytes) -> tuple[str, dict[str, Any]] | None:
+        """The error name and arguments encoded in revert `data`, or None when unknown."""
+        if len(data) < 4:
+            return None
+        selector, body = data[:4], data[4:]
+        if selector == _ERROR_STRING_SELECTOR:
+            (reason,) = abi_decode(["string"], body)
+            return "Error", {"reason": reason}
+        if selector == _PANIC_SELECTOR:
+            (code,) = abi_decode(["uint256"], body)
+            return "Panic", {"code": hex(code)}
+        known = self._errors.get(selector)
+        if known is None:
+            return None
+        name, names, types = known
+        values = abi_decode(types, body)
+        return name, {n: (v.hex() if isinstance(v, bytes) else v) for n, v in zip(names, values, strict=True)}
+
+
+def _revert_data(exc: ContractLogicError) -> bytes:
+    data = exc.data
+    if isinstance(data, dict):
+        data = data.get("data")
+    if isinstance(data, str) and data.startswith("0x"):
+        try:
+            return bytes.fromhex(data[2:])
+        except ValueError:
+            return b""
+    return b""
+
+
+@dataclass(frozen=True, slots=True)
+class SentTransaction:
+    """A mined transaction: its hash, receipt and the gas it used."""
+
+    tx_hash: str
+    receipt: TxReceipt
+
+    @property
+    def gas_used(self) -> int:
+        return int(self.receipt["gasUsed"])
+
+    @property
+    def block_number(self) -> int:
+        return int(self.receipt["blockNumber"])
+
+
+# One nonce lock per (event loop, node, sender), shared by every ChainClient on that loop: two
+# connections sending from one wallet (two audits run side by side) would otherwise both read the
+# same pending nonce. Clients on different loops or processes still race; give each its own wallet.
+_NONCE_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _nonce_lock(rpc_url: str, address: str) -> asyncio.Lock:
+    locks = _NONCE_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault((rpc_url, address), asyncio.Lock())
+
+
+_BUILD_GAS_PLACEHOLDER = 1
+"""A gas limit given to `build_transaction` only so that it skips its own estimate (see
+`_prepare_and_send`); it is replaced before anything is signed."""
+
+
+class ChainClient:
+    """An async JSON-RPC connection with local signing. Use as an async context manager."""
+
+    def __init__(self, rpc_url: str, artifacts: dict[str, Artifact], *, tx_timeout_seconds: float = 120.0) -> None:
+        self.rpc_url = rpc_url
+        self.artifacts = artifacts
+        self.w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url, request_kwargs={"timeout": 60}))
+        self.errors = ErrorDecoder(a.abi for a in artifacts.values())
+        self._timeout = tx_timeout_seconds
+        self._chain_id: int | None = None
+        self._closed = False
+        #: External libraries this client deployed, by name: linked into every contract it deploys
+        #: later (libraries hold no state, so one copy per client serves every deployment).
+        self.libraries: dict[str, str] = {}
+
+    async def __aenter__(self) -> ChainClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        try:
+            self._chain_id = int(await self.w3.eth.chain_id)
+        except Exception as exc:  # the provider raises transport-specific errors
+            await self.close()
+            raise ChainError(
+                f"cannot reach the chain at {self.rpc_url}: {exc}. Is the node running (`trust devnet up`)?"
+            ) from exc
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self.w3.provider.disconnect()
+
+    @property
+    def chain_id(self) -> int:
+        if self._chain_id is None:
+            raise ChainError("ChainClient is not connected; use `async with ChainClient(...)`")
+        return self._chain_id
+
+    def contract(self, name: str, address: str) -> AsyncContract:
+        """A contract handle whose struct results decode as named tuples."""
+        if self._closed:
+            raise ChainError("ChainClient is closed")
+        return self.w3.eth.contract(
+            address=to_checksum_address(address), abi=self.artifacts[name].abi, decode_tuples=True
+        )
+
+    def revert_error(self, exc: ContractLogicError, what: str) -> ContractReverted:
+        """A ContractReverted for `exc`, naming the decoded custom error when it is one of ours."""
+        decoded = self.errors.decode(_revert_data(exc))
+        if decoded is None:
+            return ContractReverted(f"{what} reverted: {exc.message or exc}")
+        name, args = decoded
+        rendered = ", ".join(f"{k}={v}" for k, v in args.items())
+        return ContractReverted(f"{what} reverted with {name}({rendered})", name, args)
+
+    async def call(self, fn: AsyncContractFunction, *, block: BlockIdentifier = "latest") -> Any:
+        """Calls a view function, translating reverts."""
+        try:
+            return await fn.call(block_identifier=block)
+        except ContractLogicError as exc:
+            raise self.revert_error(exc, f"{fn.fn_name}()") from exc
+        except Web3RPCError as exc:
+            raise ChainError(f"{fn.fn_name}() failed at {self.rpc_url}: {exc}") from exc
+
+    async def transact(self, fn: AsyncContractFunction, sender: LocalAccount, *, value: int = 0) -> SentTransaction:
+        """Signs and sends a contract call from `sender`, waits for it to be mined, and checks it.
+
+        Reverts are detected while estimating gas (nothing is sent) and raised as ContractReverted.
+        """
+        what = f"{fn.fn_name}() from {sender.address}"
+        return await self._prepare_and_send(sender, what, {"value": value}, fn.build_transaction)
+
+    async def deploy(self, name: str, sender: LocalAccount, *args: Any) -> str:
+        """Deploys a compiled contract and returns its address.
+
+        The external libraries its bytecode calls are deployed first, once per client, and linked in.
+        """
+        artifact = self.artifacts[name]
+        for library in artifact.libraries:
+            if library not in self.libraries:
+                self.libraries[library] = await self.deploy(library, sender)
+        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.link(self.libraries))
+        what = f"deploying {name}"
+        sent = await self._prepare_and_send(sender, what, {}, factory.constructor(*args).build_transaction)
+        address = sent.receipt["contractAddress"]
+        if not address:
+            raise ChainError(f"{what}: the receipt of {sent.tx_hash} has no contract address")
+        return to_checksum_address(address)
+
+    async def send_value(self, sender: LocalAccount, to: str, value_wei: int) -> SentTransaction:
+        """Sends plain ETH."""
+        fields = {"to": to_checksum_address(to), "value": value_wei, "gas": 21_000}
+        return await self._prepare_and_send(sender, f"sending {value_wei} wei to {to}", fields)
+
+    async def _prepare_and_send(
+        self,
+        sender: LocalAccount,
+        what: str,
+        fields: dict[str, Any],
+        build: Callable[[TxParams], Awaitable[TxParams]] | None = None,
+    ) -> SentTransaction:
+        """Under the sender's nonce lock: fills in sender, chain id and nonce, lets `build` add the
+        call data and estimate gas (a revert there raises ContractReverted and nothing is sent),
+        then signs, sends and waits."""
+        async with _nonce_lock(self.rpc_url, sender.address):
+            tx: dict[str, Any] = {
+                "from": sender.address,
+                "chainId": self.chain_id,
+                "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
+                **fields,
+            }
+            if build is not None:
+                try:
+                    # The call data without web3's own estimate, which runs against the latest block:
+                    # a contract that keeps per-block history (the registry's sortition tree) then
+                    # looks cheaper than it is when the latest block already wrote that history and
+                    # the transaction lands in the next one, and runs out of gas. Estimated against
+                    # the pending block instead, the transaction is priced where it will run.
+                    built = dict(await build(cast(TxParams, {**tx, "gas": _BUILD_GAS_PLACEHOLDER})))
+                    del built["gas"]
+                    built["gas"] = await self.w3.eth.estimate_gas(cast(TxParams, built), "pending")
+                    tx = built
+                except ContractLogicError as exc:
+                    raise self.revert_error(exc, what) from exc
+                except Web3RPCError as exc:
+                    raise ChainError(f"{what} could not be prepared: {exc}") from exc
+            return await self._send(tx, sender, what)
+
+    async def _send(self, tx: dict[str, Any], sender: LocalAccount, what: str) -> SentTransaction:
+        if "gas" in tx and tx.get("gas", 0) > 21_000:
+            # The estimate is taken against the pending state; other transactions mined first can
+            # make ours costlier (a sortition tree that grew, a slot that became non-zero).
+            tx["gas"] = int(tx["gas"] * _GAS_HEADROOM) + _GAS_MARGIN
+        if "maxFeePerGas" not in tx and "gasPrice" not in tx:
+            base = (await self.w3.eth.get_block("latest"))["baseFeePerGas"]
+            tip = await self.w3.eth.max_priority_fee
+            tx["maxPriorityFeePerGas"] = tip
+            tx["maxFeePerGas"] = 2 * base + tip
+        signed = sender.sign_transaction(tx)
+        try:
+            tx_hash = await self.w3.eth.send_raw_transaction(signed.raw_transaction)
+            receipt = await self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=self._timeout)
+        except TimeExhausted as exc:
+            raise ChainError(f"{what}: not mined within {self._timeout} s; check the node") from exc
+        except Web3RPCError as exc:
+            raise ChainError(f"{what} was refused by the node: {exc}") from exc
+        sent = SentTransaction(tx_hash="0x" + bytes(tx_hash).hex(), receipt=receipt)
+        if receipt["status"] != 1:
+            raise ContractReverted(f"{what} reverted on chain in transaction {sent.tx_hash}")
+        return sent
+
+    async def block_number(self) -> int:
+        return int(await self.w3.eth.block_number)
+
+    async def balance(self, address: str) -> int:
+        return int(await self.w3.eth.get_balance(to_checksum_address(address)))
+
+    async def code_at(self, address: str) -> bytes:
+        return bytes(await self.w3.eth.get_code(to_checksum_address(address)))
+
+    async def rpc(self, method: str, params: list[Any]) -> Any:
+        """A raw JSON-RPC request (for node-specific methods such as `evm_increaseTime`)."""
+        response = await self.w3.provider.make_request(method, params)
+        if "error" in response:
+            raise ChainError(f"{method} failed: {response['error']}")
+        return response.get("result")

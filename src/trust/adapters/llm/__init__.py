@@ -1,0 +1,1 @@
+"""Model adapter: the OpenAI-compatible chat client (`client`) and sentence embeddings (`embeddings`)."""

@@ -1,0 +1,1 @@
+"""The beacon's local side: the dealer's key files (`keys`) and the signer processes (`processes`)."""

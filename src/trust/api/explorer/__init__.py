@@ -1,0 +1,2 @@
+"""The explorer: read-only pages and JSON over the chain index (`pages`), with its charts, graph
+drawings, shapes and number formatting."""

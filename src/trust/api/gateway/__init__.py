@@ -1,0 +1,2 @@
+"""The provider gateway: `/v1/audits` (`service`), request and reply models, epoch batching, billing
+against the escrow, API keys and access."""

@@ -1,3 +1,0 @@
-"""Chain adapter: compiling, deploying, typed contract calls and events, keystores, Anvil."""
-
-__all__: list[str] = []

@@ -1,0 +1,1 @@
+"""The randomness beacon's curve code: BN254 threshold BLS signatures, pure (`bls`)."""

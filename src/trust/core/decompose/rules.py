@@ -1,0 +1,1026 @@
+"""Deterministic, offline decomposition of a reasoning trace into an HDAG (paper section 2.1.4).
+
+The paper builds HDAGs with a trained classifier or few-shot prompting (`trust.core.decompose.model`);
+this module is the decomposer that always works: no model, no network, the same graph for the same
+text. It follows the five construction steps with lexical cues instead of a model.
+
+Two entry points:
+
+- `from_steps(problem, steps)`: a trace already cut into steps (ProcessBench). The problem becomes the
+  goal, every step a step node, in order; arithmetic written inside a step becomes operation children.
+- `from_text(text)`: a raw chain of thought. It is segmented (paragraphs, else lines, else sentences),
+  each unit classified as strategy, tactic or step by its wording, and relationships are read from
+  discourse markers.
+
+Node ids (stable: the same input always gives the same ids):
+
+- `g0` the goal;
+- `st1`, `st2`, ... strategies, `ta1`, ... tactics, `s1`, `s2`, ... steps, numbered in trace order
+  within their level. In `from_steps`, `s{i+1}` is `steps[i]` (ProcessBench's 0-based step index i).
+- `s3.op1`, `s3.op2`, ... the operations extracted from step `s3`, in the order written;
+  `s3.code1`, ... fenced code blocks in step `s3` (operations for a tier-1 syntax or test run, with no
+  `expression`).
+
+Edges, all pointing the way information flows (source earlier in the trace, or the parent):
+
+- decomposes_to: goal -> strategy -> tactic -> step -> operation. A tactic hangs under the latest
+  strategy, a step under the latest tactic of the current strategy (else the strategy, else the goal).
+- enables: a tactic -> the next tactic under the same strategy (the paper's v2 enables v3).
+- depends_on: in `from_steps`, every step depends on the step before it (the steps are given as one
+  chain). In both entry points, a step depends on the previous step when it opens with a consequence
+  marker ("so", "then", "thus", ...) or uses one anywhere ("therefore", "hence", "using the above"),
+  on step N when it says "step N", and on every earlier step that computed a number it uses (data
+  flow: the latest step whose extracted operation produced that number, unless the number is already
+  in the problem statement).
+- validates: a step that checks ("let me verify", "double-check", "checking", ...) -> from the step
+  it checks (the one it names, else the latest step sharing a number with it, else the previous one).
+- contradicts: conservative. Only a step that both turns back ("but wait", "however", "actually",
+  ...) and states an error ("wrong", "mistake", "contradicts", ...), from the step it names, else from
+  the previous step. "But wait" alone is not a contradiction.
+
+When a pair of steps gets several of these, the most specific wins: contradicts, then validates,
+then depends_on.
+
+Levels (from_text): a unit holding an extracted operation or a code block, a check or a
+contradiction is a step (it executes); otherwise plan wording ("we'll use", "approach", "strategy",
+"the plan", "let's ...") makes a strategy and method wording ("let x be", "denote", "we need to
+find", "set up", "apply the formula") a tactic; the rest are steps. A strategy or tactic that nothing
+hangs under is demoted to a step, because the paper requires leaves at step or operation level.
+
+Operations and `expression`: only closed numeric arithmetic becomes an operation, written in Python
+syntax that a tier-1 checker evaluates exactly (SymPy or `fractions`): "12 * 3 = 36" gives
+"12 * 3 == 36". Handled: `$` and thousands commas (dropped), x and the multiplication signs
+(x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`, `\\frac{a}{b}` as `(a/b)`,
+`^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as a product ("x * 100 = p%" keeps
+p as the number: the % names the unit of the result), unit words after a number ("5 hours * 12
+dollars/hour = 60 dollars" gives "5 * 12 == 60") and labels in parentheses ("$100 (Carmen)"), chains
+("a = b = c" gives one operation per `=`), and a name restated with a new value ("Total = 20 + 4*25",
+then "Total = 120" gives "20 + 4 * 25 == 120"; only when the earlier value is a calculation). A decimal
+result is taken as rounded at the precision written: "6 * 0.75 = 4.50" gives
+"abs(6 * 0.75 - 4.50) <= 0.005" (half a unit of the last digit), and a result cut short ("1.636...")
+allows a whole unit of the last digit. Left alone on purpose: equations with unknowns ("2x + 3 = 7" is
+a constraint, not a checkable fact), unit conversions ("5 quarters = 5 * 25"), a number that is the
+argument of words ("one-third of 27 = 27 / 3"), approximations (≈), and any expression whose left or
+right end runs into words (cutting it would check the wrong thing). Decision where the paper is vague:
+algebra with variables stays inside its step for a tier-2 auditor.
+
+Difficulty (2.1.4 step 2) is a score of four cues: formal notation beyond arithmetic (+1, +2 when
+heavy), a specialist domain (+1), length (+1 over 80 words, +2 over 200), logical connectives
+(+1 from 3, +2 from 6), and ground truth: a short unit whose claims were extracted as operations
+(-1), a unit with no number and no operation to check (+1). Score <= 0 is easy, 1-2 medium, 3 or
+more hard. Operations are always easy: a checker has their ground truth.
+
+Domain: keyword lexicons (math, code, medical, legal, financial); the domain with the most distinct
+terms wins if it has at least two, a specialist domain only when it beats math (so a word problem
+about a loan stays math), ties to the higher-stakes domain; otherwise math when there is arithmetic,
+else general. Every node carries the trace's domain and `stakes_for_domain(domain)`; tiers come
+from `trust.core.graphs.routing.route_tier`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level
+from trust.core.graphs.routing import check_domain, route_tier, stakes_for_domain
+from trust.core.graphs.validation import validate
+from trust.errors import GraphError
+
+__all__ = [
+    "GOAL_ID",
+    "UNSTATED_GOAL",
+    "DecompositionLimits",
+    "Operation",
+    "Trace",
+    "decompose",
+    "detect_domain",
+    "estimate_difficulty",
+    "extract_operations",
+    "from_steps",
+    "from_text",
+    "segment",
+]
+
+GOAL_ID = "g0"
+UNSTATED_GOAL = "(the trace does not state its problem)"
+"""Content of the goal when neither the caller nor the trace states the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecompositionLimits:
+    """Bounds on what the decomposer accepts; a larger trace is refused with a clear error.
+
+    The defaults fit any single chain of thought seen in practice (ProcessBench's longest GSM8K
+    trace has 16 steps and under 5,000 characters) and keep one session under the contracts'
+    ceiling on segments (4,096) even with several operations per step.
+    """
+
+    max_chars: int = 200_000
+    max_units: int = 1_000
+    max_operations_per_unit: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_units", "max_operations_per_unit"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise GraphError(f"DecompositionLimits.{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One checkable calculation: `text` as written (normalized), `expression` in Python syntax."""
+
+    text: str
+    expression: str
+    result: str | None = None
+    """The number the calculation produced, when its right side is a single number (for data flow)."""
+
+
+# ============================================================================ arithmetic extraction
+
+_NUM_RE = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
+_WORD_RE = r"[A-Za-z_][A-Za-z0-9_']*(?:/[A-Za-z][A-Za-z']*)*"
+_TOKEN_RE = re.compile(
+    rf"(?P<num>{_NUM_RE})|(?P<word>{_WORD_RE})|(?P<op>\*\*|[-+*/^×÷])|(?P<lp>\()|(?P<rp>\))"
+    r"|(?P<pct>%)|(?P<eq>=)|(?P<ws>\s+)|(?P<other>.)",
+    re.DOTALL,
+)
+_STOP_WORDS = frozenset(
+    "a an and or is are was were be to then so which that we it the gives give get gets got has have had "
+    "for from by with in at on as than if but not equals equal makes make total".split()
+)
+_PLAIN_NUMBER = re.compile(_NUM_RE)
+_MAX_PIECE_TOKENS = 120
+_MAX_DEPTH = 40
+
+
+@dataclass(frozen=True, slots=True)
+class _Tok:
+    kind: str  # num, word, op, lp, rp, pct, of, other
+    text: str
+    start: int
+    end: int
+    space_before: bool
+
+
+def _fraction(match: re.Match[str]) -> str:
+    top, bottom = match.group(1).strip(), match.group(2).strip()
+    if _PLAIN_NUMBER.fullmatch(top) and _PLAIN_NUMBER.fullmatch(bottom):
+        return f"({top}/{bottom})"
+    return f"(({top})/({bottom}))"
+
+
+def _normalize_math(text: str) -> str:
+    """Plain-text arithmetic from LaTeX and typographic notation (see the module docstring)."""
+    s = text.replace("\\$", "").replace("$", "")
+    s = re.sub(r"\\(?:left|right)\b", "", s)
+    s = s.replace("\\[", "\n").replace("\\]", "\n").replace("\\(", " ").replace("\\)", " ")
+    s = re.sub(r"\\(?:text|mathrm|textbf|mathbf|operatorname|boxed)\s*\{([^{}]*)\}", r" \1 ", s)
+    for _ in range(8):  # innermost first; nested fractions need a few passes
+        new = re.sub(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", _fraction, s)
+        if new == s:
+            break
+        s = new
+    s = re.sub(r"\\(?:times|cdot|ast)\b", " × ", s)
+    s = re.sub(r"\\div\b", " ÷ ", s)
+    s = s.replace("\\%", "%")
+    s = re.sub(r"\\[,;:! ]", " ", s)
+    s = re.sub(r"\\[A-Za-z]+", " § ", s)  # any other command breaks an expression
+    s = s.replace("{", "(").replace("}", ")")
+    s = s.replace("−", "-").replace("∗", "*")
+    s = re.sub(r"(?<=\d)(?:\.\.\.|…)", "…", s)  # "1.636...": digits cut short, not a sentence end
+    s = re.sub(r"[·⋅∙]", " × ", s)
+    s = re.sub(r"(?<=[\d%)])[ \t]*[xX][ \t]*(?=[\d(.])", " × ", s)
+    # a label in parentheses after a number ("$100 (Carmen) + $125 (Samantha)") is not a factor
+    s = re.sub(r"(?<=[\d%])\s+\(\s*[A-Za-z][A-Za-z'\-]+(?:\s+[A-Za-z'\-]+)*\s*\)", " ", s)
+    return s
+
+
+def _clauses(text: str) -> list[str]:
+    """Clause-sized pieces: a calculation never spans a sentence end, a `;`, `:` or `, `."""
+    pattern = r"\n|;|:|\?|!|(?<!\d)\.(?!\d)|\.(?=\s)|,(?=\s)|\s-\s+(?=[A-Z])|≈|≤|≥|≠|<|>"
+    return [c for c in re.split(pattern, text) if c.strip()]
+
+
+def _tokenize(piece: str) -> list[_Tok]:
+    tokens: list[_Tok] = []
+    space = False
+    for match in _TOKEN_RE.finditer(piece):
+        kind = match.lastgroup or "other"
+        text = match.group()
+        if kind == "ws":
+            space = True
+            continue
+        if kind == "word" and text.lower() == "of":
+            kind = "of"
+        tokens.append(_Tok(kind, text, match.start(), match.end(), space))
+        space = False
+    return tokens
+
+
+def _arith_mask(tokens: Sequence[_Tok]) -> list[str]:
+    """Per token: "a" arithmetic, "u" a unit word after a number (dropped), "" not arithmetic."""
+    mask = [""] * len(tokens)
+    for i, tok in enumerate(tokens):
+        if tok.kind in ("num", "op", "lp", "rp", "pct"):
+            mask[i] = "a"
+        elif tok.kind == "of":
+            before = tokens[i - 1] if i else None
+            after = tokens[i + 1] if i + 1 < len(tokens) else None
+            fraction = (
+                before is not None
+                and before.kind == "num"
+                and i >= 2
+                and tokens[i - 2].kind == "op"
+                and tokens[i - 2].text == "/"
+            )
+            if (
+                before is not None
+                and (before.kind in ("pct", "rp") or fraction)
+                and after is not None
+                and after.kind in ("num", "lp")
+            ):
+                mask[i] = "a"
+    # unit words: up to three lower-case words after a number (with a space), then an operator,
+    # a closing parenthesis or the end of the piece
+    i = 0
+    while i < len(tokens):
+        if tokens[i].kind in ("num", "pct") and mask[i] == "a":
+            j = i + 1
+            while (
+                j < len(tokens)
+                and j - i <= 3
+                and tokens[j].kind == "word"
+                and tokens[j].space_before
+                and re.fullmatch(r"[a-z][a-z'/]+", tokens[j].text) is not None
+                and tokens[j].text not in _STOP_WORDS
+            ):
+                j += 1
+            if j > i + 1 and (j == len(tokens) or tokens[j].kind in ("op", "rp")):
+                for k in range(i + 1, j):
+                    mask[k] = "u"
+            i = max(j, i + 1)
+        else:
+            i += 1
+    return mask
+
+
+class _Parser:
+    """Recursive descent over arithmetic tokens; renders the canonical Python expression."""
+
+    def __init__(self, tokens: Sequence[_Tok]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+        self.binary = 0
+
+    def parse(self) -> str | None:
+        try:
+            out = self._expr()
+        except _NoParse:
+            return None
+        return out if self.pos == len(self.tokens) else None
+
+    def _peek(self) -> _Tok | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def _expr(self) -> str:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _NoParse
+        out = self._term()
+        while (tok := self._peek()) is not None and tok.kind == "op" and tok.text in "+-":
+            self.pos += 1
+            self.binary += 1
+            out = f"{out} {tok.text} {self._term()}"
+        self.depth -= 1
+        return out
+
+    def _term(self) -> str:
+        out = self._unary()
+        while (tok := self._peek()) is not None:
+            if (tok.kind == "op" and tok.text in "*/×÷") or tok.kind == "of":
+                self.pos += 1
+                symbol = "/" if tok.text in "/÷" else "*"
+            elif tok.kind == "lp":  # implicit product: 2(3 + 4)
+                symbol = "*"
+            else:
+                break
+            self.binary += 1
+            out = f"{out} {symbol} {self._unary()}"
+        return out
+
+    def _unary(self) -> str:
+        tok = self._peek()
+        if tok is not None and tok.kind == "op" and tok.text in "+-":
+            self.pos += 1
+            self.depth += 1
+            if self.depth > _MAX_DEPTH:
+                raise _NoParse
+            inner = self._unary()
+            self.depth -= 1
+            return f"-{inner}" if tok.text == "-" else inner
+        return self._power()
+
+    def _power(self) -> str:
+        base = self._atom()
+        tok = self._peek()
+        if tok is not None and tok.kind == "op" and tok.text in ("^", "**"):
+            self.pos += 1
+            self.binary += 1
+            return f"{base} ** {self._unary()}"
+        return base
+
+    def _atom(self) -> str:
+        tok = self._peek()
+        if tok is None:
+            raise _NoParse
+        if tok.kind == "num":
+            self.pos += 1
+            number = tok.text.replace(",", "")
+            if number.startswith("."):
+                number = "0" + number
+            return self._percent(number)
+        if tok.kind == "lp":
+            self.pos += 1
+            inner = self._expr()
+            close = self._peek()
+            if close is None or close.kind != "rp":
+                raise _NoParse
+            self.pos += 1
+            return self._percent(f"({inner})")
+        raise _NoParse
+
+    def _percent(self, value: str) -> str:
+        tok = self._peek()
+        if tok is not None and tok.kind == "pct":
+            self.pos += 1
+            return f"({value} / 100)"
+        return value
+
+
+class _NoParse(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    expression: str
+    binary_ops: int
+    start: int
+    end: int
+    number: str | None  # the plain number when the side is one
+    units: bool  # unit words were dropped ("5 quarters")
+    truncated: bool = False  # "1.636...": the digits written stop short of the value
+
+
+def _parse_side(tokens: Sequence[_Tok]) -> _Side | None:
+    arithmetic = [t for t in tokens if t.kind != "word"]  # unit words are dropped
+    if not arithmetic or len(arithmetic) > _MAX_PIECE_TOKENS:
+        return None
+    parser = _Parser(arithmetic)
+    expression = parser.parse()
+    if expression is None:
+        return None
+    number = None
+    if len(arithmetic) == 1 and arithmetic[0].kind == "num":
+        number = expression
+    units = len(arithmetic) < len(tokens)
+    return _Side(expression, parser.binary, tokens[0].start, tokens[-1].end, number, units)
+
+
+def _suffix(tokens: Sequence[_Tok]) -> _Side | None:
+    """The arithmetic expression that ends `tokens` (the left side of an `=`), if it is whole."""
+    mask = _arith_mask(tokens)
+    k = len(tokens)
+    while k > 0 and mask[k - 1]:
+        k -= 1
+    run = list(range(k, len(tokens)))
+    if not run:
+        return None
+    if k > 0 and tokens[k - 1].kind == "of":
+        return None  # "one-third of 27 =": the number is the argument of words, not the whole side
+    first = tokens[k]
+    if first.kind in ("op", "of") or mask[k] == "u":
+        # "Herb's house - 22,800 =": the expression goes on into words; checking its tail would be wrong
+        if not (first.kind == "op" and first.text == "-" and (k == 0 or tokens[k - 1].kind == "other")):
+            return None
+    while run and tokens[run[0]].kind == "rp":  # a parenthesis closed from outside the expression
+        run.pop(0)
+    if not run:
+        return None
+    return _parse_side([tokens[i] for i in run])
+
+
+def _prefix(tokens: Sequence[_Tok]) -> _Side | None:
+    """The arithmetic expression that starts `tokens` (the right side of an `=`), if it is whole."""
+    mask = _arith_mask(tokens)
+    k = 0
+    while k < len(tokens) and mask[k]:
+        k += 1
+    run = list(range(k))
+    if not run:
+        return None
+    last = tokens[k - 1]
+    if last.kind in ("op", "of"):
+        return None  # "= 12 + the rest": the expression continues into words
+    if k < len(tokens) and tokens[k].kind == "word" and not tokens[k].space_before:
+        return None  # "3O_c", "4x": a coefficient of an unknown, not a number
+    while run and (tokens[run[-1]].kind == "lp" or mask[run[-1]] == "u"):
+        run.pop()
+    if not run:
+        return None
+    side = _parse_side([tokens[i] for i in run])
+    if side is not None and k < len(tokens) and tokens[k].text == "…" and run[-1] == k - 1:
+        side = replace(side, truncated=True)
+    return side
+
+
+def _name(tokens: Sequence[_Tok]) -> tuple[str, ...] | None:
+    """A quantity's name on the left of an `=` ("Total Cost", "x"), when the side is only a name."""
+    if not tokens or len(tokens) > 6 or any(t.kind not in ("word", "of", "other") for t in tokens):
+        return None
+    if any(t.kind == "other" and t.text not in "'§-" for t in tokens):
+        return None
+    name = tuple(t.text.lower() for t in tokens if t.kind != "other")
+    return name or None
+
+
+def _same_name(earlier: tuple[str, ...], later: tuple[str, ...]) -> bool:
+    """ "x" then "This simplifies to x": the later name ends with the earlier one."""
+    return len(later) >= len(earlier) and later[len(later) - len(earlier) :] == earlier
+
+
+def extract_operations(text: str, *, limit: int | None = None) -> list[Operation]:
+    """The closed numeric calculations written in `text`, in order, without duplicates.
+
+    See the module docstring for what is recognised. `limit` caps how many are returned.
+    """
+    found: list[Operation] = []
+    seen: set[str] = set()
+
+    def add(text_: str, left: _Side, right: _Side) -> None:
+        if left.binary_ops == 0 and right.binary_ops == 0:
+            return  # "12 = 12" or a bare restatement: nothing to check
+        if left.binary_ops == 0 and left.units:
+            return  # "5 quarters = 5 * 25": a conversion into other units, not an equality of numbers
+        right_expression = right.expression
+        percent = re.fullmatch(r"\((\S+) / 100\)", right_expression)
+        if percent and re.search(r"\* 100$", left.expression):
+            right_expression = percent.group(1)  # "0.2 * 100 = 20%": % names the unit of the result
+        expression = f"{left.expression} == {right_expression}"
+        decimals = re.fullmatch(r"\d+\.(\d+)", right_expression)
+        if right.truncated or decimals:
+            # a decimal result is written at some precision: rounded there, or cut short before "..."
+            places = len(decimals.group(1)) if decimals else 0
+            tolerance = "1" if places == 0 else f"0.{'0' * (places - 1)}1" if right.truncated else f"0.{'0' * places}5"
+            expression = f"abs({left.expression} - {right_expression}) <= {tolerance}"
+        if expression in seen:
+            return
+        seen.add(expression)
+        found.append(Operation(" ".join(text_.split()), expression, right.number))
+
+    last_named: tuple[tuple[str, ...], _Side, str] | None = None
+    for clause in _clauses(_normalize_math(text)):
+        tokens = _tokenize(clause)
+        cuts = [i for i, t in enumerate(tokens) if t.kind == "eq"]
+        if not cuts:
+            continue
+        pieces: list[list[_Tok]] = []
+        start = 0
+        for cut in cuts:
+            pieces.append(list(tokens[start:cut]))
+            start = cut + 1
+        pieces.append(list(tokens[start:]))
+        named_here = False
+        for i in range(len(pieces) - 1):
+            left = _suffix(pieces[i])
+            right = _prefix(pieces[i + 1])
+            if left is not None and right is not None:
+                add(clause[left.start : right.end], left, right)
+            if i == 0 and left is None and right is not None:
+                name = _name(pieces[0])
+                if name is not None:
+                    # the value this name now holds: the last whole side of the chain
+                    value = right
+                    for j in range(1, len(pieces)):
+                        side = _prefix(pieces[j]) if j == len(pieces) - 1 else _whole(pieces[j])
+                        if side is None:
+                            break
+                        value = side
+                    if last_named is not None and _same_name(last_named[0], name) and last_named[1].binary_ops > 0:
+                        add(f"{last_named[2]} = {clause[right.start : right.end]}", last_named[1], right)
+                    last_named = (
+                        name if last_named is None or not _same_name(last_named[0], name) else last_named[0],
+                        value,
+                        clause[value.start : value.end],
+                    )
+                    named_here = True
+        if not named_here:
+            last_named = None
+        if limit is not None and len(found) >= limit:
+            return found[:limit]
+    return found
+
+
+def _whole(tokens: Sequence[_Tok]) -> _Side | None:
+    """The piece as one arithmetic expression (a middle link of a chain), or None."""
+    mask = _arith_mask(tokens)
+    if not tokens or not all(mask):
+        return None
+    return _parse_side(tokens)
+
+
+# ============================================================================ cues
+
+_CODE_FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
+_STRATEGY_RE = re.compile(
+    r"\b(?:we(?:'ll| will| can| could| should| shall) (?:use|apply|try|solve|approach|tackle|break)"
+    r"|i(?:'ll| will| can) (?:use|apply|try|solve|approach|tackle|break)"
+    r"|let(?:'s| us) (?:use|apply|try|approach|solve|tackle|break|start by|consider|think|plan)"
+    r"|approach|strategy|our plan|the plan|my plan|plan is|the idea is|the key (?:idea|insight)"
+    r"|step[- ]by[- ]step|break (?:it|this|the problem) down)",
+    re.IGNORECASE,
+)
+_LETS_RE = re.compile(r"\blet(?:'s| us)\b", re.IGNORECASE)
+_TACTIC_RE = re.compile(
+    r"\b(?:let(?:'s| us) (?:denote|define|call|set|say|find|calculate|compute|determine|figure out|identify)"
+    r"|let [a-z]\w* (?:be|denote)|we need to (?:find|calculate|compute|determine|figure out|identify|know)"
+    r"|(?:first|next|second|then|finally),? (?:we|i)(?:'ll| will| need| must| should| have to)"
+    r"|identify|set up|denote|define|substitut\w*|apply (?:the|this) (?:formula|rule|theorem|identity)"
+    r"|using the formula)",
+    re.IGNORECASE,
+)
+_VERIFY_RE = re.compile(
+    r"\b(?:let(?: me|'s| us) (?:verify|check|double[- ]check|confirm|make sure)|to (?:verify|check|confirm)"
+    r"|verif(?:y|ying|ies|ied|ication)|double[- ]check\w*|sanity[- ]check|cross[- ]check"
+    r"|checking|check(?:s)? (?:out|that|if|whether|again|this|our|my|the (?:answer|result|calculation))"
+    r"|we can check|i(?:'ll| will) check|to confirm)",
+    re.IGNORECASE,
+)
+_TURN_RE = re.compile(r"\b(?:but wait|wait|however|actually|hmm+|oops|on second thought|hold on)\b", re.IGNORECASE)
+_ERROR_RE = re.compile(
+    r"(?<!\bnot )(?<!\bno )(?<!n't )(?<!\bnothing )"  # "that is not wrong" states no error
+    r"\b(?:contradict\w*|wrong|incorrect|mistake\w*|error|not (?:right|correct|true|possible)"
+    r"|doesn'?t (?:match|add up|make sense)|does not (?:match|add up|make sense)|inconsistent|impossible)\b",
+    re.IGNORECASE,
+)
+_LEAD_MARKER_RE = re.compile(
+    r"^\W*(?:so|thus|therefore|hence|then|next|consequently|as a result|this means|that means|now)\b",
+    re.IGNORECASE,
+)
+_ANY_MARKER_RE = re.compile(
+    r"\b(?:therefore|thus|hence|consequently|using (?:the above|this|that|these|the (?:previous|result))"
+    r"|from (?:the above|above|this|that|the previous)|as (?:computed|calculated|found) (?:above|earlier|before)"
+    r"|(?:this|which) gives|plugging|substituting)\b",
+    re.IGNORECASE,
+)
+_STEP_REF_RE = re.compile(r"\bstep\s+#?(\d{1,4})\b", re.IGNORECASE)
+_STEP_LABEL_RE = re.compile(r"^\W*step\s+#?(\d{1,4})\b", re.IGNORECASE)
+_HEADING_RE = re.compile(r"^\W*(?:step\s+#?\d{1,4}|#+\s*[^\n]{0,60}|\*\*[^*\n]{1,60}\*\*)\s*[:.]?\s*$", re.IGNORECASE)
+_PROBLEM_RE = re.compile(r"^\W*(?:problem|question|task)\s*(?:statement)?\s*[:.]", re.IGNORECASE)
+_NUMBER_RE = re.compile(_NUM_RE)
+
+_FORMAL_RE = re.compile(
+    r"\\(?:int|iint|oint|sum|prod|lim|sqrt|partial|infty|forall|exists|mathbb|binom|log|ln|sin|cos|tan|nabla)\b"
+    r"|[∫∑∏√∂∞∀∃∇]|\b(?:theorem|lemma|proof|corollary|derivative|integral|integrate|differentiate|matrix"
+    r"|eigen\w*|polynomial|modulo|logarithm|limit|vector|gradient|induction|converge\w*|bijection)\b"
+    r"|\bd/d[a-z]\b|\b[a-z]\([a-z]\)\s*=",
+    re.IGNORECASE,
+)
+_CONNECTIVE_RE = re.compile(
+    r"\b(?:if|then|implies|because|since|suppose|assume|hence|therefore|contradiction|unless|otherwise|iff"
+    r"|whenever|necessarily|consequently|thus)\b",
+    re.IGNORECASE,
+)
+
+_LEXICON: dict[str, tuple[str, ...]] = {
+    "math": (
+        "equation", "solve", "calculate", "compute", "sum", "total", "product", "integral", "derivative",
+        "fraction", "percent", "multiply", "divide", "subtract", "add", "algebra", "geometry", "probability",
+        "theorem", "proof", "area", "perimeter", "average", "remainder", "ratio", "number", "integer",
+    ),
+    "code": (
+        "python", "function", "def", "return", "variable", "compile", "compiler", "bug", "code", "program",
+        "algorithm", "array", "loop", "class", "import", "javascript", "sql", "runtime", "exception", "api",
+        "unit test", "stack trace", "git", "syntax", "recursion", "string", "script",
+    ),
+    "medical": (
+        "patient", "diagnosis", "diagnose", "symptom", "symptoms", "dose", "dosage", "mg", "mg/kg", "treatment",
+        "clinical", "disease", "drug", "medication", "therapy", "prescription", "blood pressure", "cancer",
+        "infection", "physician", "hospital", "anticoagulation", "renal", "contraindicated", "adverse",
+        "chronic", "acute", "cardiac", "guideline", "mmhg",
+    ),
+    "legal": (
+        "contract", "plaintiff", "defendant", "statute", "court", "liability", "legal", "attorney",
+        "jurisdiction", "tort", "clause", "breach", "precedent", "regulation", "compliance", "lawsuit", "judge",
+        "appeal", "constitutional", "negligence", "litigation", "damages", "lawful", "unlawful",
+    ),
+    "financial": (
+        "investment", "invest", "portfolio", "stock", "stocks", "bond", "bonds", "dividend", "interest rate",
+        "loan", "mortgage", "tax", "capital gains", "asset", "assets", "equity", "hedge", "retirement",
+        "inflation", "credit", "securities", "valuation", "cash flow", "roi", "annuity", "liquidity",
+        "financial", "budget",
+    ),
+}  # fmt: skip
+_DOMAIN_PRIORITY = ("medical", "legal", "financial", "code", "math")
+_LEXICON_RE = {
+    domain: [re.compile(rf"(?<![\w/]){re.escape(term)}(?![\w/])", re.IGNORECASE) for term in terms]
+    for domain, terms in _LEXICON.items()
+}
+
+
+def detect_domain(text: str) -> str:
+    """The subject area of `text` by keyword lexicon (rule in the module docstring)."""
+    scores = {
+        domain: sum(1 for pattern in patterns if pattern.search(text)) for domain, patterns in _LEXICON_RE.items()
+    }
+    has_arithmetic = bool(extract_operations(text, limit=1))
+    if has_arithmetic:
+        scores["math"] += 1
+    best = max(_DOMAIN_PRIORITY, key=lambda d: (scores[d], -_DOMAIN_PRIORITY.index(d)))
+    if scores[best] >= 2 and (best in ("code", "math") or scores[best] > scores["math"]):
+        return best
+    if scores["math"] >= 2 or has_arithmetic:
+        return "math"
+    return "general"
+
+
+def estimate_difficulty(text: str, *, domain: str, operations: int = 0) -> Difficulty:
+    """Easy / medium / hard from the four cues of 2.1.4 step 2 (weights in the module docstring)."""
+    score = 0
+    formal = len({m.group().lower() for m in _FORMAL_RE.finditer(text)})
+    score += 2 if formal >= 4 else 1 if formal else 0
+    if domain in ("medical", "legal", "financial"):
+        score += 1
+    words = len(text.split())
+    score += 2 if words > 200 else 1 if words > 80 else 0
+    connectives = len(_CONNECTIVE_RE.findall(text))
+    score += 2 if connectives >= 6 else 1 if connectives >= 3 else 0
+    if operations and words <= 60:
+        score -= 1
+    elif not operations and not _NUMBER_RE.search(text):
+        score += 1
+    if score <= 0:
+        return Difficulty.EASY
+    return Difficulty.MEDIUM if score <= 2 else Difficulty.HARD
+
+
+# ============================================================================ segmentation
+
+
+def _protect_fences(text: str) -> tuple[str, list[str]]:
+    blocks: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        blocks.append(match.group())
+        return f"\x00{len(blocks) - 1}\x00"
+
+    return _CODE_FENCE.sub(keep, text), blocks
+
+
+def _restore(text: str, blocks: Sequence[str]) -> str:
+    return re.sub(r"\x00(\d+)\x00", lambda m: blocks[int(m.group(1))], text)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z\\$\d])")
+_ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|Prof|Fig|Eq|approx|No)\.$")
+
+
+def _sentences(text: str) -> list[str]:
+    parts = _SENTENCE_END.split(text)
+    merged: list[str] = []
+    for part in parts:
+        if merged and _ABBREVIATIONS.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {part}"
+        else:
+            merged.append(part)
+    return merged
+
+
+def segment(text: str) -> list[str]:
+    """Reasoning units of a raw trace: paragraphs; else lines; else sentences (fences kept whole).
+
+    A heading alone on its paragraph or line ("Step 2:", "**Plan**") is joined to the unit after it.
+    """
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n")
+    protected, blocks = _protect_fences(normalized)
+    parts = [p for p in re.split(r"\n\s*\n", protected) if p.strip()]
+    if len(parts) <= 1:
+        parts = [p for p in protected.split("\n") if p.strip()]
+    if len(parts) <= 1:
+        parts = [p for p in _sentences(protected.strip()) if p.strip()]
+    units: list[str] = []
+    pending = ""
+    for part in parts:
+        piece = part.strip()
+        if _HEADING_RE.match(piece) and "\x00" not in piece:
+            pending = f"{pending} {piece}".strip()
+            continue
+        units.append(_restore(f"{pending} {piece}".strip() if pending else piece, blocks))
+        pending = ""
+    if pending:
+        units.append(_restore(pending, blocks))
+    return units
+
+
+# ============================================================================ building
+
+
+@dataclass(slots=True)
+class _Unit:
+    position: int
+    text: str
+    level: Level
+    operations: list[Operation]
+    code_blocks: list[str]
+    label: int | None  # "Step N:" as the trace numbers it
+    node_id: str = ""
+    numbers: set[str] = field(default_factory=set)
+
+
+def _plain_number(value: str) -> str:
+    number = value.replace(",", "")
+    if "." in number:
+        number = number.rstrip("0").rstrip(".") or "0"
+    return number
+
+
+def _numbers(text: str) -> set[str]:
+    return {_plain_number(m.group()) for m in _NUMBER_RE.finditer(_normalize_math(text))}
+
+
+def _check_limits(chars: int, units: int, limits: DecompositionLimits) -> None:
+    if chars > limits.max_chars:
+        raise GraphError(
+            f"trace is {chars:,} characters, over the limit of {limits.max_chars:,}: "
+            "split it into several traces or raise DecompositionLimits.max_chars"
+        )
+    if units > limits.max_units:
+        raise GraphError(
+            f"trace has {units:,} reasoning units, over the limit of {limits.max_units:,}: "
+            "split it into several traces or raise DecompositionLimits.max_units"
+        )
+
+
+def _empty() -> GraphError:
+    return GraphError("trace is empty: there is no reasoning to decompose; pass the model's chain of thought")
+
+
+def _classify(text: str, has_work: bool) -> Level:
+    if has_work or _VERIFY_RE.search(text) or (_TURN_RE.search(text) and _ERROR_RE.search(text)):
+        return Level.STEP
+    if _STRATEGY_RE.search(text):
+        return Level.STRATEGY
+    if _TACTIC_RE.search(text):
+        return Level.TACTIC
+    if _LETS_RE.search(text):
+        return Level.STRATEGY
+    return Level.STEP
+
+
+def _parents(units: Sequence[_Unit]) -> dict[int, int | None]:
+    """Decomposition parent (a unit position, None for the goal) of each unit."""
+    parent: dict[int, int | None] = {}
+    strategy: int | None = None
+    tactic: int | None = None
+    for unit in units:
+        if unit.level is Level.STRATEGY:
+            parent[unit.position] = None
+            strategy, tactic = unit.position, None
+        elif unit.level is Level.TACTIC:
+            parent[unit.position] = strategy
+            tactic = unit.position
+        else:
+            parent[unit.position] = tactic if tactic is not None else strategy
+    return parent
+
+
+def _settle_levels(units: Sequence[_Unit]) -> dict[int, int | None]:
+    """Demotes strategies and tactics that nothing hangs under until every one has a child."""
+    while True:
+        parent = _parents(units)
+        has_child = {p for p in parent.values() if p is not None}
+        childless = [u for u in units if u.level in (Level.STRATEGY, Level.TACTIC) and u.position not in has_child]
+        if not childless:
+            return parent
+        for unit in childless:
+            unit.level = Level.STEP
+
+
+def _assign_ids(units: Sequence[_Unit]) -> None:
+    counters = {Level.STRATEGY: 0, Level.TACTIC: 0, Level.STEP: 0}
+    prefixes = {Level.STRATEGY: "st", Level.TACTIC: "ta", Level.STEP: "s"}
+    for unit in units:
+        counters[unit.level] += 1
+        unit.node_id = f"{prefixes[unit.level]}{counters[unit.level]}"
+
+
+def _build(
+    goal_text: str,
+    units: list[_Unit],
+    *,
+    chain: bool,
+    domain: str | None,
+    goal_numbers: set[str],
+) -> Hdag:
+    parent = _settle_levels(units)
+    _assign_ids(units)
+    all_text = "\n".join([goal_text, *(u.text for u in units)])
+    domain = check_domain(domain) if domain is not None else detect_domain(all_text)
+    stakes = stakes_for_domain(domain)
+
+    def node(node_id: str, level: Level, content: str, difficulty: Difficulty, expression: str | None = None) -> None:
+        tier = route_tier(level, difficulty, domain, stakes)
+        hdag.add_node(HdagNode(node_id, level, content, difficulty, domain, stakes, tier, expression))
+
+    hdag = Hdag()
+    node(GOAL_ID, Level.GOAL, goal_text, estimate_difficulty(goal_text, domain=domain))
+    by_position = {u.position: u for u in units}
+    steps = [u for u in units if u.level is Level.STEP]
+    step_order = {u.position: i for i, u in enumerate(steps)}
+    labels = {u.label: u for u in steps if u.label is not None}
+    producers: dict[str, _Unit] = {}  # number -> latest step whose operation produced it
+    extra: dict[tuple[str, str], EdgeType] = {}
+    rank = {EdgeType.DEPENDS_ON: 1, EdgeType.VALIDATES: 2, EdgeType.CONTRADICTS: 3}
+
+    def relate(source: _Unit, target: _Unit, kind: EdgeType) -> None:
+        key = (source.node_id, target.node_id)
+        if source.position >= target.position or source.level is not Level.STEP:
+            return
+        if key not in extra or rank[kind] > rank[extra[key]]:
+            extra[key] = kind
+
+    def referenced(unit: _Unit) -> _Unit | None:
+        for match in _STEP_REF_RE.finditer(unit.text):
+            number = int(match.group(1))
+            if unit.label is not None and number == unit.label:
+                continue
+            target = labels.get(number)
+            if target is None and not labels and 1 <= number <= len(steps):
+                target = steps[number - 1]
+            if target is not None and target.position < unit.position:
+                return target
+        return None
+
+    previous_tactic: dict[int | None, _Unit] = {}
+    for unit in units:
+        difficulty = estimate_difficulty(unit.text, domain=domain, operations=len(unit.operations))
+        node(unit.node_id, unit.level, unit.text, difficulty)
+        up = parent[unit.position]
+        hdag.add_edge(GOAL_ID if up is None else by_position[up].node_id, unit.node_id, EdgeType.DECOMPOSES_TO)
+        if unit.level is Level.TACTIC:
+            before = previous_tactic.get(up)
+            if before is not None:
+                hdag.add_edge(before.node_id, unit.node_id, EdgeType.ENABLES)
+            previous_tactic[up] = unit
+        if unit.level is not Level.STEP:
+            continue
+        for index, operation in enumerate(unit.operations, start=1):
+            op_id = f"{unit.node_id}.op{index}"
+            node(op_id, Level.OPERATION, operation.text, Difficulty.EASY, operation.expression)
+            hdag.add_edge(unit.node_id, op_id, EdgeType.DECOMPOSES_TO)
+        for index, block in enumerate(unit.code_blocks, start=1):
+            code_id = f"{unit.node_id}.code{index}"
+            node(code_id, Level.OPERATION, block, Difficulty.EASY)
+            hdag.add_edge(unit.node_id, code_id, EdgeType.DECOMPOSES_TO)
+
+        order = step_order[unit.position]
+        previous = steps[order - 1] if order > 0 else None
+        named = referenced(unit)
+        if previous is not None and (chain or _LEAD_MARKER_RE.search(unit.text) or _ANY_MARKER_RE.search(unit.text)):
+            relate(previous, unit, EdgeType.DEPENDS_ON)
+        if named is not None:
+            relate(named, unit, EdgeType.DEPENDS_ON)
+        used = unit.numbers - goal_numbers
+        for source in sorted({producers[n].position for n in used if n in producers}):
+            relate(by_position[source], unit, EdgeType.DEPENDS_ON)
+        contradiction = bool(_TURN_RE.search(unit.text) and _ERROR_RE.search(unit.text))
+        if contradiction or _VERIFY_RE.search(unit.text):
+            checked = named
+            if checked is None:
+                sharing = [s for s in steps[:order] if s.numbers & unit.numbers - goal_numbers]
+                checked = sharing[-1] if sharing else previous
+            if checked is not None:
+                relate(checked, unit, EdgeType.CONTRADICTS if contradiction else EdgeType.VALIDATES)
+        for operation in unit.operations:
+            if operation.result is not None:
+                producers[_plain_number(operation.result)] = unit
+
+    for (upstream, downstream), kind in extra.items():
+        if hdag.edge_type(upstream, downstream) is None:
+            hdag.add_edge(upstream, downstream, kind)
+    validate(hdag)
+    return hdag
+
+
+def _make_unit(position: int, text: str, limits: DecompositionLimits, *, classify: bool) -> _Unit:
+    protected, blocks = _protect_fences(text)
+    operations = extract_operations(protected, limit=limits.max_operations_per_unit)
+    code_blocks = blocks[: max(0, limits.max_operations_per_unit - len(operations))]
+    level = _classify(text, bool(operations or code_blocks)) if classify else Level.STEP
+    label_match = _STEP_LABEL_RE.match(text)
+    unit = _Unit(position, text, level, operations, code_blocks, int(label_match.group(1)) if label_match else None)
+    unit.numbers = _numbers(re.sub(r"\x00\d+\x00", " ", protected))
+    return unit
+
+
+def from_steps(
+    problem: str | None,
+    steps: Sequence[str],
+    *,
+    domain: str | None = None,
+    limits: DecompositionLimits | None = None,
+) -> Hdag:
+    """The HDAG of a trace given as ordered steps: `g0` the problem, `s{i+1}` for `steps[i]`.
+
+    `domain` overrides the lexicon's guess. Raises `GraphError` for an empty or oversized trace, a
+    step that is not text or is blank; the result passes `trust.core.graphs.validation.validate`.
+    """
+    limits = limits or DecompositionLimits()
+    if isinstance(steps, str) or not isinstance(steps, Sequence):
+        raise GraphError(f"steps must be a list of strings, got {type(steps).__name__}")
+    if problem is not None and not isinstance(problem, str):
+        raise GraphError(f"problem must be a string or None, got {type(problem).__name__}")
+    for index, step in enumerate(steps):
+        if not isinstance(step, str):
+            raise GraphError(f"steps[{index}] must be a string, got {type(step).__name__}")
+    if not steps or all(not step.strip() for step in steps):
+        raise _empty()
+    _check_limits(len(problem or "") + sum(len(s) for s in steps), len(steps), limits)
+    for index, step in enumerate(steps):
+        if not step.strip():
+            raise GraphError(f"steps[{index}] is blank: every step needs text; drop it or fill it in")
+    goal_text = problem.strip() if problem and problem.strip() else UNSTATED_GOAL
+    units = [_make_unit(i, step.strip(), limits, classify=False) for i, step in enumerate(steps)]
+    return _build(goal_text, units, chain=True, domain=domain, goal_numbers=_numbers(goal_text))
+
+
+def from_text(
+    text: str,
+    *,
+    problem: str | None = None,
+    domain: str | None = None,
+    limits: DecompositionLimits | None = None,
+) -> Hdag:
+    """The HDAG of a raw chain of thought (segmentation, levels and edges in the module docstring).
+
+    The goal is `problem` when given; else the trace's first unit when it opens with "Problem:",
+    "Question:" or "Task:"; else `UNSTATED_GOAL`. Raises `GraphError` for an empty or oversized trace.
+    """
+    limits = limits or DecompositionLimits()
+    if not isinstance(text, str):
+        raise GraphError(f"trace must be text, got {type(text).__name__}")
+    if problem is not None and not isinstance(problem, str):
+        raise GraphError(f"problem must be a string or None, got {type(problem).__name__}")
+    if not text.strip():
+        raise _empty()
+    _check_limits(len(text) + len(problem or ""), 0, limits)
+    parts = segment(text)
+    goal_text = problem.strip() if problem and problem.strip() else None
+    if goal_text is None and parts and _PROBLEM_RE.match(parts[0]):
+        goal_text, parts = parts[0], parts[1:]
+    if not parts:
+        raise GraphError(
+            "trace holds only its problem statement: there is no reasoning to decompose; "
+            "pass the model's chain of thought after the problem"
+        )
+    _check_limits(len(text), len(parts), limits)
+    goal_text = goal_text or UNSTATED_GOAL
+    units = [_make_unit(i, part, limits, classify=True) for i, part in enumerate(parts)]
+    return _build(goal_text, units, chain=False, domain=domain, goal_numbers=_numbers(goal_text))
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What a provider submits for decomposition: raw `text`, or `steps` already cut, and the problem.
+
+    Exactly one of `text` and `steps` is set.
+    """
+
+    text: str | None = None
+    steps: tuple[str, ...] | None = None
+    problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.steps is None):
+            raise GraphError("a trace needs exactly one of text (a raw chain of thought) or steps (a list of steps)")
+
+    def render(self) -> str:
+        """The trace as one text: the problem, then the text or the numbered steps."""
+        body = (
+            self.text
+            if self.text is not None
+            else "\n".join(f"Step {i + 1}: {s}" for i, s in enumerate(self.steps or ()))
+        )
+        return f"Problem: {self.problem}\n\n{body}" if self.problem else body
+
+
+def decompose(trace: Trace, *, domain: str | None = None, limits: DecompositionLimits | None = None) -> Hdag:
+    """`from_steps` or `from_text`, whichever fits the trace."""
+    if trace.steps is not None:
+        return from_steps(trace.problem, trace.steps, domain=domain, limits=limits)
+    assert trace.text is not None  # __post_init__ guarantees one of the two
+    return from_text(trace.text, problem=trace.problem, domain=domain, limits=limits)

@@ -1,0 +1,2 @@
+"""The one maths engine: the no-`eval` arithmetic parser with exact fractions and abuse limits
+(`expressions`) and what is built on it."""

@@ -1,0 +1,132 @@
+"""`trust bench e2e`: a 10-node tier-1/2 trace audited end to end on a local network.
+
+Three computational and three LLM auditors (SmolLM2 on the local model server unless
+`Settings.auditor_llm` names an endpoint), each a `trust worker run` process with its own wallet; the
+provider submits through the SDK. Every run audits the same trace (four arithmetic operations at
+tier 1, the problem and the steps around them at tier 2) and records the verdict's Table-3 phases
+and overhead (the total minus the time the auditors reported evaluating), the seats of the session,
+and the gas of every transaction mined while it ran (the provider's, the auditors' commits, reveals,
+reports and claims), divided by its seats. Prints a table, then one JSON line
+`{"overhead_s", "seats", "gas_per_seat", ...}` with the medians over the runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trust.core.decompose.rules import from_steps
+from trust.core.graphs.hdag import Hdag
+from trust.lab.localnet import LocalNetwork, WorkerSpec
+from trust.services.sdk.client import TrustClient
+from trust.services.sdk.config import AuditConfig
+from trust.services.sdk.result import PHASES, AuditResult
+from trust.settings import Settings
+
+__all__ = ["E2E_WORKERS", "E2eBench", "E2eRun", "e2e_trace", "render", "run_e2e_benchmark"]
+
+E2E_WORKERS: tuple[WorkerSpec, ...] = tuple(WorkerSpec(tier) for tier in (1, 1, 1, 2, 2, 2))
+
+PROBLEM = (
+    "A shop sells notebooks at 4 dollars and pens at 1.5 dollars. Ana buys 3 notebooks and 2 pens and "
+    "pays with a 20 dollar bill. How much change does she get?"
+)
+STEPS = ("3 * 4 = 12", "2 * 1.5 = 3", "12 + 3 = 15", "20 - 15 = 5", "She gets 5 dollars in change.")
+
+
+def e2e_trace() -> Hdag:
+    """Ten nodes: the problem, five steps (tier 2) and the four operations inside them (tier 1)."""
+    return from_steps(PROBLEM, list(STEPS))
+
+
+@dataclass(frozen=True, slots=True)
+class E2eRun:
+    result: AuditResult
+    seats: int
+    gas: int
+
+    @property
+    def gas_per_seat(self) -> int:
+        return self.gas // max(self.seats, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class E2eBench:
+    runs: tuple[E2eRun, ...]
+    model: str
+
+    def summary(self) -> dict[str, Any]:
+        def median(values: list[float]) -> float:
+            return float(statistics.median(values))
+
+        phases = {
+            key: round(median([r.result.phases.seconds.get(key) or 0.0 for r in self.runs]), 4) for key, _, _ in PHASES
+        }
+        return {
+            "overhead_s": round(median([r.result.overhead_s for r in self.runs]), 4),
+            "seats": self.runs[0].seats,
+            "gas_per_seat": int(median([r.gas_per_seat for r in self.runs])),
+            "total_s": round(median([r.result.phases.total_s for r in self.runs]), 4),
+            "runs": len(self.runs),
+            "verdicts": [str(r.result.verdict) for r in self.runs],
+            "phases": phases,
+            "tier2_model": self.model,
+        }
+
+
+async def _gas_between(rpc_url: str, first_tx: str) -> int:
+    """Gas of every transaction mined from the block of `first_tx` to the latest block."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3
+
+    w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
+    total = 0
+    try:
+        first = int((await w3.eth.get_transaction_receipt(first_tx))["blockNumber"])  # type: ignore[arg-type]
+        for number in range(first, int(await w3.eth.block_number) + 1):
+            for tx_hash in (await w3.eth.get_block(number))["transactions"]:
+                total += int((await w3.eth.get_transaction_receipt(tx_hash))["gasUsed"])  # type: ignore[arg-type]
+    finally:
+        await w3.provider.disconnect()
+    return total
+
+
+async def run_e2e_benchmark(
+    settings: Settings, *, runs: int = 3, progress: Callable[[str], None] | None = None
+) -> E2eBench:
+    """`runs` audits of `e2e_trace()` on one fresh local network (see the module docstring)."""
+    say = progress or (lambda _message: None)
+    with tempfile.TemporaryDirectory(prefix="trust-e2e-") as folder:
+        say("starting the local network (anvil, IPFS, 6 workers)")
+        llm = settings.auditor_llm if settings.auditor_llm.configured else None
+        async with LocalNetwork(Path(folder), E2E_WORKERS, llm=llm) as network:
+            model = network.llm.model if network.llm is not None else "-"
+            client = TrustClient(network.rpc_url, network.ipfs_url, account=network.provider, settings=network.settings)
+            done: list[E2eRun] = []
+            for index in range(runs):
+                say(f"audit {index + 1} of {runs}")
+                result = await client.audit_trace(e2e_trace(), AuditConfig(report_grace_ms=5_000))
+                gas = await _gas_between(network.rpc_url, result.transactions["create_session"][0])
+                done.append(E2eRun(result, result.seats, gas))
+            return E2eBench(tuple(done), model)
+
+
+def render(bench: E2eBench, console: Console) -> None:
+    table = Table(title=f"End-to-end audit of a 10-node tier-1/2 trace (tier 2: {bench.model}), seconds")
+    table.add_column("Component")
+    for index in range(len(bench.runs)):
+        table.add_column(f"run {index + 1}", justify="right")
+    for key, row, _ in PHASES:
+        values = [r.result.phases.seconds.get(key) for r in bench.runs]
+        table.add_row(row, *("-" if v is None else f"{v:.3f}" for v in values))
+    table.add_row("Total", *(f"{r.result.phases.total_s:.3f}" for r in bench.runs))
+    table.add_row("Overhead (total minus evaluation)", *(f"{r.result.overhead_s:.3f}" for r in bench.runs))
+    table.add_row("Seats", *(str(r.seats) for r in bench.runs))
+    table.add_row("Gas per seat", *(f"{r.gas_per_seat:,}" for r in bench.runs))
+    console.print(table)

@@ -1,0 +1,599 @@
+"""The tier-1 sandbox against real child processes: limits, refusals, clean-up, and the unit-test check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trust.auditors.base import AuditRequest, Check, Outcome
+from trust.auditors.checks.sandbox import (
+    CHECK_NAME,
+    MAIN_FILE,
+    RunReason,
+    SandboxCheck,
+    SandboxLayer,
+    find_program,
+    run_python,
+    sandbox_layers,
+)
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.graphs.hdag import HdagNode, Level
+from trust.core.graphs.refinement import ErrorType
+from trust.errors import ConfigError
+from trust.settings import SandboxSettings
+
+MIB = 1024 * 1024
+FENCE = "```"
+
+
+@pytest.fixture
+def limits() -> SandboxSettings:
+    """Small limits, so that the runs that hit them stay short."""
+    return SandboxSettings(
+        timeout_seconds=10, cpu_seconds=5, memory_bytes=256 * MIB, output_bytes=16 * 1024, file_bytes=1 * MIB
+    )
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A real TCP listener on loopback: a connection from the sandbox would wait in its backlog."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        sock.setblocking(False)
+        yield sock
+
+
+def _node(text: str, node_id: str = "n") -> HdagNode:
+    return HdagNode(node_id, Level.OPERATION, text)
+
+
+def _block(body: str, info: str = "python") -> str:
+    return f"{FENCE}{info}\n{body.strip()}\n{FENCE}\n"
+
+
+ADD = _block("def add(a, b):\n    return a + b")
+WRONG_ADD = _block("def add(a, b):\n    return a - b")
+ADD_TESTS = _block(
+    "assert add(2, 3) == 5\n\n"
+    "def test_zero():\n    assert add(0, 0) == 0\n\n"
+    "def test_negative():\n    assert add(-1, 1) == 0",
+    "python tests",
+)
+
+
+# --------------------------------------------------------------------------------- run_python
+
+
+async def test_a_trivial_program_runs_with_its_files_in_a_temporary_directory_that_is_removed(
+    limits: SandboxSettings,
+) -> None:
+    code = "import os, pathlib\nprint(pathlib.Path('data/in.txt').read_text())\nprint(os.getcwd())"
+    result = await run_python(code, limits, files={"data/in.txt": "hello"})
+    assert result.reason is RunReason.OK and result.ok
+    assert result.exit_code == 0 and result.killed_by_signal is None and not result.timed_out
+    text, cwd = result.stdout.splitlines()
+    assert text == "hello"
+    assert Path(cwd).name.startswith("trust-sandbox-")
+    assert not Path(cwd).exists()
+    assert {SandboxLayer.RESOURCE_LIMITS, SandboxLayer.AUDIT_HOOK} <= set(result.layers)
+    assert result.layers == await sandbox_layers(limits)
+
+
+async def test_the_environment_is_empty_but_for_home_and_tmpdir(
+    limits: SandboxSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRUST_SECRET_KEY", "do-not-leak")
+    code = "import json, os, tempfile\nprint(json.dumps([dict(os.environ), os.getcwd(), tempfile.gettempdir()]))"
+    result = await run_python(code, limits)
+    environment, cwd, temporary = json.loads(result.stdout)
+    assert sorted(environment) == ["HOME", "LANG", "TMPDIR"]
+    assert environment["HOME"] == environment["TMPDIR"] == cwd == temporary
+    assert "do-not-leak" not in result.stdout
+
+
+async def test_code_that_raises_is_an_error_with_its_traceback(limits: SandboxSettings) -> None:
+    result = await run_python("def f():\n    raise ValueError('broken on purpose')\nf()", limits)
+    assert result.reason is RunReason.ERROR
+    assert result.exit_code == 1 and result.uncaught == "ValueError"
+    assert "ValueError: broken on purpose" in result.stderr
+
+
+async def test_a_nonzero_exit_status_is_an_error(limits: SandboxSettings) -> None:
+    result = await run_python("import sys\nsys.exit(3)", limits)
+    assert (result.reason, result.exit_code, result.uncaught) == (RunReason.ERROR, 3, None)
+
+
+async def test_the_program_reports_records_to_the_parent(limits: SandboxSettings) -> None:
+    result = await run_python("__sandbox_report__({'answer': 42})\nprint('done')", limits)
+    assert result.records == ({"answer": 42},)
+
+
+NETWORK_PROBE = """
+import json, socket
+port = {port}
+outcomes = {{}}
+attempts = {{
+    "raw socket to the listener": lambda: socket.socket().connect(("127.0.0.1", port)),
+    "create_connection to the listener": lambda: socket.create_connection(("127.0.0.1", port), timeout=2),
+    "a public address": lambda: socket.create_connection(("1.1.1.1", 53), timeout=2),
+    "a name lookup": lambda: socket.getaddrinfo("example.com", 80),
+}}
+for name, attempt in attempts.items():
+    try:
+        attempt()
+        outcomes[name] = "connected"
+    except OSError as exc:
+        outcomes[name] = f"{{type(exc).__name__}}: {{exc}}"
+print(json.dumps(outcomes))
+"""
+
+
+@pytest.mark.parametrize("network_namespace", [True, False], ids=["with-unshare", "audit-hook-only"])
+async def test_the_sandbox_refuses_network_access(
+    limits: SandboxSettings, listener: socket.socket, network_namespace: bool
+) -> None:
+    port = listener.getsockname()[1]
+    result = await run_python(NETWORK_PROBE.format(port=port), limits, network_namespace=network_namespace)
+    outcomes = json.loads(result.stdout)
+    assert len(outcomes) == 4
+    for name, outcome in outcomes.items():
+        assert "the sandbox refuses this (network" in outcome, name
+    with pytest.raises(BlockingIOError):  # nothing reached the listener
+        listener.accept()
+    # The program swallowed every refusal and exited cleanly; the parent still knows.
+    assert result.reason is RunReason.OK
+    assert {r.kind for r in result.refusals} == {"network"}
+    assert (SandboxLayer.NETWORK_NAMESPACE in result.layers) is (
+        network_namespace and SandboxLayer.NETWORK_NAMESPACE in await sandbox_layers(limits)
+    )
+
+
+async def test_an_unhandled_network_refusal_ends_the_run_as_network_refused(limits: SandboxSettings) -> None:
+    result = await run_python("import urllib.request\nurllib.request.urlopen('http://example.com')", limits)
+    assert result.reason is RunReason.NETWORK_REFUSED
+    assert result.refusals[0].kind == "network"
+
+
+async def test_the_network_namespace_has_only_a_loopback_interface_that_is_down(limits: SandboxSettings) -> None:
+    if SandboxLayer.NETWORK_NAMESPACE not in await sandbox_layers(limits):
+        pytest.skip("unshare --user --net is refused on this host; the audit hook alone guards the network")
+    code = (
+        "import fcntl, socket, struct\n"
+        "print([name for _, name in socket.if_nameindex()])\n"
+        "probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "request = struct.pack('16sH', b'lo', 0)\n"
+        "flags = struct.unpack('16sH', fcntl.ioctl(probe.fileno(), SIOCGIFFLAGS, request))[1]\n"
+        "print('up' if flags & IFF_UP else 'down')\n"
+    )
+    result = await run_python(f"SIOCGIFFLAGS, IFF_UP = 0x8913, 1\n{code}", limits)
+    assert result.stdout.splitlines() == ["['lo']", "down"]
+
+
+async def test_an_endless_loop_is_stopped_by_the_cpu_limit(limits: SandboxSettings) -> None:
+    result = await run_python("while True:\n    pass", limits.model_copy(update={"cpu_seconds": 1}))
+    assert result.reason is RunReason.TIMEOUT and result.timed_out
+    assert result.killed_by_signal == signal.SIGXCPU
+    assert result.exit_code is None
+
+
+async def test_a_program_that_sleeps_is_stopped_by_the_wall_clock(limits: SandboxSettings) -> None:
+    result = await run_python("import time\ntime.sleep(60)", limits.model_copy(update={"timeout_seconds": 1}))
+    assert result.reason is RunReason.TIMEOUT and result.timed_out
+    assert result.killed_by_signal == signal.SIGKILL
+
+
+async def test_an_endless_print_loop_is_cut_at_the_output_limit_and_killed(limits: SandboxSettings) -> None:
+    small = limits.model_copy(update={"output_bytes": 2048})
+    result = await run_python("while True:\n    print('x' * 100)", small)
+    assert result.reason is RunReason.OUTPUT_LIMIT
+    assert result.stdout_cut and not result.stderr_cut
+    assert len(result.stdout.encode()) == 2048
+    assert result.killed_by_signal == signal.SIGKILL
+
+
+async def test_a_memory_bomb_hits_the_memory_limit(limits: SandboxSettings) -> None:
+    code = "hoard = []\nwhile True:\n    hoard.append(bytearray(8 * 1024 * 1024))"
+    result = await run_python(code, limits.model_copy(update={"memory_bytes": 128 * MIB}))
+    assert result.reason is RunReason.MEMORY
+    assert result.uncaught == "MemoryError"
+
+
+async def test_writing_a_huge_file_hits_the_file_size_limit(limits: SandboxSettings) -> None:
+    code = "with open('huge.bin', 'wb') as f:\n    for _ in range(64):\n        f.write(bytes(1024 * 1024))"
+    result = await run_python(code, limits)
+    assert result.reason is RunReason.FILE_LIMIT
+    assert "File too large" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("snippet", "event"),
+    [
+        ("import os\nos.fork()", "os.fork"),
+        ("import subprocess\nsubprocess.run(['touch', MARKER])", "subprocess.Popen"),
+        ("import os\nos.system('touch ' + MARKER)", "os.system"),
+        ("import os\nos.posix_spawn('/usr/bin/touch', ['touch', MARKER], {})", "os.posix_spawn"),
+        ("import os\nos.execv('/usr/bin/touch', ['touch', MARKER])", "os.exec"),
+        (
+            # multiprocessing's spawn path calls _posixsubprocess.fork_exec, which raises no audit event
+            "import multiprocessing.util as u\nu.spawnv_passfds(b'/usr/bin/touch', [b'touch', MARKER.encode()], [])",
+            "_posixsubprocess.fork_exec",
+        ),
+    ],
+    ids=["fork", "subprocess", "system", "posix_spawn", "exec", "posixsubprocess"],
+)
+async def test_processes_are_refused(limits: SandboxSettings, tmp_path: Path, snippet: str, event: str) -> None:
+    marker = tmp_path / "marker"
+    result = await run_python(f"MARKER = {str(marker)!r}\n{snippet}", limits)
+    assert result.reason is RunReason.PROCESS_REFUSED
+    assert [(r.kind, r.event) for r in result.refusals] == [("process", event)]
+    assert not marker.exists()
+
+
+async def test_a_fresh_copy_of_the_process_module_is_refused(limits: SandboxSettings) -> None:
+    code = "import importlib.util as u\nu.module_from_spec(u.find_spec('_posixsubprocess')).fork_exec"
+    result = await run_python(code, limits)
+    assert result.reason is RunReason.OPERATION_REFUSED
+    assert result.uncaught == "SandboxImportRefused"
+
+
+async def test_signals_to_other_processes_are_refused(limits: SandboxSettings) -> None:
+    with subprocess.Popen(["sleep", "30"]) as victim:
+        try:
+            result = await run_python(f"import os, signal\nos.kill({victim.pid}, signal.SIGTERM)", limits)
+            assert result.reason is RunReason.PROCESS_REFUSED
+            assert victim.poll() is None
+        finally:
+            victim.kill()
+
+
+async def test_ctypes_is_refused(limits: SandboxSettings) -> None:
+    result = await run_python("import ctypes", limits)
+    assert result.reason is RunReason.OPERATION_REFUSED
+    assert result.refusals[0].kind == "native"
+    assert "SandboxImportRefused" in result.stderr
+
+
+async def test_the_resource_limits_cannot_be_raised(limits: SandboxSettings) -> None:
+    code = "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))"
+    result = await run_python(code, limits)
+    assert result.reason is RunReason.OPERATION_REFUSED
+    assert result.refusals[0].kind == "limits"
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "open(TARGET, 'w').write('x')",
+        "import os\nos.close(os.open(TARGET, os.O_WRONLY | os.O_CREAT))",
+        "import pathlib\npathlib.Path(TARGET).write_text('x')",
+        "import os\nos.symlink(TARGET, 'link')\nopen('link', 'w').write('x')",
+        "open('../' * 20 + TARGET.lstrip('/'), 'w').write('x')",
+    ],
+    ids=["open", "os.open", "pathlib", "symlink", "dot-dot"],
+)
+async def test_writes_outside_the_sandbox_directory_are_refused(
+    limits: SandboxSettings, tmp_path: Path, snippet: str
+) -> None:
+    target = tmp_path / "escaped.txt"
+    result = await run_python(f"TARGET = {str(target)!r}\n{snippet}", limits)
+    assert result.reason is RunReason.OPERATION_REFUSED
+    assert result.refusals[0].kind == "filesystem"
+    assert not target.exists()
+
+
+async def test_files_inside_the_sandbox_directory_can_be_written_and_removed(limits: SandboxSettings) -> None:
+    code = (
+        "import pathlib, shutil, tempfile\n"
+        "pathlib.Path('a/b').mkdir(parents=True)\n"
+        "pathlib.Path('a/b/c.txt').write_text('x')\n"
+        "with tempfile.NamedTemporaryFile() as f:\n    f.write(b'y')\n"
+        "shutil.rmtree('a')\n"
+        "open('/dev/null', 'w').write('z')\n"
+        "print('ok')"
+    )
+    result = await run_python(code, limits)
+    assert (result.reason, result.stdout.strip(), result.refusals) == (RunReason.OK, "ok", ())
+
+
+async def test_asyncio_still_works_inside_the_sandbox(limits: SandboxSettings) -> None:
+    code = "import asyncio\nasync def f():\n    await asyncio.sleep(0)\n    return 7\nprint(asyncio.run(f()))"
+    result = await run_python(code, limits)
+    assert (result.reason, result.stdout.strip()) == (RunReason.OK, "7")
+
+
+@pytest.mark.parametrize("name", ["../escape.py", "/etc/x.py", MAIN_FILE, ""])
+async def test_file_names_must_stay_inside_the_sandbox(limits: SandboxSettings, name: str) -> None:
+    with pytest.raises(ValueError, match="sandbox file"):
+        await run_python("pass", limits, files={name: "x"})
+
+
+async def test_a_missing_interpreter_is_a_config_error(limits: SandboxSettings) -> None:
+    with pytest.raises(ConfigError, match="/nonexistent/python3"):
+        await run_python("pass", limits.model_copy(update={"python": "/nonexistent/python3"}))
+
+
+async def test_as_root_the_code_runs_as_nobody_and_cannot_read_root_files(limits: SandboxSettings) -> None:
+    system_python = shutil.which("python3", path="/usr/bin")
+    if os.geteuid() != 0 or system_python is None:
+        pytest.skip("needs root and a system python3 that the nobody user can run")
+    world_readable = limits.model_copy(update={"python": system_python})
+    if SandboxLayer.UNPRIVILEGED_USER not in await sandbox_layers(world_readable):
+        pytest.skip(f"{system_python} does not run as nobody here")
+    descriptor, secret = tempfile.mkstemp()
+    try:
+        os.write(descriptor, b"root only")
+        os.chmod(secret, 0o600)
+        code = (
+            f"try:\n    print(open({secret!r}).read())\nexcept PermissionError as exc:\n    print('denied', exc.errno)"
+        )
+        result = await run_python(code, world_readable)
+    finally:
+        os.close(descriptor)
+        os.unlink(secret)
+    assert result.stdout.strip() == "denied 13"
+    assert SandboxLayer.UNPRIVILEGED_USER in result.layers
+
+
+# ---------------------------------------------------------------------------------- SandboxCheck
+
+
+async def _check(limits: SandboxSettings, request: AuditRequest) -> tuple[Outcome, str, str | None, str | None]:
+    result = await SandboxCheck(limits).check(request)
+    assert result.check == CHECK_NAME
+    if result.outcome is Outcome.FAIL:
+        assert result.error_type is ErrorType.LOGICAL
+    return result.outcome, result.detail, result.fault, result.expected
+
+
+def test_the_sandbox_check_is_a_check(limits: SandboxSettings) -> None:
+    assert isinstance(SandboxCheck(limits), Check)
+    assert SandboxCheck(limits).name == CHECK_NAME
+
+
+async def test_passing_unit_tests_pass(limits: SandboxSettings) -> None:
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node("The sum:\n" + ADD + ADD_TESTS)))
+    assert (outcome, detail) == (Outcome.PASS, "3 tests passed")
+
+
+async def test_failing_unit_tests_fail_with_the_values_compared(limits: SandboxSettings) -> None:
+    outcome, detail, fault, expected = await _check(limits, AuditRequest(_node(WRONG_ADD + ADD_TESTS)))
+    assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
+    assert detail.startswith("2 of 3 tests failed: assertion at line 1 [this node]: AssertionError")
+    assert "assert add(2, 3) == 5: left is -1, right is 5" in detail
+    assert "test_negative [this node]" in detail and "test_zero" not in detail
+    assert expected == "add(2, 3) == 5"
+
+
+async def test_tests_may_come_from_a_parent_task_node(limits: SandboxSettings) -> None:
+    task = _node("Write add(a, b). It must pass:\n" + ADD_TESTS, "task")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD), (task,)))
+    assert (outcome, detail) == (Outcome.PASS, "3 tests passed")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(WRONG_ADD), (task,)))
+    assert outcome is Outcome.FAIL and "[parent 'task']" in detail
+
+
+async def test_a_cig_turn_is_checked_from_its_output_with_tests_from_its_input(limits: SandboxSettings) -> None:
+    turn = AgentTurn("t1", 1, "coder", Role.CODER, WRONG_ADD, input="Implement add.\n" + ADD_TESTS)
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(turn))
+    assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
+    assert "[the turn's input]" in detail
+
+
+async def test_code_that_raises_when_loaded_does_not_run(limits: SandboxSettings) -> None:
+    code = _block("import math\nLIMIT = math.sqrt(-1)\ndef add(a, b):\n    return a + b")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(code + ADD_TESTS)))
+    assert (outcome, fault) == (Outcome.FAIL, "code does not run")
+    assert detail == "ValueError: math domain error (line 2 of the code: LIMIT = math.sqrt(-1))"
+
+
+async def test_code_that_does_not_parse_does_not_run(limits: SandboxSettings) -> None:
+    code = _block("def add(a, b)\n    return a + b")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(code + ADD_TESTS)))
+    assert (outcome, fault) == (Outcome.FAIL, "code does not run")
+    assert detail == "the code does not parse: SyntaxError: expected ':' at line 1 of the code"
+
+
+async def test_code_without_tests_is_not_decided(limits: SandboxSettings) -> None:
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD)))
+    assert (outcome, detail) == (Outcome.NOT_APPLICABLE, "code found, but no unit tests to run; not decided")
+
+
+async def test_a_node_without_code_is_not_applicable(limits: SandboxSettings) -> None:
+    request = AuditRequest(_node("The product of 3 and 4 is 12."), (_node(ADD_TESTS, "task"),))
+    outcome, detail, _, _ = await _check(limits, request)
+    assert (outcome, detail) == (Outcome.NOT_APPLICABLE, "no Python code block in this node; nothing to run")
+
+
+async def test_a_test_that_loops_forever_fails_with_a_timeout_naming_it(limits: SandboxSettings) -> None:
+    code = _block("def add(a, b):\n    while a:\n        pass\n    return b")
+    outcome, detail, fault, _ = await _check(
+        limits.model_copy(update={"cpu_seconds": 1}), AuditRequest(_node(code + ADD_TESTS))
+    )
+    assert (outcome, fault) == (Outcome.FAIL, "timeout")
+    assert detail == ("the CPU limit of 1 s was reached in assertion at line 1 [this node]; 0 tests of 3 passed before")
+
+
+async def test_a_test_that_exhausts_memory_fails_on_the_memory_limit(limits: SandboxSettings) -> None:
+    code = _block("def add(a, b):\n    hoard = [bytearray(8 * 1024 * 1024) for _ in range(1000)]\n    return a + b")
+    outcome, detail, fault, _ = await _check(
+        limits.model_copy(update={"memory_bytes": 128 * MIB}), AuditRequest(_node(code + ADD_TESTS))
+    )
+    assert (outcome, fault) == (Outcome.FAIL, "memory limit")
+    assert "MemoryError" in detail
+
+
+async def test_a_test_that_prints_without_end_fails_on_the_output_limit(limits: SandboxSettings) -> None:
+    code = _block("def add(a, b):\n    while True:\n        print(a, b)")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(code + ADD_TESTS)))
+    assert (outcome, fault) == (Outcome.FAIL, "output limit")
+    assert "more than 16384 bytes" in detail and "assertion at line 1" in detail
+
+
+async def test_code_that_exits_during_the_tests_does_not_run(limits: SandboxSettings) -> None:
+    code = _block("import os\ndef add(a, b):\n    os._exit(0)")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(code + ADD_TESTS)))
+    assert (outcome, fault) == (Outcome.FAIL, "code does not run")
+    assert detail.startswith("the process ended with exit status 0 in assertion at line 1 [this node]")
+
+
+async def test_code_that_needs_the_network_is_not_decided(limits: SandboxSettings) -> None:
+    code = _block(
+        "import urllib.request\ndef add(a, b):\n    return int(urllib.request.urlopen('http://x.test').read())"
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(code + ADD_TESTS)))
+    assert outcome is Outcome.NOT_APPLICABLE
+    assert detail.startswith("0 tests passed, 3 could not run here: the code needs what the sandbox refuses (network")
+
+
+async def test_unittest_test_cases_run_without_pytest(limits: SandboxSettings) -> None:
+    tests = _block(
+        "import unittest\nfrom solution import add\n\n"
+        "class TestAdd(unittest.TestCase):\n"
+        "    def test_small(self):\n        self.assertEqual(add(2, 3), 5)\n"
+        "    def test_skipped(self):\n        self.skipTest('not today')\n",
+        "python tests",
+    )
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(WRONG_ADD + tests)))
+    assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
+    assert detail == (
+        "1 of 2 tests failed: TestAdd.test_small [this node]: AssertionError: -1 != 5 "
+        "(line 6 of the tests: self.assertEqual(add(2, 3), 5))"
+    )
+
+
+async def test_tests_may_import_the_code_under_the_name_they_expect(limits: SandboxSettings) -> None:
+    tests = _block("from main import add\n\ndef test_add():\n    assert add(2, 2) == 4")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert (outcome, detail) == (Outcome.PASS, "1 test passed")
+
+
+async def test_tests_that_need_fixtures_are_not_decided(limits: SandboxSettings) -> None:
+    tests = _block("# tests\ndef test_add(tmp_path):\n    assert add(2, 2) == 4")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert outcome is Outcome.NOT_APPLICABLE
+    assert "needs arguments ['tmp_path']" in detail and detail.endswith("not decided")
+
+
+async def test_async_tests_run_under_asyncio(limits: SandboxSettings) -> None:
+    tests = _block("async def test_add():\n    assert add(1, 1) == 2", "python tests")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert (outcome, detail) == (Outcome.PASS, "1 test passed")
+
+
+# ------------------------------------------------------------------------------- the convention
+
+
+def test_code_blocks_and_test_blocks_are_told_apart() -> None:
+    text = "\n".join(
+        [
+            "Some prose, then a shell block that is not Python:",
+            _block("pip install nothing", "bash"),
+            _block(">>> add(1, 2)\n3"),  # a REPL transcript: neither
+            _block("def add(a, b):\n    return a + b"),
+            "~~~py\nHELPER = 1\n~~~",
+            _block("# Tests\ncheck = add(1, 2)\nassert check == 3"),  # by its header
+            _block("from solution import add\n\ndef test_one():\n    assert add(0, 1) == 1"),  # by its content
+            _block("assert add(1, 1) == 2", "python3 title=test_add.py"),  # by its info string
+            _block("x = 1", ""),  # unlabelled: not Python
+        ]
+    )
+    program = find_program(AuditRequest(_node(text)))
+    assert program.code == "def add(a, b):\n    return a + b\n\nHELPER = 1"
+    assert program.code_blocks == 2
+    assert [t.label for t in program.tests] == ["this node"]
+    assert program.tests[0].source.count("add(") == 3
+
+
+def test_only_a_parent_s_test_blocks_count_and_a_turn_s_input_counts_too() -> None:
+    task = _node("Signature:\n" + _block("def add(a, b): ...") + ADD_TESTS, "task")
+    turn = AgentTurn("t1", 1, "coder", Role.CODER, ADD, input=ADD_TESTS)
+    program = find_program(AuditRequest(turn, (task,)))
+    assert program.code == "def add(a, b):\n    return a + b"
+    assert [t.label for t in program.tests] == ["parent 'task'", "the turn's input"]
+    assert "def add(a, b): ..." not in program.tests[0].source
+
+
+async def test_the_code_s_own_test_functions_count_but_its_helpers_and_asserts_do_not(
+    limits: SandboxSettings,
+) -> None:
+    code = _block(
+        "def is_even(n):\n    return n % 2 == 0\n\n"
+        "def test_prime(n):  # a predicate that happens to start with test\n    return n > 1\n\n"
+        "assert is_even(2)  # the author's own check, run when the code loads\n\n"
+        "def test_even():\n    assert is_even(4)\n"
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(code)))
+    assert (outcome, detail) == (Outcome.PASS, "1 test passed")
+    helpers_only = _block(
+        "def is_odd(n):\n    return n % 2 == 1\n\ndef test_prime(n):\n    return n > 1\n\nassert test_prime(3)"
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(helpers_only)))
+    assert (outcome, detail) == (Outcome.NOT_APPLICABLE, "code found, but no unit tests to run; not decided")
+
+
+def test_an_info_string_names_a_test_block_even_when_it_holds_helpers() -> None:
+    tests = _block("def helper():\n    return add(1, 1)\n\nassert helper() == 2", 'python title="test_add.py"')
+    program = find_program(AuditRequest(_node(ADD + tests)))
+    assert program.code == "def add(a, b):\n    return a + b"
+    assert [t.source for t in program.tests] == ["def helper():\n    return add(1, 1)\n\nassert helper() == 2"]
+
+
+async def test_cancelling_a_run_kills_the_child_and_removes_its_directory(
+    limits: SandboxSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = tempfile.mkdtemp(prefix="trust-sandbox-test-")
+    os.chmod(parent, 0o755)  # the child may run as nobody
+    monkeypatch.setattr(tempfile, "tempdir", parent)
+    try:
+        task = asyncio.create_task(run_python("import time\ntime.sleep(60)", limits))
+        while not os.listdir(parent) and not task.done():
+            await asyncio.sleep(0.01)
+        assert not task.done(), "the run should still be sleeping"
+        directory = os.path.join(parent, os.listdir(parent)[0])
+        await asyncio.sleep(0.3)  # let the child start
+        running = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cwd(pid) == directory]
+        assert running, "the child should be running in its directory"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert os.listdir(parent) == []
+        assert not any(os.path.exists(f"/proc/{pid}") and _cwd(pid) == directory for pid in running)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _cwd(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+async def test_parametrized_pytest_cases_run_one_by_one(limits: SandboxSettings) -> None:
+    tests = _block(
+        "import pytest\n\n"
+        "@pytest.mark.parametrize(('a', 'b', 'total'), [(1, 1, 2), pytest.param(2, 2, 4), (0, 5, 5)])\n"
+        "def test_add(a, b, total):\n    assert add(a, b) == total\n\n"
+        "def test_raises():\n    with pytest.raises(TypeError):\n        add(1, None)",
+        "python tests",
+    )
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert (outcome, detail) == (Outcome.PASS, "4 tests passed")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(WRONG_ADD + tests)))
+    assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
+    assert detail.startswith(
+        "3 of 4 tests failed: test_add[0] [this node]: AssertionError: "
+        "assert add(a, b) == total: left is 0, right is 2;"
+    )
+    assert "test_add[2] [this node]: AssertionError: assert add(a, b) == total: left is -5, right is 5" in detail
