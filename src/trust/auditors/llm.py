@@ -104,7 +104,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
-from trust.core.decompose.model import ChatMessage
+from trust.core.chat import ChatMessage
 from trust.core.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType

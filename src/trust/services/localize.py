@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from trust.core.decompose.model import ChatModel
+from trust.core.chat import ChatModel
 from trust.core.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.localize import Localization, localize_audit

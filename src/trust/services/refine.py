@@ -766,7 +766,7 @@ class BlockingChat:
             self._loop.close()
 
     def complete(self, system: str, user: str, *, temperature: float, json_mode: bool = False) -> str:
-        from trust.core.decompose.model import ChatMessage
+        from trust.core.chat import ChatMessage
 
         if self._loop.is_closed():
             raise LlmError("the chat client is closed: create a new one")

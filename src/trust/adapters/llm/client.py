@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from trust.core.decompose.model import ChatMessage
+from trust.core.chat import ChatMessage
 from trust.errors import ConfigError, LlmError, excerpt
 from trust.settings import LlmSettings
 

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import networkx as nx
 
+from trust.core.chat import ChatMessage, ChatModel
 from trust.core.decompose.rules import (
     GOAL_ID,
     UNSTATED_GOAL,
@@ -54,8 +54,6 @@ from trust.core.graphs.validation import validate
 from trust.errors import GraphError, GraphValidationError, LlmError
 
 __all__ = [
-    "ChatMessage",
-    "ChatModel",
     "DecompositionResult",
     "build_messages",
     "decompose_with_model",
@@ -65,26 +63,6 @@ __all__ = [
 _MAX_REPLY_CHARS = 1_000_000
 _MAX_ID_CHARS = 64
 _MAX_NODES = 4096  # the contracts' ceiling on segments per session
-
-
-@dataclass(frozen=True, slots=True)
-class ChatMessage:
-    """One message of a chat-completions conversation; `role` is "system", "user" or "assistant"."""
-
-    role: str
-    content: str
-
-
-class ChatModel(Protocol):
-    """An OpenAI-compatible chat model: the reply text to `messages`.
-
-    `json_mode` asks the endpoint for a JSON object reply (`response_format`). Failures are raised as
-    `trust.errors.LlmError`.
-    """
-
-    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float, json_mode: bool = False) -> str:
-        """The assistant's reply to `messages`."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

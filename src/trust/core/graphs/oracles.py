@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from trust.core.decompose.model import ChatMessage, ChatModel
+from trust.core.chat import ChatMessage, ChatModel
 from trust.core.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, Role
 from trust.errors import GraphError, LlmError
 

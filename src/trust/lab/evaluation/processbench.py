@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from trust.core.decompose.model import ChatModel
+from trust.core.chat import ChatModel
 from trust.core.decompose.rules import from_steps
 from trust.core.graphs.cig import AgentTurn, Cig, Role
 from trust.core.graphs.hdag import Hdag, Level

@@ -32,7 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from trust.core.decompose.model import ChatModel
+from trust.core.chat import ChatModel
 from trust.core.graphs.agent_log import AgentLog, MistakeLabel
 from trust.core.graphs.localize import Localization
 from trust.core.graphs.oracles import EdgeOracle, NodeOracle
