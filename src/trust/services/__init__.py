@@ -2,3 +2,5 @@
 auditor worker (`worker`), key delivery (`delivery`), refinement (`refine`), offline localization
 (`localize`), model decomposition (`decompose`) and the beacon signer (`beacon`). Each application
 (leaderboard, arena, swarm, governance, annotation, verification) gets a package here."""
+
+__all__: list[str] = []
