@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trust.auditors.local_model import LLAMA_CPP_REQUIREMENT, SMOLLM2_REQUIREMENT, LocalModelServer
+from trust.adapters.local.llama import LLAMA_CPP_REQUIREMENT, SMOLLM2_REQUIREMENT, LocalModelServer
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import pytest
 
 from tests.openai_stub import OpenAiStub, openai_stub
 from trust.adapters.llm.client import LlmClient, StructuredOutput
+from trust.adapters.local.llama import LocalModelServer
 from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict
 from trust.auditors.llm import (
     MAX_ANSWER_TOKENS,
@@ -25,7 +26,6 @@ from trust.auditors.llm import (
     check_critique,
     parse_answer,
 )
-from trust.auditors.local_model import LocalModelServer
 from trust.core.chat import ChatMessage
 from trust.core.graphs.cig import AgentTurn, ReplyContract, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from trust.adapters.local.llama import LLAMA_CPP_REQUIREMENT, STATE_FILE
 from trust.adapters.local.processes import alive, free_port, terminate
-from trust.auditors.local_model import LLAMA_CPP_REQUIREMENT, STATE_FILE
 
 pytestmark = [
     pytest.mark.slow,

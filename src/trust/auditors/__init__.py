@@ -2,7 +2,7 @@
 
 - tier 1, computational: deterministic checks (`trust.auditors.computational`, `trust.auditors.checks`)
 - tier 2, LLM: an OpenAI-compatible chat endpoint (`trust.auditors.llm`), by default the embedded
-  SmolLM2 model on a local llama.cpp server (`trust.auditors.local_model`)
+  SmolLM2 model on a local llama.cpp server (`trust.adapters.local.llama`)
 - tier 3, human: a review page served by the worker (`trust.auditors.human`, `trust.auditors.review`)
 
 `trust.auditors.tiers` builds each tier's auditor from the settings. The tier-2 and tier-3 modules

@@ -87,7 +87,7 @@ turns that use it are judged), and the edge layer of an HDAG node, of a turn wit
 tool turn.
 
 A weak judge proves the wiring, not the verdicts: the embedded SmolLM2-135M
-(`trust.auditors.local_model`) called 17 * 23 = 409 correct. Point `Settings.auditor_llm` at a
+(`trust.adapters.local.llama`) called 17 * 23 = 409 correct. Point `Settings.auditor_llm` at a
 stronger endpoint (vLLM, Ollama, a hosted API) for verdicts worth a stake.
 """
 

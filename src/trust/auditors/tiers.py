@@ -111,8 +111,8 @@ async def llm_auditor(
     started in a temporary folder and stopped when `stack` closes, rather than left running.
     """
     from trust.adapters.llm.client import LlmClient
+    from trust.adapters.local.llama import LocalModelServer, ModelServerHome
     from trust.auditors.llm import LlmAuditor
-    from trust.auditors.local_model import LocalModelServer, ModelServerHome
 
     if settings.auditor_llm.configured:
         client = await stack.enter_async_context(LlmClient(settings.auditor_llm))

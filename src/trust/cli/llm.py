@@ -1,7 +1,7 @@
 """`trust llm`: the home's embedded tier-2 model server (llama.cpp with SmolLM2-135M), like `trust ipfs`.
 
 One server per `TRUST_HOME`, recorded in `<home>/llm/server.json`; every tier-2 worker of the home
-uses it and none owns it (see `trust.auditors.local_model`).
+uses it and none owns it (see `trust.adapters.local.llama`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def llm_up_cmd(
 ) -> None:
     """Start the model server detached (it outlives this command and every worker), after its
     self-test answer; a second `up` finds it running."""
-    from trust.auditors.local_model import ModelServerHome
+    from trust.adapters.local.llama import ModelServerHome
 
     server = ModelServerHome.from_settings(settings_for(home)).up(port=port, threads=threads)
     what = "started" if server.started_here else "already running"
@@ -60,7 +60,7 @@ def llm_up_cmd(
 @llm_app.command("down")
 def llm_down_cmd(home: HomeOption = None) -> None:
     """Stop this home's model server (never another home's); its workers stay out of the draw until `up`."""
-    from trust.auditors.local_model import ModelServerHome
+    from trust.adapters.local.llama import ModelServerHome
 
     stopped = ModelServerHome.from_settings(settings_for(home)).down()
     if stopped is None:
@@ -75,7 +75,7 @@ def llm_status_cmd(
     home: HomeOption = None,
 ) -> None:
     """Whether this home's model server runs and answers: URL, pid, model, uptime, log, or why it is down."""
-    from trust.auditors.local_model import LOG_FILE, ModelServerHome
+    from trust.adapters.local.llama import LOG_FILE, ModelServerHome
 
     status = ModelServerHome.from_settings(settings_for(home)).status()
     server = status.server

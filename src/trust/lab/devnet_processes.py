@@ -43,6 +43,7 @@ from typing import Any
 
 from trust.adapters.local.beacon.processes import SignerState, beacon_down, beacon_status, beacon_up
 from trust.adapters.local.ipfs import IpfsNode, ipfs_down, ipfs_up
+from trust.adapters.local.llama import HOME_SUBDIRECTORY, LocalModelServer
 from trust.adapters.local.private_files import write_private
 from trust.adapters.local.processes import command_line, option_value
 from trust.adapters.local.workers import (
@@ -56,7 +57,6 @@ from trust.adapters.local.workers import (
     worker_command,
     worker_environment,
 )
-from trust.auditors.local_model import HOME_SUBDIRECTORY, LocalModelServer
 from trust.lab.devnet import AuditorAccount, DevnetStatus, check_node_port, devnet_auditors, devnet_down, devnet_up
 from trust.settings import Settings
 

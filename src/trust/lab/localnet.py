@@ -12,7 +12,7 @@
 - one auditor per `WorkerSpec`, each with its own keystore, X25519 key, ETH for gas and staked
   tokens, registered at its tier (tier-3 auditors credentialed first), and one `trust worker run`
   process per auditor, started with that auditor's keystore only;
-- for tier-2 workers, one local model server (SmolLM2, `trust.auditors.local_model`) they share,
+- for tier-2 workers, one local model server (SmolLM2, `trust.adapters.local.llama`) they share,
   unless `llm` names an OpenAI-compatible endpoint or `tier2_checks` has them audit with the tier-1
   checks (a benchmark of the economics, where tier 2 must decide exactly);
 - for tier-3 workers, each worker's review page on a port of its own with a password of its own
@@ -44,6 +44,7 @@ from trust.adapters.local.anvil import AnvilNode
 from trust.adapters.local.beacon.keys import deal_group
 from trust.adapters.local.beacon.processes import SignerState, beacon_down, beacon_up
 from trust.adapters.local.ipfs import IpfsNode
+from trust.adapters.local.llama import LocalModelServer
 from trust.adapters.local.processes import alive
 from trust.adapters.local.toolchain import Toolchain
 from trust.adapters.local.workers import (
@@ -55,7 +56,6 @@ from trust.adapters.local.workers import (
     worker_command,
     worker_environment,
 )
-from trust.auditors.local_model import LocalModelServer
 from trust.errors import ConfigError, DevnetError
 from trust.lab.devnet import AuditorAccount, provision_auditors
 from trust.settings import DevnetSettings, GovernanceSettings, LlmSettings, ProtocolSettings, Settings

@@ -813,7 +813,7 @@ def tier2_model(settings: Settings) -> str:
     """The tier-2 judge `llm_auditor` uses: the configured endpoint's model, else the embedded one."""
     if settings.auditor_llm.configured:
         return f"{settings.auditor_llm.model} at {settings.auditor_llm.base_url}"
-    from trust.auditors.local_model import MODEL_ALIAS
+    from trust.adapters.local.llama import MODEL_ALIAS
 
     return f"{MODEL_ALIAS} (embedded llama.cpp server)"
 

@@ -16,8 +16,7 @@ import httpx
 import pytest
 
 from trust.adapters.llm.client import StructuredOutput
-from trust.adapters.local.processes import alive
-from trust.auditors.local_model import (
+from trust.adapters.local.llama import (
     LLAMA_CPP_REQUIREMENT,
     MODEL_ALIAS,
     MODEL_FILE,
@@ -27,6 +26,7 @@ from trust.auditors.local_model import (
     bundled_model_path,
     require_server_packages,
 )
+from trust.adapters.local.processes import alive
 from trust.errors import ConfigError, LlmError
 from trust.settings import Settings
 
@@ -50,11 +50,11 @@ def test_missing_packages_are_a_config_error_that_says_how_to_install() -> None:
     script = textwrap.dedent(
         """
         import importlib, sys
-        from trust.auditors import local_model
+        from trust.adapters.local import llama
         from trust.errors import ConfigError
         sys.path[:] = [p for p in sys.path if "site-packages" not in p]
         importlib.invalidate_caches()
-        for call in (local_model.require_server_packages, local_model.bundled_model_path):
+        for call in (llama.require_server_packages, llama.bundled_model_path):
             try:
                 call()
             except ConfigError as exc:

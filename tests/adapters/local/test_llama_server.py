@@ -23,10 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from trust.adapters.local.processes import alive, free_port, terminate
-from trust.auditors.base import AuditRequest
-from trust.auditors.llm import LlmAuditor
-from trust.auditors.local_model import (
+from trust.adapters.local.llama import (
     CPUINFO_FLAGS,
     EXIT_FILE,
     FAULT_PRONE_FEATURES,
@@ -37,6 +34,9 @@ from trust.auditors.local_model import (
     build_cpu_features,
     check_cpu,
 )
+from trust.adapters.local.processes import alive, free_port, terminate
+from trust.auditors.base import AuditRequest
+from trust.auditors.llm import LlmAuditor
 from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, audit_once, llm_auditor
 from trust.core.chat import ChatMessage
 from trust.core.graphs.hdag import HdagNode, Level
@@ -270,7 +270,7 @@ async def test_a_tier_2_worker_shares_the_homes_server_and_says_why_it_is_down(t
 @pytest.mark.slow
 @needs_llama_cpp
 def test_ensure_from_two_processes_at_once_starts_one_server(tmp_path: Path) -> None:
-    script = "import sys; from pathlib import Path; from trust.auditors.local_model import LocalModelServer as S\n"
+    script = "import sys; from pathlib import Path; from trust.adapters.local.llama import LocalModelServer as S\n"
     script += "s = S.ensure(Path(sys.argv[1])); print(s.pid, s.started_here)"
     import subprocess
 
