@@ -421,7 +421,7 @@ class Projection:
         if segment is None:
             return
         auditor = to_checksum_address(args["auditor"])
-        round_ = segment.current
+        round_ = segment.round(int(args["round"]))
         round_.committed_at[auditor] = at
         if round_.commits_complete is None and round_.members and len(round_.committed_at) == len(round_.members):
             round_.commits_complete = at
@@ -433,7 +433,7 @@ class Projection:
             return
         auditor = to_checksum_address(args["auditor"])
         vote = bool(args["vote"])
-        round_ = segment.current
+        round_ = segment.round(int(args["round"]))
         round_.revealed[auditor] = (vote, at)
         round_.events.append(VoteEvent("reveal", auditor, round_.seat_of(auditor), vote, at))
 
@@ -459,7 +459,7 @@ class Projection:
         segment = self._segment(args)
         if segment is None:
             return
-        round_ = segment.current
+        round_ = segment.round(int(args["round"]))
         round_.step_slashes += self._pending_slashes[1]
         self._pending_slashes = (at.tx_hash, [])
         self.closing_txs.add(at.tx_hash)
