@@ -5,7 +5,7 @@ Every auditor stakes the tier minimum, 100 tokens, and a draw locks P = 60: a me
 replacement (issue L2), are then successive sampling without replacement: k draws seat k distinct
 members of one vote each. Tests whose subject is not the draw (votes, settlement, reports, the
 explorer) are written against that; seats of several units are the subject of
-tests/api/test_index_refresh.py and of `trust bench attacks` (L2).
+tests/api/index/test_refresh.py and of `trust bench attacks` (L2).
 """
 
 from __future__ import annotations
