@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -56,11 +57,32 @@ def _sources(root: Path) -> dict[str, dict[str, str]]:
     return sources
 
 
-def _solc_version(solc: Path) -> str:
+def _solc_version(solc: Path, root: Path, build_dir: Path) -> str:
+    """The last line of `solc --version`, part of the digest.
+
+    Asking costs more than a second of CPU (the wrapper loads solcjs in node), and every `trust`
+    process of a checkout asks once (each worker of a local network), so the answer is kept under
+    `build/`, keyed by what could change it: the binary's path, size and modification time, and the
+    npm `solc` package the wrapper loads.
+    """
+    stat = solc.stat()
+    identity: list[object] = [str(solc.resolve()), stat.st_size, stat.st_mtime_ns]
+    package = root / "node_modules" / "solc" / "package.json"
+    if package.is_file():
+        identity.append(package.read_text())
+    key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
+    remembered = build_dir / f"solc-version-{key}.txt"
+    if remembered.is_file():
+        return remembered.read_text().strip()
     out = subprocess.run([str(solc), "--version"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise CompileError(f"{solc} --version failed: {out.stderr.strip()}")
-    return out.stdout.strip().splitlines()[-1]
+    version = out.stdout.strip().splitlines()[-1]
+    build_dir.mkdir(parents=True, exist_ok=True)
+    tmp = remembered.with_name(f"{remembered.name}.{os.getpid()}.tmp")
+    tmp.write_text(version + "\n")
+    tmp.replace(remembered)
+    return version
 
 
 def compile_protocol(
@@ -100,7 +122,7 @@ def compile_checkout(
     build_dir = build_dir or root / "build"
     sources = _sources(root)
     solc = toolchain.solc
-    solc_version = _solc_version(solc)
+    solc_version = _solc_version(solc, root, build_dir)
     digest = hashlib.sha256(
         json.dumps({"sources": sources, "settings": _SETTINGS, "solc": solc_version}, sort_keys=True).encode()
     ).hexdigest()[:16]
