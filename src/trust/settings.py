@@ -499,7 +499,11 @@ class Settings(BaseSettings):
 
     rpc_url: str | None = Field(None, description="JSON-RPC endpoint; the devnet's when unset")
     home: Path = Field(default_factory=lambda: Path.home() / ".trust", description="state of the devnet and wallets")
-    deployments_dir: Path | None = Field(None, description="where per-chain address files live; deploy/deployments")
+    deployments_dir: Path | None = Field(
+        None,
+        description="where per-chain address files live; deploy/deployments in a checkout, <home>/deployments "
+        "for an installed package",
+    )
     tx_timeout_seconds: float = Field(120.0, gt=0)
     protocol: ProtocolSettings = ProtocolSettings()
     governance: GovernanceSettings = GovernanceSettings()
@@ -532,8 +536,12 @@ class Settings(BaseSettings):
     def gateway_dir(self) -> Path:
         return self.gateway.data_dir or self.home / "gateway"
 
-    def deployments_path(self, root: Path) -> Path:
-        return self.deployments_dir or root / "deploy" / "deployments"
+    def deployments_path(self, root: Path | None) -> Path:
+        """`deployments_dir`, else the checkout's `deploy/deployments`, else (`root` None: a package
+        installed from a wheel, which has no checkout to write into) `<home>/deployments`."""
+        if self.deployments_dir is not None:
+            return self.deployments_dir
+        return root / "deploy" / "deployments" if root is not None else self.home / "deployments"
 
     def devnet_protocol(self) -> ProtocolSettings:
         """The protocol settings of the devnet: the same numbers with windows short enough to watch

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from trust.adapters.local.toolchain import Toolchain
+from trust.adapters.local.toolchain import Toolchain, find_project_root
 from trust.errors import ToolchainError
 
 
@@ -37,3 +37,24 @@ def test_environment_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 def test_missing_npm_tool_says_how_to_install(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError, match="npm ci"):
         Toolchain(root=tmp_path).tool("forge")
+
+
+def test_the_checkout_is_found_from_the_editable_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("TRUST_PROJECT_ROOT", raising=False)
+    checkout = Path(__file__).resolve().parents[3]
+    assert find_project_root() == checkout == Toolchain.discover().root
+    monkeypatch.setenv("TRUST_PROJECT_ROOT", str(tmp_path))
+    assert find_project_root() == tmp_path
+
+
+def test_an_installed_package_has_no_tools_but_those_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    installed = Toolchain(root=None)
+    monkeypatch.delenv("TRUST_ANVIL", raising=False)
+    with pytest.raises(ToolchainError, match="anvil does not come with an installed trust package: set TRUST_ANVIL"):
+        _ = installed.anvil
+    fake = tmp_path / "anvil"
+    fake.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("TRUST_ANVIL", str(fake))
+    assert installed.anvil == fake

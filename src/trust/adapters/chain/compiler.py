@@ -2,45 +2,35 @@
 
 The compiler settings match `contracts/foundry.toml` (optimizer 200 runs, Cancun, no metadata
 hash) so that the bytecode deployed from Python is the bytecode the forge suite tested. Outputs
-are cached under `build/` keyed by a hash of every source file and the settings: an unchanged tree
-compiles once.
+are cached under `build/` keyed by a hash of every source file, the settings and the solc version:
+an unchanged tree compiles once.
+
+A package installed from a wheel has no sources to compile: it carries the compiled protocol as
+package data (`trust.adapters.chain.artifacts`), which `compile_protocol` returns there. In a
+checkout the packaged file is used when its digest is the sources' (the same key as the cache),
+so the developer flow is unchanged: edit a contract and the next call compiles it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import solcx
-from solcx.exceptions import SolcError
-
+from trust.adapters.chain.artifacts import (
+    DEPLOYED_CONTRACTS,
+    PACKAGED_PATH,
+    Artifact,
+    CompiledProtocol,
+    read_compiled,
+)
 from trust.adapters.local.toolchain import Toolchain
 from trust.errors import CompileError
 
-__all__ = ["Artifact", "compile_protocol", "DEPLOYED_CONTRACTS"]
-
-#: The contracts the Python side deploys or talks to, by name -> source unit.
-DEPLOYED_CONTRACTS: dict[str, str] = {
-    "TRUSTAudit": "contracts/src/TRUSTAudit.sol",
-    "AuditorRegistry": "contracts/src/AuditorRegistry.sol",
-    "ProtocolParams": "contracts/src/ProtocolParams.sol",
-    "SegmentKeys": "contracts/src/SegmentKeys.sol",
-    "BlockhashRandomness": "contracts/src/randomness/BlockhashRandomness.sol",
-    "ThresholdBeacon": "contracts/src/randomness/ThresholdBeacon.sol",
-    "TrustToken": "contracts/src/token/TrustToken.sol",
-    # External libraries of TRUSTAudit: deployed once and linked into its bytecode (`Artifact.link`).
-    "SessionLifecycle": "contracts/src/audit/SessionLifecycle.sol",
-    "CommitteeSelection": "contracts/src/audit/CommitteeSelection.sol",
-    "Tally": "contracts/src/audit/Tally.sol",
-    "FeeSplit": "contracts/src/audit/FeeSplit.sol",
-    "ProviderEscrow": "contracts/src/billing/ProviderEscrow.sol",
-    "ERC1967Proxy": "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol",
-    "TimelockController": "@openzeppelin/contracts/governance/TimelockController.sol",
-}
+__all__ = ["Artifact", "compile_checkout", "compile_protocol", "DEPLOYED_CONTRACTS"]
 
 _SETTINGS: dict[str, Any] = {
     "optimizer": {"enabled": True, "runs": 200},
@@ -56,32 +46,6 @@ _SETTINGS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
-    """A compiled contract: its ABI and creation bytecode.
-
-    `libraries` names the external libraries the creation bytecode calls, each with the byte
-    offsets of its 20-byte placeholders: the bytecode deploys only once `link` filled them in.
-    """
-
-    name: str
-    abi: list[dict[str, Any]]
-    bytecode: str
-    deployed_bytecode: str
-    libraries: dict[str, tuple[int, ...]] = field(default_factory=dict)
-
-    def link(self, addresses: dict[str, str]) -> str:
-        """The creation bytecode with every library placeholder replaced by its address."""
-        hexcode = self.bytecode[2:]
-        for library, offsets in self.libraries.items():
-            if library not in addresses:
-                raise CompileError(f"{self.name} needs library {library}, which has no address")
-            address = addresses[library].lower().removeprefix("0x")
-            for offset in offsets:
-                hexcode = hexcode[: 2 * offset] + address + hexcode[2 * offset + 40 :]
-        return "0x" + hexcode
-
-
 def _sources(root: Path) -> dict[str, dict[str, str]]:
     sources: dict[str, dict[str, str]] = {}
     for path in sorted((root / "contracts" / "src").rglob("*.sol")):
@@ -93,29 +57,85 @@ def _sources(root: Path) -> dict[str, dict[str, str]]:
     return sources
 
 
-def _solc_version(solc: Path) -> str:
+def _solc_version(solc: Path, root: Path, build_dir: Path) -> str:
+    """The last line of `solc --version`, part of the digest.
+
+    Asking costs more than a second of CPU (the wrapper loads solcjs in node), and every `trust`
+    process of a checkout asks once (each worker of a local network), so the answer is kept under
+    `build/`, keyed by what could change it: the binary's path, size and modification time, and the
+    npm `solc` package the wrapper loads.
+    """
+    stat = solc.stat()
+    identity: list[object] = [str(solc.resolve()), stat.st_size, stat.st_mtime_ns]
+    package = root / "node_modules" / "solc" / "package.json"
+    if package.is_file():
+        identity.append(package.read_text())
+    key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
+    remembered = build_dir / f"solc-version-{key}.txt"
+    if remembered.is_file():
+        return remembered.read_text().strip()
     out = subprocess.run([str(solc), "--version"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise CompileError(f"{solc} --version failed: {out.stderr.strip()}")
-    return out.stdout.strip().splitlines()[-1]
+    version = out.stdout.strip().splitlines()[-1]
+    build_dir.mkdir(parents=True, exist_ok=True)
+    tmp = remembered.with_name(f"{remembered.name}.{os.getpid()}.tmp")
+    tmp.write_text(version + "\n")
+    tmp.replace(remembered)
+    return version
 
 
-def compile_protocol(toolchain: Toolchain, build_dir: Path | None = None) -> dict[str, Artifact]:
-    """Compiles the protocol (or reads the cached output) and returns the deployed contracts.
+def compile_protocol(
+    toolchain: Toolchain | None = None, build_dir: Path | None = None, *, packaged: Path = PACKAGED_PATH
+) -> dict[str, Artifact]:
+    """The deployed contracts: the package's own compiled protocol (`packaged`) outside a checkout;
+    in a checkout, that one when it was compiled from exactly these sources, else a compile (cached
+    under `build/`).
+
+    Raises CompileError with the compiler's messages when the sources do not compile, and one that
+    says what to install when an installed package carries no compiled protocol.
+    """
+    toolchain = toolchain or Toolchain.discover()
+    shipped = read_compiled(packaged)
+    if toolchain.root is None:
+        if shipped is None:
+            raise CompileError(
+                f"this trust package carries no compiled contracts ({packaged} is missing) and runs outside a "
+                "checkout, so it cannot compile them: install a wheel built by scripts/wheel.sh, or set "
+                "TRUST_PROJECT_ROOT to a checkout of the project"
+            )
+        return shipped.artifacts
+    return compile_checkout(toolchain, build_dir, packaged=shipped).artifacts
+
+
+def compile_checkout(
+    toolchain: Toolchain, build_dir: Path | None = None, *, packaged: CompiledProtocol | None = None
+) -> CompiledProtocol:
+    """Compiles the checkout's contracts (or reads the `build/` cache); `packaged` is returned instead
+    when its digest is the checkout's.
 
     Raises CompileError with the compiler's messages when the sources do not compile.
     """
     root = toolchain.root
+    if root is None:
+        raise CompileError("an installed trust package has no contract sources to compile: run from a checkout")
     build_dir = build_dir or root / "build"
     sources = _sources(root)
     solc = toolchain.solc
+    solc_version = _solc_version(solc, root, build_dir)
     digest = hashlib.sha256(
-        json.dumps({"sources": sources, "settings": _SETTINGS, "solc": _solc_version(solc)}, sort_keys=True).encode()
+        json.dumps({"sources": sources, "settings": _SETTINGS, "solc": solc_version}, sort_keys=True).encode()
     ).hexdigest()[:16]
+    if packaged is not None and packaged.digest == digest:
+        return packaged
     cache = build_dir / f"contracts-{digest}.json"
     if cache.is_file():
         output = json.loads(cache.read_text())
     else:
+        # Imported here: an installed package never compiles, and needs neither py-solc-x nor solc.
+        import solcx
+        from solcx.exceptions import SolcError
+
         try:
             output = solcx.compile_standard(
                 {"language": "Solidity", "sources": sources, "settings": _SETTINGS},
@@ -149,4 +169,4 @@ def compile_protocol(toolchain: Toolchain, build_dir: Path | None = None) -> dic
             deployed_bytecode="0x" + entry["evm"]["deployedBytecode"]["object"],
             libraries=libraries,
         )
-    return artifacts
+    return CompiledProtocol(digest=digest, solc=solc_version, artifacts=artifacts)

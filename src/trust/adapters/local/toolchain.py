@@ -3,6 +3,10 @@
 One place finds every tool: an environment variable names it explicitly (`TRUST_ANVIL`,
 `TRUST_FORGE`, `TRUST_CAST`, `TRUST_SOLC`), otherwise it is taken from the project's
 `node_modules` (installed by `npm ci` from the root package.json) or `tools/`.
+
+A package installed from a wheel runs outside any checkout: `Toolchain.discover()` then has no
+root, the compiled contracts come with the package (`trust.adapters.chain.artifacts`), and only
+the `TRUST_<TOOL>` variables name tools. The SDK, the worker and the gateway need none of them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from trust.errors import ToolchainError
 
-__all__ = ["Toolchain", "project_root"]
+__all__ = ["Toolchain", "find_project_root", "project_root"]
 
 _NPM_BINARIES = {
     "anvil": "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil",
@@ -24,34 +28,50 @@ _NPM_BINARIES = {
 }
 
 
-def project_root() -> Path:
-    """The repository root: the folder holding `package.json` and `contracts/`.
+def find_project_root() -> Path | None:
+    """The checkout this package runs from, or None when it was installed (from a wheel).
 
-    `TRUST_PROJECT_ROOT` overrides it; otherwise it is found from this file's location (an
-    editable install, as the setup script makes).
+    `TRUST_PROJECT_ROOT` overrides it. Otherwise it is the folder holding `package.json` and
+    `contracts/` whose `src/` holds this file (an editable install, as the setup script makes): a
+    wheel installed into a virtual environment that happens to sit inside a checkout is not run
+    from that checkout, and must not compile (or trust) its sources.
     """
     override = os.environ.get("TRUST_PROJECT_ROOT")
     if override:
         return Path(override).resolve()
     here = Path(__file__).resolve()
     for parent in here.parents:
-        if (parent / "contracts" / "foundry.toml").is_file() and (parent / "package.json").is_file():
+        if (
+            (parent / "contracts" / "foundry.toml").is_file()
+            and (parent / "package.json").is_file()
+            and here.is_relative_to(parent / "src")
+        ):
             return parent
-    raise ToolchainError(
-        f"cannot find the TRUST project root above {here}; set TRUST_PROJECT_ROOT to the folder "
-        "that holds package.json and contracts/"
-    )
+    return None
+
+
+def project_root() -> Path:
+    """The repository root: the folder holding `package.json` and `contracts/` (see
+    `find_project_root`), or a ToolchainError for an installed package."""
+    root = find_project_root()
+    if root is None:
+        raise ToolchainError(
+            f"cannot find the TRUST project root above {Path(__file__).resolve()} (an installed package); set "
+            "TRUST_PROJECT_ROOT to the folder that holds package.json and contracts/"
+        )
+    return root
 
 
 @dataclass(frozen=True, slots=True)
 class Toolchain:
     """Resolved paths of the pinned tools."""
 
-    root: Path
+    root: Path | None
+    """The checkout the tools and the contract sources come from; None for an installed package."""
 
     @classmethod
     def discover(cls, root: Path | None = None) -> Toolchain:
-        return cls(root=root or project_root())
+        return cls(root=root or find_project_root())
 
     def tool(self, name: str) -> Path:
         """The path of `name` (anvil, forge, cast or solc), or a ToolchainError saying how to get it."""
@@ -66,6 +86,11 @@ class Toolchain:
             if not path.is_file():
                 raise ToolchainError(f"{env_var}={override} does not name an executable file")
             return path
+        if self.root is None:
+            raise ToolchainError(
+                f"{name} does not come with an installed trust package: set {env_var} to its path, or run "
+                "from a checkout of the project (TRUST_PROJECT_ROOT)"
+            )
         path = self.root / _NPM_BINARIES[name]
         if not path.is_file():
             raise ToolchainError(f"{name} not found at {path}; run `npm ci` in {self.root} (or set {env_var})")
@@ -89,4 +114,6 @@ class Toolchain:
 
     @property
     def contracts_dir(self) -> Path:
+        if self.root is None:
+            raise ToolchainError("an installed trust package has no contract sources: run from a checkout")
         return self.root / "contracts"
