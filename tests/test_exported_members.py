@@ -20,6 +20,7 @@ PACKAGES = [
     "trust.auditors.checks",
     "trust.services.worker",
     "trust.api",
+    "trust.api.index",
 ]
 
 
