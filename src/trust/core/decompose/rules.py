@@ -329,6 +329,8 @@ def _suffix(tokens: Sequence[_Tok]) -> _Side | None:
         return None
     if k > 0 and tokens[k - 1].kind == "of":
         return None  # "one-third of 27 =": the number is the argument of words, not the whole side
+    if k > 0 and tokens[k - 1].text in ",." and not tokens[k].space_before:
+        return None  # "1,2345 + 1 =": the side starts inside a number written in a way no reader agrees on
     first = tokens[k]
     if first.kind in ("op", "of") or mask[k] == "u":
         # "Herb's house - 22,800 =": the expression goes on into words; checking its tail would be wrong
