@@ -193,8 +193,8 @@ _LATEX_SPACING = re.compile(r"\\[,;:! ]|&")
 _LATEX_BREAKS = re.compile(r"\\\\|\\q?quad\b|\\text\s*\{[^{}]*\}|\\implies\b|\\Rightarrow\b|\\iff\b")
 _ARROWS = re.compile(r"<==>|<=>|⟺|==>|=>|-->|->|→|⇒|⟹|⟶")
 _INTEGRAL_WORDS = re.compile(r"\b(?:the\s+)?(?:(?:in)?definite\s+)?(?:integral|antiderivative)\s+of\b", re.I)
-_BREAK = re.compile(
-    r"\n|;|,\s|\.(?=\s|$)|:\s|\s(?:and|so|then|thus|hence|therefore|giving|gives|yields|where|with|since|because"
+_BREAK = re.compile(  # after a digit, a point ends a clause only at the end of the text ("3.5", "3. Then")
+    r"\n|;|,\s|(?<!\d)\.(?=\s|$)|(?<=\d)\.\Z|:\s|\s(?:and|so|then|thus|hence|therefore|giving|gives|yields|where|with|since|because"
     r"|which|while|but|or|i\.e\.|e\.g\.)(?=\s)",
     re.I,
 )
@@ -229,27 +229,7 @@ def _prepare(text: str) -> str:
 
 def _clauses(text: str) -> list[str]:
     """`text` split at sentence and clause breaks outside brackets."""
-    clauses: list[str] = []
-    depth = 0
-    start = 0
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            match = _BREAK.match(text, index)
-            decimal_point = (
-                char == "." and text[index - 1 : index].isdigit() and match is not None and match.end() < len(text)
-            )
-            if match is not None and not decimal_point:
-                clauses.append(text[start:index])
-                index = start = max(match.end(), index + 1)
-                continue
-        index += 1
-    clauses.append(text[start:])
+    clauses, _ = split_relations(text, _BREAK, {})
     return [clause for clause in (c.strip() for c in clauses) if clause]
 
 
