@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import json
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from trust.core.decompose.rules import (
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, Level, Tier
 from trust.core.graphs.serialization import dumps
 from trust.core.graphs.validation import violations
+from trust.core.maths.arithmetic import check_expression
 from trust.errors import GraphError
 
 PROCESSBENCH = Path("/work/shared/data/processbench/gsm8k.json")
@@ -40,36 +39,10 @@ def processbench() -> list[dict[str, Any]]:
 
 
 def _evaluate(expression: str) -> bool:
-    """Exact evaluation of an extracted expression (a tier-1 checker in miniature): Fractions, no eval."""
-
-    def value(node: ast.AST) -> Fraction:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return Fraction(str(node.value))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -value(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "abs":
-            return abs(value(node.args[0]))
-        if isinstance(node, ast.BinOp):
-            left, right = value(node.left), value(node.right)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.Div):
-                return left / right
-            if isinstance(node.op, ast.Pow) and right.denominator == 1:
-                return left ** int(right)
-        raise ValueError(f"not a checkable expression: {ast.dump(node)}")
-
-    tree = ast.parse(expression, mode="eval").body
-    assert isinstance(tree, ast.Compare) and len(tree.ops) == 1, expression
-    left, right = value(tree.left), value(tree.comparators[0])
-    if isinstance(tree.ops[0], ast.Eq):
-        return left == right
-    assert isinstance(tree.ops[0], ast.LtE), expression
-    return left <= right
+    """Whether an extracted expression holds, read back by the one maths engine (tier 1's reader)."""
+    holds = check_expression(expression).holds
+    assert holds is not None, expression
+    return holds
 
 
 def _edges(hdag: Hdag) -> set[tuple[str, str, str]]:
@@ -157,7 +130,7 @@ def test_hand_picked_processbench_step(processbench: list[dict[str, Any]]) -> No
         ("24 × 12 = 288 and 288 ÷ 4 = 72", ["24 * 12 == 288", "288 / 4 == 72"]),
         ("\\(4 \\times 5 = 20\\) cats", ["4 * 5 == 20"]),
         ("\\[ \\frac{3}{5} \\times 30 = 18 \\]", ["(3 / 5) * 30 == 18"]),
-        ("\\(\\frac{480 \\text{ miles}}{60 \\text{ miles/hour}} = 8\\)", ["((480) / (60)) == 8"]),
+        ("\\(\\frac{480 \\text{ miles}}{60 \\text{ miles/hour}} = 8\\)", ["480 / 60 == 8"]),
         ("25% of 80 = 20", ["(25 / 100) * 80 == 20"]),
         ("we calculate 3/5 of 30 = 18", ["3 / 5 * 30 == 18"]),
         ("0.2 × 100 = 20%", ["0.2 * 100 == 20"]),
@@ -460,3 +433,52 @@ def test_written_arithmetic_is_extracted_and_checks(calculations: list[tuple[int
     for operation, (a, op, b) in zip(operations, distinct, strict=True):
         assert operation.expression == f"{a} {op} {b} == {results[op](a, b)}"
         assert _evaluate(operation.expression)
+
+
+# ---------------------------------------------------------------------------- one maths engine
+# The decomposer reads each side with the engine (trust.core.maths.expressions); where its former
+# parser answered otherwise, the engine's answer is the one below.
+
+
+def test_a_fraction_of_quantities_with_units_is_a_plain_quotient() -> None:
+    (op,) = extract_operations("\\(\\frac{480 \\text{ miles}}{60 \\text{ miles/hour}} = 8\\)")
+    assert op.expression == "480 / 60 == 8"  # was "((480) / (60)) == 8": brackets around lone numbers
+    assert check_expression(op.expression).holds is True
+
+
+def test_a_malformed_thousands_separator_is_not_cut_into_a_calculation() -> None:
+    # the engine reads "1,2345" as no number (a comma takes exactly three digits): its tail "2345 + 1"
+    # is not the side the trace wrote
+    assert extract_operations("1,2345 + 1 = 12346") == []
+    assert [op.expression for op in extract_operations("1,234 + 1 = 1,235")] == ["1234 + 1 == 1235"]
+
+
+def test_data_flow_compares_numbers_by_value() -> None:
+    # ".5" produced by step 1 is the 0.5 that step 3 uses (the string keys "0.5" and ".5" differed)
+    hdag = from_text(
+        "First we halve it: 1 / 2 = 0.5 cups.\n\nThe jar holds 3 + 4 = 7 cups.\n\nWe pour .5 * 4 = 2 cups."
+    )
+    assert hdag.edge_type("s1", "s3") is EdgeType.DEPENDS_ON
+    assert hdag.edge_type("s2", "s3") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expression"),
+    [
+        ("10 / 3 = 3.33", "abs(10 / 3 - 3.33) <= 0.005"),  # rounded: half a unit of the last decimal
+        ("1 / 3 = 0.333", "abs(1 / 3 - 0.333) <= 0.0005"),
+        ("180 / 110 = 1.636...", "abs(180 / 110 - 1.636) <= 0.001"),  # cut short: a whole unit
+        ("2 / 3 = 0.66", "abs(2 / 3 - 0.66) <= 0.005"),  # truncated, not rounded: fails
+    ],
+)
+def test_rounded_results_get_the_one_rounding_rule(text: str, expression: str) -> None:
+    (op,) = extract_operations(text)
+    assert op.expression == expression
+    assert check_expression(op.expression).holds is (text != "2 / 3 = 0.66")
+
+
+def test_exponent_towers_are_extracted_but_refused_by_the_checker() -> None:
+    (op,) = extract_operations("2^10^10 = 5")
+    assert op.expression == "2 ** 10 ** 10 == 5"
+    check = check_expression(op.expression)
+    assert check.holds is None and "10000000000" in check.reason

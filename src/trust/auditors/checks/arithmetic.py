@@ -44,9 +44,9 @@ from fractions import Fraction
 from typing import Final
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome
+from trust.auditors.checks.verdicts import MAX_LISTED, failed, listed
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode
-from trust.core.graphs.refinement import ErrorType
 from trust.core.maths.expressions import (
     EvaluationError,
     Expr,
@@ -66,6 +66,7 @@ from trust.core.maths.expressions import (
     split_relations,
     subexpressions,
 )
+from trust.core.maths.rounding import decimals, literal, rounds_to, significant_unit
 
 __all__ = [
     "MAX_LISTED",
@@ -75,9 +76,6 @@ __all__ = [
     "find_calculations",
     "judge",
 ]
-
-MAX_LISTED: Final = 5
-"""How many calculations a result's detail names (the count covers all of them)."""
 
 _FENCE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -181,9 +179,7 @@ def _normalize(text: str) -> str:
 
 def _is_literal(expr: Expr) -> bool:
     """A number as stated, maybe signed or a percentage: "391", "-3", "25%"."""
-    while isinstance(expr, Negate | Percent):
-        expr = expr.operand
-    return isinstance(expr, Number)
+    return literal(expr) is not None
 
 
 def _first_side_is_cut(text: str, start: int, side: str, expr: Expr | None) -> bool:
@@ -288,32 +284,6 @@ def find_calculations(text: str, *, source: str = "text") -> list[Calculation]:
 # ---------------------------------------------------------------------------------------------- judging
 
 
-def _decimals(expr: Expr) -> int:
-    while isinstance(expr, Negate | Percent):
-        expr = expr.operand
-    assert isinstance(expr, Number)
-    digits = expr.text.replace(",", "")
-    return len(digits.split(".", 1)[1]) if "." in digits else 0
-
-
-def _significant_unit(expr: Expr) -> Fraction:
-    """One unit of the last significant digit of a literal: 0.1 for 14.3, 100 for 300, 1 for 14."""
-    places = _decimals(expr)
-    if places:
-        return Fraction(1, 10**places)
-    while isinstance(expr, Negate | Percent):
-        expr = expr.operand
-    assert isinstance(expr, Number)
-    digits = expr.text.replace(",", "")
-    zeros = len(digits) - len(digits.rstrip("0")) if digits.strip("0") else 0
-    return Fraction(10**zeros)
-
-
-def _rounds_to(value: Fraction, stated: Fraction, places: int) -> bool:
-    """Whether `stated` is `value` rounded to `places` decimals (either way at an exact half)."""
-    return abs(value - stated) <= Fraction(1, 2 * 10**places)
-
-
 def _fault(expr: Expr) -> str:
     while isinstance(expr, Negate):
         expr = expr.operand
@@ -358,9 +328,10 @@ def judge(calculation: Calculation) -> Judgement | None:
         stated_expr, computed_expr, stated, computed = calculation.left, calculation.right, left, right
     computed_text = calculation.left_text if computed_expr is calculation.left else calculation.right_text
     if op == "≈":
-        if not _is_literal(stated_expr):
+        stated_number = literal(stated_expr)
+        if stated_number is None:
             return None
-        if abs(computed - stated) <= _significant_unit(stated_expr):
+        if abs(computed - stated) <= significant_unit(stated_number):
             return Judgement(calculation, True, text)
         expected = format_exact(computed)
         return _wrong(calculation, "wrong approximation", expected, f"{text}, but {computed_text} = {expected}")
@@ -372,14 +343,15 @@ def judge(calculation: Calculation) -> Judgement | None:
     percent = isinstance(stated_expr, Percent) or (
         isinstance(stated_expr, Negate) and isinstance(stated_expr.operand, Percent)
     )
-    if _is_literal(stated_expr):
-        places = _decimals(stated_expr)
+    stated_number = literal(stated_expr)
+    if stated_number is not None:
+        places = decimals(stated_number)
         quotient = isinstance(computed_expr, Product) and computed_expr.rest[-1][0] == "/"
         if quotient and places == 0 and stated == int(computed) and _WHOLE_QUOTIENT.search(calculation.after):
             return Judgement(calculation, True, f"{text} (a whole quotient, as the text says)")
-        if _rounds_to(computed, stated, places + (2 if percent else 0)):
+        if rounds_to(computed, stated, places + (2 if percent else 0)):
             return Judgement(calculation, True, f"{text} (rounded)")
-        if percent and _rounds_to(computed, stated * 100, places):
+        if percent and rounds_to(computed, stated * 100, places):
             return Judgement(calculation, True, f"{text} (as a percentage)")
     if _only_percentages(computed_expr) and not percent:
         return None  # "48 = 100% + 20%" (of something else): percentages of an unstated base
@@ -411,11 +383,6 @@ def _wrong(calculation: Calculation, fault: str, expected: str, detail: str) -> 
 
 
 # ---------------------------------------------------------------------------------------------- the check
-
-
-def _listed(items: list[str]) -> str:
-    shown = "; ".join(items[:MAX_LISTED])
-    return shown if len(items) <= MAX_LISTED else f"{shown}; and {len(items) - MAX_LISTED} more"
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,18 +421,9 @@ class ArithmeticCheck:
             )
         wrong = [j for j in judgements if not j.holds]
         if wrong:
-            first = wrong[0]
-            assert first.fault is not None
-            return CheckResult(
-                self.name,
-                Outcome.FAIL,
-                f"{len(wrong)} of {len(judgements)} calculation(s) wrong: {_listed([j.detail for j in wrong])}",
-                fault=first.fault,
-                error_type=ErrorType.FACTUAL,
-                expected=first.expected,
-            )
+            return failed(self.name, wrong, len(judgements), "calculation(s)")
         return CheckResult(
             self.name,
             Outcome.PASS,
-            f"{len(judgements)} calculation(s) checked exactly, all hold: {_listed([j.detail for j in judgements])}",
+            f"{len(judgements)} calculation(s) checked exactly, all hold: {listed(judgements)}",
         )

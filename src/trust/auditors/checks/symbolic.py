@@ -52,8 +52,8 @@ from fractions import Fraction
 from typing import Any, Final, TypeVar
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.auditors.checks import verdicts
 from trust.core.graphs.hdag import HdagNode
-from trust.core.graphs.refinement import ErrorType
 from trust.core.maths.expressions import (
     Apply,
     Call,
@@ -79,6 +79,7 @@ from trust.core.maths.expressions import (
     subexpressions,
     to_sympy,
 )
+from trust.core.maths.rounding import decimals, half_unit, literal, significant_unit
 from trust.errors import GraphError
 
 __all__ = [
@@ -106,7 +107,6 @@ SAMPLE_TOLERANCE: Final = 1e-12
 """Relative difference beyond which two sides differ at a point (far above the error at 30 digits)."""
 _MAX_SIDE_CHARS: Final = 300
 """The longest stretch of a clause searched for where a statement's first or last side starts/ends."""
-_MAX_LISTED: Final = 5
 
 T = TypeVar("T")
 
@@ -193,8 +193,8 @@ _LATEX_SPACING = re.compile(r"\\[,;:! ]|&")
 _LATEX_BREAKS = re.compile(r"\\\\|\\q?quad\b|\\text\s*\{[^{}]*\}|\\implies\b|\\Rightarrow\b|\\iff\b")
 _ARROWS = re.compile(r"<==>|<=>|⟺|==>|=>|-->|->|→|⇒|⟹|⟶")
 _INTEGRAL_WORDS = re.compile(r"\b(?:the\s+)?(?:(?:in)?definite\s+)?(?:integral|antiderivative)\s+of\b", re.I)
-_BREAK = re.compile(
-    r"\n|;|,\s|\.(?=\s|$)|:\s|\s(?:and|so|then|thus|hence|therefore|giving|gives|yields|where|with|since|because"
+_BREAK = re.compile(  # after a digit, a point ends a clause only at the end of the text ("3.5", "3. Then")
+    r"\n|;|,\s|(?<!\d)\.(?=\s|$)|(?<=\d)\.\Z|:\s|\s(?:and|so|then|thus|hence|therefore|giving|gives|yields|where|with|since|because"
     r"|which|while|but|or|i\.e\.|e\.g\.)(?=\s)",
     re.I,
 )
@@ -229,27 +229,7 @@ def _prepare(text: str) -> str:
 
 def _clauses(text: str) -> list[str]:
     """`text` split at sentence and clause breaks outside brackets."""
-    clauses: list[str] = []
-    depth = 0
-    start = 0
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            match = _BREAK.match(text, index)
-            decimal_point = (
-                char == "." and text[index - 1 : index].isdigit() and match is not None and match.end() < len(text)
-            )
-            if match is not None and not decimal_point:
-                clauses.append(text[start:index])
-                index = start = max(match.end(), index + 1)
-                continue
-        index += 1
-    clauses.append(text[start:])
+    clauses, _ = split_relations(text, _BREAK, {})
     return [clause for clause in (c.strip() for c in clauses) if clause]
 
 
@@ -689,43 +669,18 @@ def compare(lhs: Any, rhs: Any) -> tuple[Outcome, str]:
     return Outcome.NOT_APPLICABLE, f"{agreed}SymPy could not prove the two sides equal"
 
 
-def _literal_places(expr: Expr) -> int | None:
-    """The decimals of a stated decimal number ("0.333": 3); None for anything else or an integer."""
-    if isinstance(expr, Negate):
-        expr = expr.operand
-    if not isinstance(expr, Number) or "." not in expr.text:
-        return None
-    return len(expr.text.replace(",", "").split(".", 1)[1])
-
-
-def _significant_unit(expr: Expr) -> Fraction | None:
-    if isinstance(expr, Negate):
-        expr = expr.operand
-    if not isinstance(expr, Number):
-        return None
-    digits = expr.text.replace(",", "")
-    if "." in digits:
-        return Fraction(1, 10 ** len(digits.split(".", 1)[1]))
-    zeros = len(digits) - len(digits.rstrip("0")) if digits.strip("0") else 0
-    return Fraction(10**zeros)
-
-
 def _approximates(value: Any, stated: Expr, relation: str) -> bool | None:
     """Whether a number is `stated` rounded to its decimals (relation "="), or within one unit of its
     last significant digit ("≈"); None when `stated` is not a decimal literal."""
-    unit: Fraction | None
-    if relation == "≈":
-        unit = _significant_unit(stated)
-    else:
-        places = _literal_places(stated)
-        unit = None if places is None else Fraction(1, 2 * 10**places)
-    if unit is None:
+    number = literal(stated, percent=False)
+    if number is None or (relation != "≈" and not decimals(number)):
         return None
-    number = _point_values(value, {})
-    if number is None or abs(number.imag) > SAMPLE_TOLERANCE:
+    unit = significant_unit(number) if relation == "≈" else half_unit(decimals(number))
+    point = _point_values(value, {})
+    if point is None or abs(point.imag) > SAMPLE_TOLERANCE:
         return None
     stated_value = evaluate_exact(stated)
-    return abs(Fraction(number.real) - stated_value) <= unit * (1 + Fraction(1, 10**9))
+    return abs(Fraction(point.real) - stated_value) <= unit * (1 + Fraction(1, 10**9))
 
 
 class _Evaluator:
@@ -934,11 +889,6 @@ async def _in_thread(work: Callable[[threading.Event], T], timeout_seconds: floa
         return None, True
 
 
-def _listed(findings: Sequence[Finding]) -> str:
-    shown = "; ".join(finding.detail for finding in findings[:_MAX_LISTED])
-    return shown if len(findings) <= _MAX_LISTED else f"{shown}; and {len(findings) - _MAX_LISTED} more"
-
-
 @dataclass(frozen=True, slots=True)
 class SymbolicCheck:
     """Verifies the algebra and calculus of a node with SymPy; see the module docstring.
@@ -985,16 +935,7 @@ class SymbolicCheck:
         passed = [f for f in done if f.outcome is Outcome.PASS]
         undecided = [f for f in done if f.outcome is Outcome.NOT_APPLICABLE]
         if failed:
-            first = failed[0]
-            assert first.fault is not None
-            return CheckResult(
-                self.name,
-                Outcome.FAIL,
-                f"{len(failed)} of {len(done)} statement(s) wrong: {_listed(failed)}",
-                fault=first.fault,
-                error_type=ErrorType.FACTUAL,
-                expected=first.expected,
-            )
+            return verdicts.failed(self.name, failed, len(done), "statement(s)")
         if timed_out:
             total = f" of {counted[0]}" if counted else ""
             return CheckResult(
@@ -1007,10 +948,10 @@ class SymbolicCheck:
             return CheckResult(
                 self.name,
                 Outcome.NOT_APPLICABLE,
-                f"{len(undecided)} statement(s) undecided ({len(passed)} hold): {_listed(undecided)}",
+                f"{len(undecided)} statement(s) undecided ({len(passed)} hold): {verdicts.listed(undecided)}",
             )
         if passed:
             return CheckResult(
-                self.name, Outcome.PASS, f"{len(passed)} statement(s) verified with SymPy: {_listed(passed)}"
+                self.name, Outcome.PASS, f"{len(passed)} statement(s) verified with SymPy: {verdicts.listed(passed)}"
             )
         return CheckResult(self.name, Outcome.NOT_APPLICABLE, "no algebra or calculus to verify was found")

@@ -48,14 +48,19 @@ find", "set up", "apply the formula") a tactic; the rest are steps. A strategy o
 hangs under is demoted to a step, because the paper requires leaves at step or operation level.
 
 Operations and `expression`: only closed numeric arithmetic becomes an operation, written in Python
-syntax that a tier-1 checker evaluates exactly (SymPy or `fractions`): "12 * 3 = 36" gives
-"12 * 3 == 36". Handled: `$` and thousands commas (dropped), x and the multiplication signs
-(x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`, `\\frac{a}{b}` as `(a/b)`,
-`^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as a product ("x * 100 = p%" keeps
-p as the number: the % names the unit of the result), unit words after a number ("5 hours * 12
-dollars/hour = 60 dollars" gives "5 * 12 == 60") and labels in parentheses ("$100 (Carmen)"), chains
-("a = b = c" gives one operation per `=`), and a name restated with a new value ("Total = 20 + 4*25",
-then "Total = 120" gives "20 + 4 * 25 == 120"; only when the earlier value is a calculation). A decimal
+syntax that a tier-1 checker evaluates exactly (`trust.core.maths.arithmetic.check_expression`):
+"12 * 3 = 36" gives "12 * 3 == 36". This module only finds where a calculation's sides start and
+end in prose; each side is read by the project's one maths engine (`trust.core.maths.expressions`,
+with its abuse limits) and written back with its `to_python`, and a rounded result's tolerance comes
+from `trust.core.maths.rounding`. Handled: `$` and thousands commas (dropped), x and the
+multiplication signs (x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`,
+`\\frac{a}{b}` as a quotient, `^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as
+a product ("x * 100 = p%" keeps p as the number: the % names the unit of the result); brackets are
+kept where needed or nested as written ("(3 / 5) * 30"), not around a lone number. Unit words
+after a number ("5 hours * 12 dollars/hour = 60 dollars" gives "5 * 12 == 60") and labels in
+parentheses ("$100 (Carmen)"), chains ("a = b = c" gives one operation per `=`), and a name
+restated with a new value ("Total = 20 + 4*25", then "Total = 120" gives "20 + 4 * 25 == 120"; only
+when the earlier value is a calculation). A decimal
 result is taken as rounded at the precision written: "6 * 0.75 = 4.50" gives
 "abs(6 * 0.75 - 4.50) <= 0.005" (half a unit of the last digit), and a result cut short ("1.636...")
 allows a whole unit of the last digit. Left alone on purpose: equations with unknowns ("2x + 3 = 7" is
@@ -82,10 +87,28 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level
 from trust.core.graphs.routing import check_domain, route_tier, stakes_for_domain
 from trust.core.graphs.validation import validate
+from trust.core.maths import rounding
+from trust.core.maths.expressions import (
+    NUMBER,
+    NUMBER_PATTERN,
+    EvaluationError,
+    Expr,
+    Number,
+    ParseError,
+    Percent,
+    Power,
+    Product,
+    Sum,
+    format_exact,
+    parse_expression,
+    subexpressions,
+    to_python,
+)
 from trust.errors import GraphError
 
 __all__ = [
@@ -140,10 +163,9 @@ class Operation:
 
 # ============================================================================ arithmetic extraction
 
-_NUM_RE = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _WORD_RE = r"[A-Za-z_][A-Za-z0-9_']*(?:/[A-Za-z][A-Za-z']*)*"
 _TOKEN_RE = re.compile(
-    rf"(?P<num>{_NUM_RE})|(?P<word>{_WORD_RE})|(?P<op>\*\*|[-+*/^×÷])|(?P<lp>\()|(?P<rp>\))"
+    rf"(?P<num>{NUMBER_PATTERN})|(?P<word>{_WORD_RE})|(?P<op>\*\*|[-+*/^×÷])|(?P<lp>\()|(?P<rp>\))"
     r"|(?P<pct>%)|(?P<eq>=)|(?P<ws>\s+)|(?P<other>.)",
     re.DOTALL,
 )
@@ -151,9 +173,6 @@ _STOP_WORDS = frozenset(
     "a an and or is are was were be to then so which that we it the gives give get gets got has have had "
     "for from by with in at on as than if but not equals equal makes make total".split()
 )
-_PLAIN_NUMBER = re.compile(_NUM_RE)
-_MAX_PIECE_TOKENS = 120
-_MAX_DEPTH = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +185,7 @@ class _Tok:
 
 
 def _fraction(match: re.Match[str]) -> str:
-    top, bottom = match.group(1).strip(), match.group(2).strip()
-    if _PLAIN_NUMBER.fullmatch(top) and _PLAIN_NUMBER.fullmatch(bottom):
-        return f"({top}/{bottom})"
-    return f"(({top})/({bottom}))"
+    return f"(({match.group(1).strip()})/({match.group(2).strip()}))"
 
 
 def _normalize_math(text: str) -> str:
@@ -267,107 +283,10 @@ def _arith_mask(tokens: Sequence[_Tok]) -> list[str]:
     return mask
 
 
-class _Parser:
-    """Recursive descent over arithmetic tokens; renders the canonical Python expression."""
-
-    def __init__(self, tokens: Sequence[_Tok]) -> None:
-        self.tokens = tokens
-        self.pos = 0
-        self.depth = 0
-        self.binary = 0
-
-    def parse(self) -> str | None:
-        try:
-            out = self._expr()
-        except _NoParse:
-            return None
-        return out if self.pos == len(self.tokens) else None
-
-    def _peek(self) -> _Tok | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def _expr(self) -> str:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise _NoParse
-        out = self._term()
-        while (tok := self._peek()) is not None and tok.kind == "op" and tok.text in "+-":
-            self.pos += 1
-            self.binary += 1
-            out = f"{out} {tok.text} {self._term()}"
-        self.depth -= 1
-        return out
-
-    def _term(self) -> str:
-        out = self._unary()
-        while (tok := self._peek()) is not None:
-            if (tok.kind == "op" and tok.text in "*/×÷") or tok.kind == "of":
-                self.pos += 1
-                symbol = "/" if tok.text in "/÷" else "*"
-            elif tok.kind == "lp":  # implicit product: 2(3 + 4)
-                symbol = "*"
-            else:
-                break
-            self.binary += 1
-            out = f"{out} {symbol} {self._unary()}"
-        return out
-
-    def _unary(self) -> str:
-        tok = self._peek()
-        if tok is not None and tok.kind == "op" and tok.text in "+-":
-            self.pos += 1
-            self.depth += 1
-            if self.depth > _MAX_DEPTH:
-                raise _NoParse
-            inner = self._unary()
-            self.depth -= 1
-            return f"-{inner}" if tok.text == "-" else inner
-        return self._power()
-
-    def _power(self) -> str:
-        base = self._atom()
-        tok = self._peek()
-        if tok is not None and tok.kind == "op" and tok.text in ("^", "**"):
-            self.pos += 1
-            self.binary += 1
-            return f"{base} ** {self._unary()}"
-        return base
-
-    def _atom(self) -> str:
-        tok = self._peek()
-        if tok is None:
-            raise _NoParse
-        if tok.kind == "num":
-            self.pos += 1
-            number = tok.text.replace(",", "")
-            if number.startswith("."):
-                number = "0" + number
-            return self._percent(number)
-        if tok.kind == "lp":
-            self.pos += 1
-            inner = self._expr()
-            close = self._peek()
-            if close is None or close.kind != "rp":
-                raise _NoParse
-            self.pos += 1
-            return self._percent(f"({inner})")
-        raise _NoParse
-
-    def _percent(self, value: str) -> str:
-        tok = self._peek()
-        if tok is not None and tok.kind == "pct":
-            self.pos += 1
-            return f"({value} / 100)"
-        return value
-
-
-class _NoParse(Exception):
-    pass
-
-
 @dataclass(frozen=True, slots=True)
 class _Side:
-    expression: str
+    expr: Expr  # as the maths engine reads it
+    expression: str  # in Python syntax (`to_python`)
     binary_ops: int
     start: int
     end: int
@@ -376,19 +295,27 @@ class _Side:
     truncated: bool = False  # "1.636...": the digits written stop short of the value
 
 
+def _binary_ops(expr: Expr) -> int:
+    """How many binary operations `expr` writes (+ - * / ^, "of", implicit products)."""
+    return sum(
+        len(node.rest) if isinstance(node, Sum | Product) else int(isinstance(node, Power))
+        for node in subexpressions(expr)
+    )
+
+
 def _parse_side(tokens: Sequence[_Tok]) -> _Side | None:
-    arithmetic = [t for t in tokens if t.kind != "word"]  # unit words are dropped
-    if not arithmetic or len(arithmetic) > _MAX_PIECE_TOKENS:
+    """The side as the maths engine reads it, once unit words are dropped and "of" is a product."""
+    arithmetic = [t for t in tokens if t.kind != "word"]
+    if not arithmetic:
         return None
-    parser = _Parser(arithmetic)
-    expression = parser.parse()
-    if expression is None:
+    try:
+        expr = parse_expression(" ".join("*" if t.kind == "of" else t.text for t in arithmetic))
+        expression = to_python(expr)
+    except (ParseError, EvaluationError):
         return None
-    number = None
-    if len(arithmetic) == 1 and arithmetic[0].kind == "num":
-        number = expression
+    number = expression if len(arithmetic) == 1 and arithmetic[0].kind == "num" else None
     units = len(arithmetic) < len(tokens)
-    return _Side(expression, parser.binary, tokens[0].start, tokens[-1].end, number, units)
+    return _Side(expr, expression, _binary_ops(expr), tokens[0].start, tokens[-1].end, number, units)
 
 
 def _suffix(tokens: Sequence[_Tok]) -> _Side | None:
@@ -402,6 +329,8 @@ def _suffix(tokens: Sequence[_Tok]) -> _Side | None:
         return None
     if k > 0 and tokens[k - 1].kind == "of":
         return None  # "one-third of 27 =": the number is the argument of words, not the whole side
+    if k > 0 and tokens[k - 1].text in ",." and not tokens[k].space_before:
+        return None  # "1,2345 + 1 =": the side starts inside a number written in a way no reader agrees on
     first = tokens[k]
     if first.kind in ("op", "of") or mask[k] == "u":
         # "Herb's house - 22,800 =": the expression goes on into words; checking its tail would be wrong
@@ -466,17 +395,17 @@ def extract_operations(text: str, *, limit: int | None = None) -> list[Operation
             return  # "12 = 12" or a bare restatement: nothing to check
         if left.binary_ops == 0 and left.units:
             return  # "5 quarters = 5 * 25": a conversion into other units, not an equality of numbers
-        right_expression = right.expression
-        percent = re.fullmatch(r"\((\S+) / 100\)", right_expression)
-        if percent and re.search(r"\* 100$", left.expression):
-            right_expression = percent.group(1)  # "0.2 * 100 = 20%": % names the unit of the result
+        stated, right_expression = right.expr, right.expression
+        if isinstance(stated, Percent) and isinstance(stated.operand, Number) and left.expression.endswith("* 100"):
+            stated = stated.operand  # "0.2 * 100 = 20%": % names the unit of the result
+            right_expression = to_python(stated)
         expression = f"{left.expression} == {right_expression}"
-        decimals = re.fullmatch(r"\d+\.(\d+)", right_expression)
-        if right.truncated or decimals:
-            # a decimal result is written at some precision: rounded there, or cut short before "..."
-            places = len(decimals.group(1)) if decimals else 0
-            tolerance = "1" if places == 0 else f"0.{'0' * (places - 1)}1" if right.truncated else f"0.{'0' * places}5"
-            expression = f"abs({left.expression} - {right_expression}) <= {tolerance}"
+        places = rounding.decimals(stated) if isinstance(stated, Number) else 0
+        if right.truncated or places:
+            # a decimal result is written at some precision (trust.core.maths.rounding): rounded there
+            # (half a unit of its last decimal), or cut short before "..." (a whole unit)
+            tolerance = rounding.unit(places) if right.truncated else rounding.half_unit(places)
+            expression = f"abs({left.expression} - {right_expression}) <= {format_exact(tolerance)}"
         if expression in seen:
             return
         seen.add(expression)
@@ -581,7 +510,6 @@ _STEP_REF_RE = re.compile(r"\bstep\s+#?(\d{1,4})\b", re.IGNORECASE)
 _STEP_LABEL_RE = re.compile(r"^\W*step\s+#?(\d{1,4})\b", re.IGNORECASE)
 _HEADING_RE = re.compile(r"^\W*(?:step\s+#?\d{1,4}|#+\s*[^\n]{0,60}|\*\*[^*\n]{1,60}\*\*)\s*[:.]?\s*$", re.IGNORECASE)
 _PROBLEM_RE = re.compile(r"^\W*(?:problem|question|task)\s*(?:statement)?\s*[:.]", re.IGNORECASE)
-_NUMBER_RE = re.compile(_NUM_RE)
 
 _FORMAL_RE = re.compile(
     r"\\(?:int|iint|oint|sum|prod|lim|sqrt|partial|infty|forall|exists|mathbb|binom|log|ln|sin|cos|tan|nabla)\b"
@@ -661,7 +589,7 @@ def estimate_difficulty(text: str, *, domain: str, operations: int = 0) -> Diffi
     score += 2 if connectives >= 6 else 1 if connectives >= 3 else 0
     if operations and words <= 60:
         score -= 1
-    elif not operations and not _NUMBER_RE.search(text):
+    elif not operations and not NUMBER.search(text):
         score += 1
     if score <= 0:
         return Difficulty.EASY
@@ -738,18 +666,16 @@ class _Unit:
     code_blocks: list[str]
     label: int | None  # "Step N:" as the trace numbers it
     node_id: str = ""
-    numbers: set[str] = field(default_factory=set)
+    numbers: set[Fraction] = field(default_factory=set)
 
 
-def _plain_number(value: str) -> str:
-    number = value.replace(",", "")
-    if "." in number:
-        number = number.rstrip("0").rstrip(".") or "0"
-    return number
+def _value(number: str) -> Fraction:
+    """A number as written ("1,200", "4.50", ".5"), exactly: "4.5" and "4.50" are one value."""
+    return Fraction(number.replace(",", ""))
 
 
-def _numbers(text: str) -> set[str]:
-    return {_plain_number(m.group()) for m in _NUMBER_RE.finditer(_normalize_math(text))}
+def _numbers(text: str) -> set[Fraction]:
+    return {_value(m.group()) for m in NUMBER.finditer(_normalize_math(text))}
 
 
 def _check_limits(chars: int, units: int, limits: DecompositionLimits) -> None:
@@ -824,7 +750,7 @@ def _build(
     *,
     chain: bool,
     domain: str | None,
-    goal_numbers: set[str],
+    goal_numbers: set[Fraction],
 ) -> Hdag:
     parent = _settle_levels(units)
     _assign_ids(units)
@@ -842,7 +768,7 @@ def _build(
     steps = [u for u in units if u.level is Level.STEP]
     step_order = {u.position: i for i, u in enumerate(steps)}
     labels = {u.label: u for u in steps if u.label is not None}
-    producers: dict[str, _Unit] = {}  # number -> latest step whose operation produced it
+    producers: dict[Fraction, _Unit] = {}  # number -> latest step whose operation produced it
     extra: dict[tuple[str, str], EdgeType] = {}
     rank = {EdgeType.DEPENDS_ON: 1, EdgeType.VALIDATES: 2, EdgeType.CONTRADICTS: 3}
 
@@ -907,7 +833,7 @@ def _build(
                 relate(checked, unit, EdgeType.CONTRADICTS if contradiction else EdgeType.VALIDATES)
         for operation in unit.operations:
             if operation.result is not None:
-                producers[_plain_number(operation.result)] = unit
+                producers[_value(operation.result)] = unit
 
     for (upstream, downstream), kind in extra.items():
         if hdag.edge_type(upstream, downstream) is None:

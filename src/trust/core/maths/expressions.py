@@ -16,7 +16,7 @@ What is understood:
   never multiplies implicitly from the right ("2 3" and "x 2" are errors, not products);
 - LaTeX: \\frac{a}{b} (and \\dfrac, \\tfrac, \\frac12), ^{...}, \\sqrt{...}, \\sqrt[n]{...},
   \\left( \\right), thin spaces \\, \\; \\!, \\pi, Greek letters, \\mathrm{d}x, \\infty;
-- functions sin cos tan sec csc cot arcsin arccos arctan sinh cosh tanh exp ln log sqrt, with or
+- functions sin cos tan sec csc cot arcsin arccos arctan sinh cosh tanh exp ln log sqrt abs, with or
   without parentheses ("sin x cos x" is sin(x)·cos(x), "sin^2 x" is (sin x)^2); log is the natural
   logarithm (SymPy's convention) unless a base is written: log_10(x), log_{2} x;
 - variables: single letters, maybe with a subscript (x_1, a_{n}), and Greek letters; the constants
@@ -35,6 +35,11 @@ Abuse is bounded: the input is at most `MAX_EXPRESSION_CHARS` characters and `MA
 levels deep; exact powers are refused beyond `MAX_EXACT_EXPONENT` or when their result would hold
 more than `MAX_EXACT_BITS` bits (2^10^10 is refused at once instead of hanging), roots beyond
 `MAX_ROOT_INDEX`, factorials beyond `MAX_FACTORIAL`, and SymPy powers beyond `MAX_SYMPY_EXPONENT`.
+
+The engine is the project's only arithmetic parser: the tier-1 checks, the rule-based decomposer
+(`trust.core.decompose.rules`, which writes what it extracts with `to_python`) and the evaluation of
+an operation's `expression` (`trust.core.maths.arithmetic`) all read maths through it, and
+`trust.core.maths.rounding` holds the one rule for a value written rounded.
 
 The two evaluators: `evaluate_exact` computes a variable-free, function-free expression exactly
 with `fractions.Fraction` (an irrational value, such as sqrt(2) or pi, raises `EvaluationError`
@@ -71,6 +76,8 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "MAX_ROOT_INDEX",
     "MAX_SYMPY_EXPONENT",
+    "NUMBER",
+    "NUMBER_PATTERN",
     "Negate",
     "Number",
     "ParseError",
@@ -89,6 +96,7 @@ __all__ = [
     "size",
     "split_relations",
     "subexpressions",
+    "to_python",
     "to_sympy",
 ]
 
@@ -131,6 +139,7 @@ FUNCTIONS: Final = frozenset(
         "ln",
         "log",
         "sqrt",
+        "abs",
     }
 )
 """The elementary functions the parser knows, by the name they are written with."""
@@ -160,7 +169,10 @@ _SUPERSCRIPTS: Final = {
     "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-",
 }  # fmt: skip
 
-_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d+")
+NUMBER_PATTERN: Final = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d+"
+"""How a number is written: digits with an optional decimal part (".5" too), or thousands separated
+by commas ("1,234.5": a comma followed by exactly three digits, so "1,2345" is not one number)."""
+NUMBER: Final = re.compile(NUMBER_PATTERN)
 _LETTERS = re.compile(r"[A-Za-z]+")
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 _BRACED_NAME = re.compile(r"\s*\{\s*([A-Za-z]+)\s*\}")
@@ -456,7 +468,7 @@ def _tokenize(text: str) -> list[_Token]:
         if char.isspace() or char in "$€£¥&":
             index += 1
             continue
-        number = _NUMBER.match(text, index)
+        number = NUMBER.match(text, index)
         if number is not None:
             tokens.append(_Token("NUM", number.group(), index))
             index = number.end()
@@ -1091,6 +1103,42 @@ def render(expr: Expr) -> str:
     raise TypeError(f"not an expression: {expr!r}")
 
 
+def _python(expr: Expr, minimum: int, *, nested: type | None = None) -> str:
+    text = to_python(expr)
+    wrap = _precedence(expr) < minimum or (nested is not None and isinstance(expr, nested))
+    return f"({text})" if wrap else text
+
+
+def to_python(expr: Expr) -> str:
+    """The arithmetic of `expr` in Python syntax, the form an HDAG operation's `expression` takes
+    ("12 * 3 == 36", "abs(10 / 3 - 3.33) <= 0.005") and that `parse_statement` reads back: explicit
+    "*", "**" for powers, a percentage as "(p / 100)", numbers without thousands separators ("1200",
+    "0.5"; trailing zeros kept: "4.50" states two decimals). Brackets stand where precedence needs
+    them and where the writer nested a sum in a sum or a product in a product ("(3 / 5) * 30": the
+    parser flattens unbracketed chains, so such a nesting was written). `EvaluationError` for what is
+    not numeric arithmetic (a variable, a function other than abs, a factorial, calculus)."""
+    if isinstance(expr, Number):
+        plain = expr.text.replace(",", "")
+        return f"0{plain}" if plain.startswith(".") else plain
+    if isinstance(expr, Percent):
+        return f"({_python(expr.operand, _PRECEDENCE_POWER)} / 100)"
+    if isinstance(expr, Negate):
+        return f"-{_python(expr.operand, _PRECEDENCE_POWER)}"
+    if isinstance(expr, Sum):
+        parts = [_python(expr.first, _PRECEDENCE_SUM, nested=Sum)]
+        parts += [f" {op} {_python(term, _PRECEDENCE_PRODUCT)}" for op, term in expr.rest]
+        return "".join(parts)
+    if isinstance(expr, Product):
+        parts = [_python(expr.first, _PRECEDENCE_PRODUCT, nested=Product)]
+        parts += [f" {op or '*'} {_python(factor, _PRECEDENCE_UNARY)}" for op, factor in expr.rest]
+        return "".join(parts)
+    if isinstance(expr, Power):
+        return f"{_python(expr.base, _PRECEDENCE_ATOM)} ** {_python(expr.exponent, _PRECEDENCE_UNARY)}"
+    if isinstance(expr, Call) and expr.name == "abs":
+        return f"abs({to_python(expr.args[0])})"
+    raise EvaluationError(f"{render(expr)} is not numeric arithmetic that Python syntax spells")
+
+
 # ---------------------------------------------------------------------------------------------- exact evaluation
 
 
@@ -1190,6 +1238,8 @@ def _exact(expr: Expr, what: str) -> Fraction:
         return _bounded(Fraction(factorial), what)
     if isinstance(expr, Call) and expr.name == "sqrt":
         return _exact_root(_exact(expr.args[0], what), 2, what)
+    if isinstance(expr, Call) and expr.name == "abs":
+        return abs(_exact(expr.args[0], what))
     if isinstance(expr, Constant):
         raise EvaluationError(f"{what} is not exact: {expr.name} is irrational")
     if isinstance(expr, Symbol):
@@ -1258,6 +1308,7 @@ def _sympy_functions(sympy: Any) -> dict[str, Callable[..., Any]]:
         "exp": sympy.exp,
         "ln": sympy.log,
         "sqrt": sympy.sqrt,
+        "abs": sympy.Abs,
     }
 
 
