@@ -72,7 +72,9 @@ def test_an_abstaining_node_scores_what_a_coin_flip_does() -> None:
 
 
 @given(
-    st.lists(st.floats(min_value=0.01, max_value=100.0), min_size=4, max_size=4, unique=True),
+    # Strengths a hundredth apart at least: two floats one ulp apart can share a logarithm, and then
+    # the log scale has a tie the linear scale does not (a flaky counterexample, not a property).
+    st.lists(st.integers(1, 10_000).map(lambda k: k / 100), min_size=4, max_size=4, unique=True),
     st.lists(
         st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0])),
         min_size=1,
