@@ -26,7 +26,7 @@ from trust.auditors.llm import (
     parse_answer,
 )
 from trust.auditors.local_model import LocalModelServer
-from trust.core.decompose.model import ChatMessage
+from trust.core.chat import ChatMessage
 from trust.core.graphs.cig import AgentTurn, ReplyContract, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType

@@ -38,7 +38,7 @@ from trust.auditors.local_model import (
     check_cpu,
 )
 from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, audit_once, llm_auditor
-from trust.core.decompose.model import ChatMessage
+from trust.core.chat import ChatMessage
 from trust.core.graphs.hdag import HdagNode, Level
 from trust.errors import ConfigError, LlmError
 from trust.settings import LlmSettings, Settings

@@ -1,7 +1,7 @@
 """Tier 2 (paper 3.1.1): a language model judges one segment through an OpenAI-compatible endpoint.
 
-`LlmAuditor` asks a judge model (any `JudgeModel`; `trust.adapters.llm.client.LlmClient` is the one that speaks to an
-endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
+`LlmAuditor` asks a judge model (any `trust.core.chat.ChatModel`; `trust.adapters.llm.client.LlmClient` is the one
+that speaks to an endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
 
 The prompt. A system prompt per audit layer (paper 2.2.4) states what is judged and how to answer:
 
@@ -99,12 +99,12 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
-from trust.core.decompose.model import ChatMessage
+from trust.core.chat import ChatMessage, ChatModel
 from trust.core.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType
@@ -127,7 +127,6 @@ __all__ = [
     "VERDICT_SCHEMA_NODE",
     "CritiqueContext",
     "JudgeAnswer",
-    "JudgeModel",
     "LlmAuditor",
     "check_critique",
     "parse_answer",
@@ -206,31 +205,6 @@ VERDICT_SCHEMA_NODE: Final[Mapping[str, Any]] = _schema("trust_node_verdict", _N
 """The JSON schema of a node-layer answer."""
 VERDICT_SCHEMA_EDGE: Final[Mapping[str, Any]] = _schema("trust_edge_verdict", _EDGE_ERROR_TYPES)
 """The JSON schema of an edge-layer answer."""
-
-
-@runtime_checkable
-class JudgeModel(Protocol):
-    """A chat model that can be asked for a reply following a JSON schema (`trust.adapters.llm.client.LlmClient`).
-
-    The `ChatModel` of `trust.core.decompose.model` plus `schema` and `max_tokens`, and the model name
-    and endpoint that errors name. Failures of the endpoint are raised as `LlmError`.
-    """
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def endpoint(self) -> str: ...
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float,
-        json_mode: bool = False,
-        schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-    ) -> str: ...
 
 
 class JudgeAnswer(BaseModel):
@@ -614,7 +588,7 @@ def _criteria(node: Node) -> str:
 
 
 class LlmAuditor:
-    """A tier-2 auditor over a `JudgeModel` (see the module docstring).
+    """A tier-2 auditor over a `ChatModel` (see the module docstring).
 
     `settings` gives the thresholds (tau_node, tau_edge). `max_attempts` asks per question and order
     (the first and the retries of a malformed answer). `max_text_chars` and `max_context_chars` cap
@@ -625,7 +599,7 @@ class LlmAuditor:
 
     def __init__(
         self,
-        model: JudgeModel,
+        model: ChatModel,
         settings: AuditSettings,
         *,
         name: str = "llm",

@@ -9,7 +9,7 @@ import pytest
 
 from tests.openai_stub import OpenAiStub, completion, openai_stub
 from trust.adapters.llm.client import LlmClient
-from trust.core.decompose.model import ChatMessage, ChatModel
+from trust.core.chat import ChatMessage, ChatModel
 from trust.errors import ConfigError, LlmError
 from trust.settings import LlmSettings
 

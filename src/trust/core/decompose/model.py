@@ -1,7 +1,7 @@
 """HDAG decomposition by a language model (paper 2.1.4 step 1: few-shot prompting), with a safe fallback.
 
 The core builds the prompt and reads the reply; the network stays in an adapter (`trust.adapters.llm.client.LlmClient`)
-that implements the `ChatModel` protocol declared here. `decompose_with_model` asks the model for
+that implements the `ChatModel` protocol of `trust.core.chat` (re-exported here). `decompose_with_model` asks the model for
 `{"nodes": [...], "edges": [...]}`, reads it with `parse_reply`, and falls back to the deterministic
 decomposer (`trust.core.decompose.rules`) when there is no model, the model fails, or its reply cannot be
 made into a valid HDAG. The result says which method produced the graph and why.
@@ -34,10 +34,11 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import networkx as nx
 
+from trust.core.chat import ChatMessage, ChatModel
 from trust.core.decompose.rules import (
     GOAL_ID,
     UNSTATED_GOAL,
@@ -65,26 +66,6 @@ __all__ = [
 _MAX_REPLY_CHARS = 1_000_000
 _MAX_ID_CHARS = 64
 _MAX_NODES = 4096  # the contracts' ceiling on segments per session
-
-
-@dataclass(frozen=True, slots=True)
-class ChatMessage:
-    """One message of a chat-completions conversation; `role` is "system", "user" or "assistant"."""
-
-    role: str
-    content: str
-
-
-class ChatModel(Protocol):
-    """An OpenAI-compatible chat model: the reply text to `messages`.
-
-    `json_mode` asks the endpoint for a JSON object reply (`response_format`). Failures are raised as
-    `trust.errors.LlmError`.
-    """
-
-    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float, json_mode: bool = False) -> str:
-        """The assistant's reply to `messages`."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
