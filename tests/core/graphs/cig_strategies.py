@@ -10,7 +10,7 @@ import pytest
 from hypothesis import strategies as st
 
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role, turn_id
-from trust.core.graphs.oracles import EdgeScore
+from trust.core.graphs.audit import EdgeScore
 
 ROLES = (Role.PLANNER, Role.CODER, Role.REVIEWER, Role.TOOL, Role.EXPERT)
 

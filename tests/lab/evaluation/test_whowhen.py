@@ -12,7 +12,7 @@ import pytest
 
 from trust.core.graphs.cig import AgentTurn, Cig, Role
 from trust.core.graphs.localize import Localization, localize
-from trust.core.graphs.oracles import EdgeScore
+from trust.core.graphs.audit import EdgeScore
 from trust.errors import ConfigError, GraphError
 from trust.lab.evaluation.whowhen import (
     WhoWhenItem,

@@ -39,8 +39,8 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from enum import StrEnum
 
+from trust.core.graphs.audit import CigAudit, EdgeScore
 from trust.core.graphs.cig import Cig, Role
-from trust.core.graphs.oracles import CigAudit, EdgeScore
 from trust.core.graphs.status import NodeStatus
 from trust.errors import GraphError
 
