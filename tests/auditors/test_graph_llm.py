@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.openai_stub import Answer, OpenAiStub, Request, completion, openai_stub
+from tests.openai_stub import openai_stub
 from trust.adapters.llm.client import LlmClient
 from trust.auditors.graph import audit_cig
 from trust.auditors.llm import LlmAuditor
@@ -53,19 +52,6 @@ CENSUS_LOG: dict[str, Any] = {
 }
 
 
-def answer_by_prompt(stub: OpenAiStub, answer: Callable[[str, str], str]) -> None:
-    """Makes the stub reply with `answer(system, user)` of each request, in whatever order requests
-    arrive (audits ask several at once), instead of from its script of answers."""
-
-    def respond(request: Request) -> Answer:
-        stub.requests.append(request)
-        messages = request.body["messages"]
-        content = answer(messages[0]["content"], messages[1]["content"])
-        return Answer(200, completion(content), {"Content-Type": "application/json"})
-
-    stub._next = respond  # type: ignore[method-assign]
-
-
 def _named(user: str) -> str:
     """The first turn id the question names: a critique must refer to its segment to be accepted."""
     found = re.search(r"\bt\d+\b", user)
@@ -89,7 +75,7 @@ async def test_each_message_is_asked_about_once_per_order_with_the_other_inputs_
         return _answer(1.0, f"Intact: the values reach {_named(user)} unchanged")
 
     with openai_stub() as stub:
-        answer_by_prompt(stub, judge)
+        stub.answer_with(judge)
         settings = LlmSettings.model_validate({"base_url": stub.base_url, "model": "auditor", "max_retries": 0})
         async with LlmClient(settings, backoff_seconds=0.01) as client:
             audit = await audit_cig(cig, [LlmAuditor(client, AuditSettings())])
@@ -151,7 +137,7 @@ def test_cli_localizes_a_fidelity_failure_the_judge_reports(tmp_path: Path) -> N
         return _answer(1.0, f"Intact: the list reaches {_named(user)} unchanged")
 
     with openai_stub() as stub:
-        answer_by_prompt(stub, judge)
+        stub.answer_with(judge)
         run = _localize(path, stub.base_url)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
@@ -172,7 +158,7 @@ def test_cli_fails_clearly_when_the_judge_cannot_answer(tmp_path: Path) -> None:
     path = tmp_path / "sort.json"
     path.write_text(json.dumps(SORT_LOG))
     with openai_stub() as stub:
-        answer_by_prompt(stub, lambda system, user: "Looks fine to me.")
+        stub.answer_with(lambda system, user: "Looks fine to me.")
         run = _localize(path, stub.base_url)
     assert run.returncode == 1
     assert "gave no valid answer" in run.stderr and "the answer is not JSON" in run.stderr
