@@ -4,7 +4,7 @@ deterministic "model" regenerates turns from the feedback text it is given."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
