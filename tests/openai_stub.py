@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +52,7 @@ class OpenAiStub:
         self.answers: deque[Answer] = deque()
         self.requests: list[Request] = []
         self._lock = threading.Lock()
+        self._answer: Callable[[str, str], str] | None = None
         self.base_url = ""
 
     def reply(self, content: str) -> None:
@@ -63,9 +64,18 @@ class OpenAiStub:
     def raw(self, status: int, body: bytes, delay_seconds: float = 0.0) -> None:
         self.answers.append(Answer(status, body, {"Content-Type": "application/json"}, delay_seconds))
 
+    def answer_with(self, answer: Callable[[str, str], str]) -> None:
+        """Reply with `answer(system, user)` of each request instead of from the script, whatever
+        order requests arrive in (an audit asks several at once)."""
+        self._answer = answer
+
     def _next(self, request: Request) -> Answer:
         with self._lock:
             self.requests.append(request)
+            if self._answer is not None:
+                messages = request.body["messages"]
+                content = self._answer(messages[0]["content"], messages[-1]["content"])
+                return Answer(200, completion(content), {"Content-Type": "application/json"})
             return self.answers.popleft() if self.answers else Answer(500, b'{"error": "no scripted answer left"}')
 
 

@@ -237,7 +237,7 @@ class RefinementSettings(BaseModel):
 
 
 class LlmSettings(BaseModel):
-    """An OpenAI-compatible chat-completions endpoint (decomposition, LLM oracles). Unset: offline."""
+    """An OpenAI-compatible chat-completions endpoint (decomposition, regeneration). Unset: offline."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,21 +12,26 @@ from pathlib import Path
 import pytest
 
 from tests.core.graphs.cig_strategies import APPLES_LOG, who_when_dir, who_when_files
-from tests.openai_stub import OpenAiStub, openai_stub
-from trust.adapters.llm.client import LlmClient
-from trust.core.graphs.cig import Role
-from trust.core.graphs.oracles import LlmNodeOracle, NodeVerdict
+from tests.openai_stub import openai_stub
+from trust.auditors.tiers import computational_auditor
+from trust.core.graphs.agent_log import AgentLog
 from trust.core.graphs.status import NodeStatus
-from trust.errors import GraphError, LlmError
-from trust.services.localize import audit_agent_log, audit_log_file, read_agent_log
-from trust.settings import AuditSettings, LlmSettings
+from trust.errors import ConfigError, GraphError
+from trust.services.localize import LogAudit, audit_agent_log, read_agent_log
+from trust.settings import AuditSettings, SandboxSettings
+
+TIER1 = computational_auditor(SandboxSettings())
+
+
+def _audit(log: AgentLog) -> LogAudit:
+    return asyncio.run(audit_agent_log(log, AuditSettings(), [TIER1]))
 
 
 def _trust(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COLUMNS="200", TRUST_AUDIT__SIMILARITY="lexical")  # no model to load
     for key in list(env):
-        if key.startswith("TRUST_LLM"):
-            del env[key]  # the deterministic oracles only
+        if key.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM")):
+            del env[key]  # tier 1 only
     return subprocess.run(
         [sys.executable, "-m", "trust", *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -55,7 +61,7 @@ def test_reading_bad_files_names_the_file_and_the_problem(tmp_path: Path) -> Non
 def test_the_sample_log_localizes_each_fault() -> None:
     from trust.core.graphs.agent_log import parse_log
 
-    report = audit_agent_log(parse_log(APPLES_LOG), AuditSettings())
+    report = _audit(parse_log(APPLES_LOG))
     assert [s.value for s in report.localization.statuses.values()] == [
         "Valid",
         "Valid",
@@ -70,15 +76,26 @@ def test_the_sample_log_localizes_each_fault() -> None:
         {"agent": "Aggregator", "step": 4},
     ]
     assert [d["reason"] for d in data["root_cause_details"]] == ["node_failure", "approved_invalid", "edge_failure"]
-    assert data["turns"]["t2"]["critique"] == ["arithmetic: wrong calculation: 120 * 0.15 = 16 (it is 18)"]
-    assert data["failed_edges"][0]["findings"] == ["value-fidelity: 'remaining': t3 sent 104, t4 restated 140"]
+    assert data["turns"]["t2"]["critique"] == [
+        "computational: [factual] wrong product: 1 of 1 calculation(s) wrong: 120 * 0.15 = 16, but 120 * 0.15 = 18"
+    ]
+    assert data["failed_edges"] == [
+        {
+            "source": "t3",
+            "target": "t4",
+            "protocol": 1.0,
+            "fidelity": 0.0,
+            "findings": ["value-fidelity: 1 of 1 restated value(s) changed: 'remaining': t3 sent 104, t4 restated 140"],
+        }
+    ]
+    assert data["auditors"] == ["computational"]
     assert "label" not in data and data["format"] == "trust.agent-log"
 
 
 def test_every_who_when_log_is_audited() -> None:
     statuses = set()
     for path in who_when_files():
-        data = audit_log_file(path, AuditSettings()).to_json()
+        data = _audit(read_agent_log(path)).to_json()
         assert [node["step"] for node in data["nodes"]] == list(range(len(data["nodes"])))
         statuses |= {node["status"] for node in data["nodes"]}
         assert data["label"]["step"] < len(data["nodes"])
@@ -125,76 +142,37 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-# ---------------------------------------------------------------------------------------------- LLM oracle
+# ---------------------------------------------------------------------------------------------- tier 2
 
 
-def _client(stub: OpenAiStub) -> LlmClient:
-    settings = LlmSettings.model_validate({"base_url": stub.base_url, "model": "auditor", "max_retries": 0})
-    return LlmClient(settings, backoff_seconds=0.01)
+def test_nothing_to_audit_with_is_a_config_error() -> None:
+    from trust.core.graphs.agent_log import parse_log
+
+    with pytest.raises(ConfigError, match="pass at least one auditor"):
+        asyncio.run(audit_agent_log(parse_log(APPLES_LOG), AuditSettings(), []))
 
 
-async def test_the_llm_oracle_asks_about_each_reasoning_turn_over_http() -> None:
-    from trust.core.graphs.agent_log import build_cig, parse_log
-
-    cig = build_cig(parse_log(json.loads((who_when_dir() / "1.json").read_text())))
-    reasoning = [turn for turn in cig.turns() if turn.role is not Role.TOOL]
-    with openai_stub() as stub:
-        for index, _ in enumerate(reasoning):
-            verdict = {"score": 0.2 if index == 0 else 1.0, "critique": f"turn {index}", "rejects_input": False}
-            stub.reply(f"```json\n{json.dumps(verdict)}\n```")
-        async with _client(stub) as client:
-            oracle = LlmNodeOracle(client, concurrency=1)
-            await oracle.prepare(cig)
-    assert len(stub.requests) == len(reasoning) == 4
-    first = stub.requests[0].body
-    assert first["model"] == "auditor" and first["temperature"] == 0.0
-    assert first["response_format"] == {"type": "json_object"}
-    prompt = first["messages"][1]["content"]
-    assert "Role: expert" in prompt and "sunset awning" in prompt  # the task reaches the first turn
-    assert "Computer_terminal ran this turn's code (step 1)" in prompt
-    second = stub.requests[1].body["messages"][1]["content"]
-    assert "Message received from Computer_terminal (step 1)" in second
-    first_turn = cig.turn("t0")
-    assert oracle.audit_node(first_turn, [], []) == NodeVerdict(0.2, "turn 0")
-    assert oracle.audit_node(cig.turn("t1"), [], []) is None  # the terminal was not asked
-    report = audit_agent_log(parse_log(APPLES_LOG), AuditSettings(), node_oracles=[oracle])
-    assert "llm" in report.to_json()["oracles"]
-
-
-@pytest.mark.parametrize(
-    ("reply", "message"),
-    [
-        ("I think it is fine.", "the reply holds no JSON object"),
-        ('{"score": 7}', "score 7 is not a number in"),
-        ('{"score": "high"}', "score 'high' is not a number in"),
-    ],
+# Names every turn of the apples log, so that it refers to whichever segment it is given, and says
+# something of its own: a critique the tier-2 auditor accepts for every question.
+_JUDGE = json.dumps(
+    {"critique": "Wrong: the work in t0, t1, t2, t3 and t4 does not hold up", "error_type": None, "score": 0.1}
+    | {"verdict": "fail"}
 )
-async def test_unusable_llm_verdicts_name_the_turn(reply: str, message: str) -> None:
-    from trust.core.graphs.agent_log import build_cig, parse_log
-
-    cig = build_cig(parse_log(APPLES_LOG))
-    with openai_stub() as stub:
-        for _ in range(len(cig)):
-            stub.reply(reply)
-        async with _client(stub) as client:
-            with pytest.raises(LlmError, match=f"LLM audit of turn 't\\d': {message}"):
-                await LlmNodeOracle(client, concurrency=1).prepare(cig)
 
 
-def test_cli_adds_the_llm_oracle_when_an_endpoint_is_configured(tmp_path: Path) -> None:
+def test_cli_adds_the_tier2_auditor_when_an_endpoint_is_configured(tmp_path: Path) -> None:
     path = tmp_path / "apples.json"
     path.write_text(json.dumps(APPLES_LOG))
     with openai_stub() as stub:
-        for _ in range(5):  # every turn is asked about first, then every edge
-            stub.reply('{"score": 0.1, "critique": "the model disagrees", "rejects_input": false}')
-        for _ in range(4):
-            stub.reply('{"protocol": 1.0, "fidelity": 1.0, "failures": []}')
-        env = dict(
-            os.environ,
-            TRUST_LLM__BASE_URL=stub.base_url,
-            TRUST_LLM__MAX_RETRIES="0",
-            TRUST_AUDIT__SIMILARITY="lexical",
-        )
+        # The user turn is not judged; four turns and four edges, each asked in two orders.
+        for _ in range(4 * 2 + 4 * 2):
+            stub.reply(_JUDGE)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM"))}
+        env |= {
+            "TRUST_AUDITOR_LLM__BASE_URL": stub.base_url,
+            "TRUST_AUDITOR_LLM__MAX_RETRIES": "0",
+            "TRUST_AUDIT__SIMILARITY": "lexical",
+        }
         run = subprocess.run(
             [sys.executable, "-m", "trust", "graph", "localize", str(path), "--json"],
             env=env,
@@ -205,13 +183,10 @@ def test_cli_adds_the_llm_oracle_when_an_endpoint_is_configured(tmp_path: Path) 
         )
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    assert len(stub.requests) == 5 + 4 and {"llm", "llm-edge"} <= set(data["oracles"])
-    # The model fails every turn: t0 is the root, the rest cascade, except t4 whose edge failed.
-    assert [n["status"] for n in data["nodes"]] == [
-        "Invalid_Root",
-        "Invalid_Cascade",
-        "Invalid_Cascade",
-        "Invalid_Cascade",
-        "Invalid_Root",
-    ]
-    assert "llm: the model disagrees" in data["turns"]["t1"]["critique"]
+    assert len(stub.requests) == 16 and data["auditors"] == ["computational", "llm"]
+    prompts = [request.body["messages"][1]["content"] for request in stub.requests]
+    assert sum("Edge under audit" in prompt for prompt in prompts) == 8
+    # The judge fails every message: every turn that received one is a root cause at its boundary.
+    assert [n["status"] for n in data["nodes"]] == ["Valid", *["Invalid_Root"] * 4]
+    assert {d["reason"] for d in data["root_cause_details"]} == {"edge_failure"}
+    assert "llm: Wrong: the work in t0, t1, t2, t3 and t4 does not hold up" in data["turns"]["t1"]["critique"]

@@ -3,6 +3,7 @@ lexical fallback on request or (with a warning) when the embeddings extra is mis
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,10 +14,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from trust.auditors.tiers import computational_auditor
 from trust.core.graphs.agent_log import parse_log
 from trust.core.graphs.stationarity import LexicalSimilarity
 from trust.services.localize import audit_agent_log, build_similarity, localize_log_file, similarity_name
-from trust.settings import AuditSettings, Settings
+from trust.settings import AuditSettings, SandboxSettings, Settings
 
 # The Coder says the same thing twice in other words: MiniLM scores the pair about 0.97, above
 # tau_stat = 0.95; character trigrams score it about 0.61.
@@ -68,7 +70,9 @@ def test_the_json_names_the_similarity_used(tmp_path: Path) -> None:
     settings = Settings(audit=AuditSettings(similarity="lexical"))
     data = localize_log_file(path, settings).to_json()
     assert data["similarity"] == "lexical" and data["stationary"] == []
-    assert audit_agent_log(parse_log(LOOP_LOG), AuditSettings()).to_json()["similarity"] == "lexical"
+    tier1 = computational_auditor(SandboxSettings())
+    report = asyncio.run(audit_agent_log(parse_log(LOOP_LOG), AuditSettings(), [tier1]))
+    assert report.to_json()["similarity"] == "lexical"
 
 
 def test_without_the_extra_the_cli_falls_back_to_lexical_and_says_so(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
-"""The refinement loop end to end: real oracles and Algorithm 1 audit a CIG of calculator agents, and a
+"""The refinement loop end to end: the network's tier-1 auditor and Algorithm 1 audit a CIG of calculator agents, and a
 deterministic "model" regenerates turns from the feedback text it is given."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -15,28 +15,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.openai_stub import openai_stub
+from trust.adapters.llm.regenerate import LlmRegenerator
+from trust.auditors.base import AuditRequest, Verdict
+from trust.auditors.checks.arithmetic import ArithmeticCheck
+from trust.auditors.computational import ComputationalAuditor
+from trust.auditors.refinement import CigAuditorAudit, HdagExpressionAudit
 from trust.core.decompose.rules import extract_operations, from_steps
 from trust.core.graphs.cig import AgentTurn, Cig, Role
-from trust.core.graphs.hdag import EdgeType, Hdag, HdagNode, Level
-from trust.core.graphs.oracles import ArithmeticOracle, NodeVerdict, ReviewVerdictOracle
+from trust.core.graphs.hdag import EdgeType, Hdag, HdagNode, Level, Tier
 from trust.core.graphs.refinement import AuditFinding, ErrorType, Feedback, FeedbackKind
 from trust.core.graphs.status import NodeStatus
 from trust.core.maths.arithmetic import check_expression
 from trust.errors import GraphError, LlmError
 from trust.lab.evaluation.processbench import load_processbench
 from trust.services.refine import (
-    CigOracleAudit,
-    HdagExpressionAudit,
-    LlmRegenerator,
     Regenerated,
     RepairRequest,
     StopReason,
     refine,
     with_output,
 )
-from trust.settings import AuditSettings, LlmSettings, RefinementSettings
+from trust.settings import AuditSettings, LlmSettings, RefinementSettings, Settings
 
 AUDIT = AuditSettings()
+TIER1 = CigAuditorAudit.tier1(Settings(audit=AUDIT))
 SETTINGS = RefinementSettings()
 OPS = {"*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b}
 TASKS = {"Multiplier": ("*", 3), "Adder": ("+", 5), "Subtractor": ("-", 2), "Doubler": ("*", 2)}
@@ -114,7 +116,7 @@ def test_corrective_feedback_repairs_the_root_and_reruns_only_its_descendants() 
     messages: list[str] = []
     result = refine(
         cig.graph,
-        CigOracleAudit.deterministic(AUDIT),
+        TIER1,
         model,
         SETTINGS,
         tau_stat=AUDIT.tau_stat,
@@ -150,34 +152,40 @@ def test_the_feedback_prompt_reaches_the_model_with_the_correct_value() -> None:
             seen.append(request.feedback.prompt())
         return CalculatorModel(bugs={"Multiplier": 1})(request)
 
-    refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), regenerate, SETTINGS, tau_stat=AUDIT.tau_stat)
+    refine(pipeline().graph, TIER1, regenerate, SETTINGS, tau_stat=AUDIT.tau_stat)
     (prompt,) = seen
     assert "compute two values" not in prompt  # t1 has no outside input: its context is its parent
     assert "[t0] Start from 12." in prompt
-    assert "12 * 3 = 37 (it is 36)" in prompt  # the oracle's critique
+    assert "12 * 3 = 37, but 12 * 3 = 36" in prompt  # the auditor's critique
     assert "Error type: factual (Invalid_Root)" in prompt
     assert "The correct result is 36." in prompt
 
 
 @dataclass(frozen=True)
 class RewordedArithmetic:
-    """The arithmetic oracle's verdicts in other words: the critique states no number at all."""
+    """The arithmetic check's verdicts in other words: the critique states no number at all."""
 
     name: str = "arithmetic-reworded"
+    inner: ComputationalAuditor = field(default_factory=lambda: ComputationalAuditor([ArithmeticCheck()]))
 
-    def audit_node(
-        self, node: AgentTurn, parents: Sequence[AgentTurn], observations: Sequence[AgentTurn]
-    ) -> NodeVerdict | None:
-        verdict = ArithmeticOracle().audit_node(node, parents, observations)
-        if verdict is None:
-            return None
-        return NodeVerdict(verdict.score, "the product does not match its factors", expected=verdict.expected)
+    @property
+    def tier(self) -> Tier:
+        return Tier.COMPUTATIONAL
+
+    async def unavailable(self) -> str | None:
+        return None
+
+    async def audit(self, request: AuditRequest) -> Verdict:
+        verdict = await self.inner.audit(request)
+        if verdict.score != 0.0:
+            return verdict
+        return Verdict(
+            verdict.vote, 0.0, "the product does not match its factors", verdict.error_type, verdict.expected
+        )
 
 
 def test_the_correct_value_reaches_the_regenerator_whatever_the_critique_says() -> None:
-    audit = CigOracleAudit(
-        (RewordedArithmetic(), ReviewVerdictOracle()), (), tau_node=AUDIT.tau_node, tau_edge=AUDIT.tau_edge
-    )
+    audit = CigAuditorAudit((RewordedArithmetic(),), tau_node=AUDIT.tau_node, tau_edge=AUDIT.tau_edge)
     told: list[Feedback] = []
     model = CalculatorModel(bugs={"Multiplier": 1})  # repairs only when the prompt states the correct result
 
@@ -200,7 +208,7 @@ def test_a_model_that_ignores_feedback_gets_divergence_then_the_loop_stops_as_st
     def deaf(request: RepairRequest) -> Regenerated:  # never sees the feedback text
         return model(RepairRequest(request.node, request.graph, None, request.temperature, request.round))
 
-    result = refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
+    result = refine(pipeline().graph, TIER1, deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
     assert result.stop is StopReason.STATIONARY and not result.all_valid
     assert [r.kinds["t1"] for r in result.rounds] == [FeedbackKind.CORRECTIVE, FeedbackKind.DIVERGENCE]
     assert [r.temperature for r in result.rounds] == pytest.approx([0.7, 0.8])
@@ -215,7 +223,7 @@ def test_rising_temperature_lets_an_exploring_model_escape() -> None:
     def deaf(request: RepairRequest) -> Regenerated:
         return model(RepairRequest(request.node, request.graph, None, request.temperature, request.round))
 
-    result = refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
+    result = refine(pipeline().graph, TIER1, deaf, SETTINGS, tau_stat=AUDIT.tau_stat)
     assert result.stop is StopReason.ALL_VALID
     assert [r.temperature for r in result.rounds] == pytest.approx([0.7, 0.8])
     assert _output(result.graph, "t2") == "36 + 5 = 41"
@@ -224,7 +232,7 @@ def test_rising_temperature_lets_an_exploring_model_escape() -> None:
 def test_max_rounds_stops_the_loop() -> None:
     result = refine(
         pipeline().graph,
-        CigOracleAudit.deterministic(AUDIT),
+        TIER1,
         lambda request: Regenerated("12 * 3 = 38" if request.node == "t1" else _output(request.graph, request.node)),
         RefinementSettings(max_rounds=1),
         tau_stat=AUDIT.tau_stat,
@@ -237,7 +245,7 @@ def test_max_rounds_stops_the_loop() -> None:
 def test_negligent_reviewer_gets_its_own_feedback_and_is_valid_after_the_repair() -> None:
     cig = pipeline(reviewer_reads_multiplier=True)
     model = CalculatorModel(bugs={"Multiplier": 1})
-    result = refine(cig.graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    result = refine(cig.graph, TIER1, model, SETTINGS, tau_stat=AUDIT.tau_stat)
     record = result.rounds[0]
     assert record.failed == ("t1", "t3")
     assert record.kinds == {"t1": FeedbackKind.CORRECTIVE, "t3": FeedbackKind.CORRECTIVE}
@@ -251,7 +259,7 @@ def test_a_valid_graph_needs_no_round() -> None:
     graph = cig.graph.copy()
     with_output(graph, "t1", "12 * 3 = 36")
     with_output(graph, "t2", "36 + 5 = 41")
-    result = refine(graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+    result = refine(graph, TIER1, model, SETTINGS, tau_stat=AUDIT.tau_stat)
     assert result.stop is StopReason.ALL_VALID and result.rounds == () and model.calls == []
     assert result.summary()["nodes_reexecuted"] == 0
 
@@ -306,9 +314,7 @@ def test_llm_regenerator_sends_the_feedback_over_the_chat_completions_wire() -> 
         stub.reply("I checked the value 41. Approved.")
         settings = LlmSettings(base_url=stub.base_url, model="repair-model", max_retries=0)
         with LlmRegenerator(settings) as model:
-            result = refine(
-                pipeline().graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat
-            )
+            result = refine(pipeline().graph, TIER1, model, SETTINGS, tau_stat=AUDIT.tau_stat)
     assert result.stop is StopReason.ALL_VALID
     assert [_output(result.graph, n) for n in ("t1", "t2", "t3")] == [
         "12 * 3 = 36",
@@ -319,7 +325,7 @@ def test_llm_regenerator_sends_the_feedback_over_the_chat_completions_wire() -> 
     assert first["model"] == "repair-model" and first["temperature"] == pytest.approx(0.7)
     system, user = first["messages"]
     assert system["role"] == "system" and user["role"] == "user"
-    assert "The correct result is 36." in user["content"] and "12 * 3 = 37 (it is 36)" in user["content"]
+    assert "The correct result is 36." in user["content"] and "12 * 3 = 37, but 12 * 3 = 36" in user["content"]
     rerun = second["messages"][1]["content"]
     assert "Work you depend on was corrected" in rerun and "[t1] 12 * 3 = 36" in rerun and "37 + 5 = 42" in rerun
     assert "[t2] 36 + 5 = 41" in third["messages"][1]["content"]
@@ -331,7 +337,7 @@ def test_llm_regenerator_failures_reach_the_caller() -> None:
         stub.fail(500)
         settings = LlmSettings(base_url=stub.base_url, model="repair-model", max_retries=0)
         with LlmRegenerator(settings) as model, pytest.raises(LlmError, match="HTTP 500"):
-            refine(pipeline().graph, CigOracleAudit.deterministic(AUDIT), model, SETTINGS, tau_stat=AUDIT.tau_stat)
+            refine(pipeline().graph, TIER1, model, SETTINGS, tau_stat=AUDIT.tau_stat)
         with pytest.raises(LlmError, match="closed"):
             model(RepairRequest("t1", pipeline().graph, None, 0.7, 1))
 

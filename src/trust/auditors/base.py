@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from trust.core.graphs.cig import AgentTurn, Cig, Role
+from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role
 from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType
 from trust.core.graphs.serialization import node_from_dict, node_to_dict, parse_json
@@ -94,7 +94,18 @@ Node = HdagNode | AgentTurn
 class AuditRequest:
     """One segment as its auditor sees it: the node, its parents (context), the question, the layer.
 
-    `deadline` and `seat` are not part of the segment file; the worker sets them."""
+    `deadline` and `seat` are not part of the segment file; the worker sets them. Neither are
+    `observations`, `sender` and `origin`, which an audit of a whole CIG sets where it has the whole
+    log at hand (`trust.auditors.graph.audit_cig`, what `trust graph localize` runs):
+
+    - `observations`: the tool turns that answer a CIG turn (`trust.core.graphs.audit.observations`:
+      the terminal that ran its code). A seat of the network sees the node and its parents only, so
+      there the checks that read them have nothing to read and say so (not applicable).
+    - `sender` (edge layer): the id of the one parent whose message is audited, the others being
+      context; None audits every incoming message (the segment file's edge layer).
+    - `origin` (with `sender`): how that message reached the node (`EdgeOrigin`); an overlap edge
+      is content reused, not a reply, so no reply format binds it. None: a reply.
+    """
 
     node: Node
     parents: tuple[Node, ...] = ()
@@ -104,6 +115,30 @@ class AuditRequest:
     # be in (unix seconds, the commit deadline less a margin) and which seat it is for.
     deadline: float | None = None
     seat: str = ""
+    observations: tuple[Node, ...] = ()
+    sender: str | None = None
+    origin: EdgeOrigin | None = None
+
+    def __post_init__(self) -> None:
+        if self.sender is not None:
+            if self.layer is not AuditLayer.EDGE:
+                raise GraphError(f"audit of {self.node.id!r}: a sender is audited on the edge layer only")
+            if self.sender not in {p.id for p in self.parents}:
+                raise GraphError(f"audit of {self.node.id!r}: the sender {self.sender!r} is not one of its parents")
+        elif self.origin is not None:
+            raise GraphError(f"audit of {self.node.id!r}: an edge origin needs the sender it belongs to")
+
+    @property
+    def senders(self) -> tuple[Node, ...]:
+        """The parents whose messages an edge-layer audit judges: the sender, or every parent."""
+        if self.sender is None:
+            return self.parents
+        return tuple(p for p in self.parents if p.id == self.sender)
+
+    @property
+    def replies(self) -> bool:
+        """Whether the node replies to the audited message(s), so that their reply format binds it."""
+        return self.origin is not EdgeOrigin.OVERLAP
 
     @property
     def node_id(self) -> str:

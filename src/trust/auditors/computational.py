@@ -7,6 +7,10 @@ Every check looks at the segment and answers PASS, FAIL or NOT_APPLICABLE. The a
 - PASS (score 1) when no check fails and at least one passed: what was verified is listed;
 - NOT_APPLICABLE when no check could decide: tier 1 never guesses. The worker does not vote then.
 
+The node layer and the edge layer have their own checks: `checks` judge what a node says (its
+calculations, code, formats), `edge_checks` what reached it (`trust.auditors.checks.messages`). A
+request of a layer without checks is not applicable.
+
 A check that breaks (an unexpected exception: a bug, a sandbox that could not start) counts as not
 applicable, with the reason in the critique; it never turns into a pass or a fail. The checks run
 one after the other, in the order given: they are cheap, except the sandbox, which is a subprocess.
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome, Verdict
+from trust.auditors.base import AuditLayer, AuditRequest, Check, CheckResult, Outcome, Verdict
 from trust.core.graphs.hdag import Tier
 
 __all__ = ["ComputationalAuditor"]
@@ -25,10 +29,13 @@ __all__ = ["ComputationalAuditor"]
 class ComputationalAuditor:
     """Tier 1: the verdict of a fixed list of deterministic `Check`s (see the module docstring)."""
 
-    def __init__(self, checks: Sequence[Check], *, name: str = "computational") -> None:
-        if not checks:
+    def __init__(
+        self, checks: Sequence[Check], *, edge_checks: Sequence[Check] = (), name: str = "computational"
+    ) -> None:
+        if not checks and not edge_checks:
             raise ValueError("a computational auditor needs at least one check")
         self.checks = tuple(checks)
+        self.edge_checks = tuple(edge_checks)
         self._name = name
 
     @property
@@ -51,7 +58,10 @@ class ComputationalAuditor:
         return None
 
     async def audit(self, request: AuditRequest) -> Verdict:
-        results = tuple([await self._run(check, request) for check in self.checks])
+        checks = self.edge_checks if request.layer is AuditLayer.EDGE else self.checks
+        if not checks:
+            return Verdict(Outcome.NOT_APPLICABLE, None, f"no tier-1 check of the {request.layer} layer")
+        results = tuple([await self._run(check, request) for check in checks])
         failed = [r for r in results if r.outcome is Outcome.FAIL]
         if failed:
             critique = "; ".join(

@@ -1,7 +1,7 @@
 """Tier 2 (paper 3.1.1): a language model judges one segment through an OpenAI-compatible endpoint.
 
-`LlmAuditor` asks a judge model (any `JudgeModel`; `trust.adapters.llm.client.LlmClient` is the one that speaks to an
-endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
+`LlmAuditor` asks a judge model (any `trust.core.chat.ChatModel`; `trust.adapters.llm.client.LlmClient` is the one
+that speaks to an endpoint) about the segment of an `AuditRequest` and turns its structured answers into a `Verdict`.
 
 The prompt. A system prompt per audit layer (paper 2.2.4) states what is judged and how to answer:
 
@@ -11,10 +11,12 @@ The prompt. A system prompt per audit layer (paper 2.2.4) states what is judged 
   its role's job, a reviewer flagging exactly the real errors);
 - edge layer (CIG turns): protocol compliance and information fidelity of each parent's message into
   the turn ("the telephone test": value corruption, semantic drift, injection, loss). One question is
-  asked per incoming message.
+  asked per incoming message (only about the request's `sender` when it names one, the other
+  parents being context; a message the turn reuses rather than answers is said to bind no format).
 
 The user prompt holds the audit question (`AuditRequest.audit_question`), the node's level and
-domain, the parents as numbered context, and the node.
+domain, the parents as numbered context, and the node, with what running its code printed when
+the request carries such observations (an audit of a whole agent log does).
 
 The answer. The judge is asked for one JSON object, constrained by `VERDICT_SCHEMA_NODE` or
 `VERDICT_SCHEMA_EDGE` (sent as `response_format`, which the endpoint turns into a decoding
@@ -99,12 +101,12 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
-from trust.core.chat import ChatMessage
+from trust.core.chat import ChatMessage, ChatModel
 from trust.core.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType
@@ -127,7 +129,6 @@ __all__ = [
     "VERDICT_SCHEMA_NODE",
     "CritiqueContext",
     "JudgeAnswer",
-    "JudgeModel",
     "LlmAuditor",
     "check_critique",
     "parse_answer",
@@ -206,31 +207,6 @@ VERDICT_SCHEMA_NODE: Final[Mapping[str, Any]] = _schema("trust_node_verdict", _N
 """The JSON schema of a node-layer answer."""
 VERDICT_SCHEMA_EDGE: Final[Mapping[str, Any]] = _schema("trust_edge_verdict", _EDGE_ERROR_TYPES)
 """The JSON schema of an edge-layer answer."""
-
-
-@runtime_checkable
-class JudgeModel(Protocol):
-    """A chat model that can be asked for a reply following a JSON schema (`trust.adapters.llm.client.LlmClient`).
-
-    The `ChatModel` of `trust.core.decompose.model` plus `schema` and `max_tokens`, and the model name
-    and endpoint that errors name. Failures of the endpoint are raised as `LlmError`.
-    """
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def endpoint(self) -> str: ...
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float,
-        json_mode: bool = False,
-        schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-    ) -> str: ...
 
 
 class JudgeAnswer(BaseModel):
@@ -380,7 +356,7 @@ class CritiqueContext:
     def of(cls, request: AuditRequest, instructions: str) -> CritiqueContext:
         """The context of `request`: the node's text (and a turn's task input) and the parents' texts."""
         node = request.node
-        texts = [node_text(node), *(node_text(p) for p in request.parents)]
+        texts = [node_text(node), *(node_text(p) for p in (*request.parents, *request.observations))]
         if isinstance(node, AgentTurn) and node.input:
             texts.append(node.input)
         return cls.build(texts, [node.id, *(p.id for p in request.parents)], instructions)
@@ -614,7 +590,7 @@ def _criteria(node: Node) -> str:
 
 
 class LlmAuditor:
-    """A tier-2 auditor over a `JudgeModel` (see the module docstring).
+    """A tier-2 auditor over a `ChatModel` (see the module docstring).
 
     `settings` gives the thresholds (tau_node, tau_edge). `max_attempts` asks per question and order
     (the first and the retries of a malformed answer). `max_text_chars` and `max_context_chars` cap
@@ -625,7 +601,7 @@ class LlmAuditor:
 
     def __init__(
         self,
-        model: JudgeModel,
+        model: ChatModel,
         settings: AuditSettings,
         *,
         name: str = "llm",
@@ -689,7 +665,8 @@ class LlmAuditor:
         incoming message on the edge layer (of a CIG turn), each in its two orders."""
         node = request.node
         if request.layer is AuditLayer.EDGE and isinstance(node, AgentTurn):
-            return [self._edge_question(request, node, i) for i in range(len(request.parents))]
+            senders = {p.id for p in request.senders}
+            return [self._edge_question(request, node, i) for i, p in enumerate(request.parents) if p.id in senders]
         return [self._node_question(request)]
 
     def _system(self, layer: AuditLayer) -> str:
@@ -718,6 +695,12 @@ class LlmAuditor:
         if isinstance(node, AgentTurn) and node.input:
             header.append(f"Task input the turn received from outside the swarm:\n{_clip(node.input, self._max_text)}")
         own = f"THE NODE UNDER AUDIT ({_describe(node)}):\n{_clip(node_text(node), self._max_text)}"
+        # What a tool printed when it ran the node's code (an audit of a whole log has it): evidence
+        # the judge would otherwise have to imagine.
+        own += "".join(
+            f"\n\nWhat running its code printed ({_describe(run)}):\n{_clip(node_text(run), limit)}"
+            for run in request.observations
+        )
 
         def context(parents: Sequence[Node]) -> str:
             if not parents:
@@ -750,6 +733,11 @@ class LlmAuditor:
             if sender.contract.required:
                 interface += " with the fields " + ", ".join(sender.contract.required)
             header.append(f"Interface the sender declared for replies: {interface}.")
+        if not request.replies:
+            header.append(
+                "The receiver does not reply to this message; it reuses content from it: no reply format binds it, "
+                "judge what it took from the message."
+            )
         message = f"THE MESSAGE SENT by {sender.id}:\n{_clip(node_text(sender), limit)}"
         output = f"THE RECEIVER'S OUTPUT ({node.id}):\n{_clip(node.output, self._max_text)}"
 

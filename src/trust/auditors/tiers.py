@@ -37,21 +37,45 @@ __all__ = [
     "audit_once",
     "computational_auditor",
     "default_checks",
+    "default_edge_checks",
+    "offline_auditors",
     "human_auditor",
     "llm_auditor",
 ]
 
 
 def default_checks(sandbox: SandboxSettings) -> list[Check]:
-    """Every tier-1 check: exact arithmetic, symbolic algebra, formats and schemas, evidence
-    grounding of rule-based scoring, and unit tests run in the sandbox."""
-    from trust.auditors.checks import ArithmeticCheck, GroundingCheck, SandboxCheck, SchemaCheck, SymbolicCheck
+    """Every tier-1 check of the node layer: exact arithmetic, symbolic algebra, formats and
+    schemas, evidence grounding of rule-based scoring, unit tests run in the sandbox, and code that
+    a tool of the log ran and saw fail."""
+    from trust.auditors.checks import (
+        ArithmeticCheck,
+        ExecutionCheck,
+        GroundingCheck,
+        SandboxCheck,
+        SchemaCheck,
+        SymbolicCheck,
+    )
 
-    return [ArithmeticCheck(), SymbolicCheck(), SchemaCheck(), GroundingCheck(), SandboxCheck(sandbox)]
+    return [
+        ArithmeticCheck(),
+        SymbolicCheck(),
+        SchemaCheck(),
+        GroundingCheck(),
+        SandboxCheck(sandbox),
+        ExecutionCheck(),
+    ]
+
+
+def default_edge_checks() -> list[Check]:
+    """Every tier-1 check of the edge layer: reply formats (protocol) and restated values (fidelity)."""
+    from trust.auditors.checks import ContractCheck, ValueFidelityCheck
+
+    return [ContractCheck(), ValueFidelityCheck()]
 
 
 def computational_auditor(sandbox: SandboxSettings) -> ComputationalAuditor:
-    return ComputationalAuditor(default_checks(sandbox))
+    return ComputationalAuditor(default_checks(sandbox), edge_checks=default_edge_checks())
 
 
 AVAILABILITY_CACHE_SECONDS = 1.5
@@ -148,6 +172,18 @@ async def llm_auditor(
                 server.log_file,
             )
     return LlmAuditor(client, settings.audit, availability=_CachedProbe(probe, AVAILABILITY_CACHE_SECONDS))
+
+
+async def offline_auditors(settings: Settings, stack: AsyncExitStack) -> list[Auditor]:
+    """The auditors an audit outside the network runs (`trust graph localize`, `trust eval`), built
+    as a worker builds its own: tier 1 (`computational_auditor`) always, and tier 2 (`llm_auditor`,
+    on `Settings.auditor_llm`) when that names an endpoint. Decision: offline, an unset endpoint means
+    no tier 2, rather than starting the embedded SmolLM2 server a worker falls back to: that judge
+    proves the wiring, not the verdicts, and would slow every offline command down for nothing."""
+    auditors: list[Auditor] = [computational_auditor(settings.worker.sandbox)]
+    if settings.auditor_llm.configured:
+        auditors.append(await llm_auditor(settings, stack, share_server=False))
+    return auditors
 
 
 SeatEventHook = Callable[[object, str, str], None]

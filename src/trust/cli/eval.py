@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -32,14 +33,9 @@ def eval_whowhen_cmd(
 ) -> None:
     """Who&When failure attribution: predict (agent, step) per log with the CIG pipeline and score it."""
 
+    from trust.auditors.tiers import offline_auditors
     from trust.lab.evaluation.progress import progress_bar
-    from trust.lab.evaluation.whowhen import (
-        WhoWhenReport,
-        evaluate_whowhen,
-        evaluate_whowhen_with_model,
-        log_files,
-        render,
-    )
+    from trust.lab.evaluation.whowhen import WhoWhenReport, evaluate_whowhen, log_files, render
 
     settings = settings_for(home)
     files = log_files(directory)
@@ -49,16 +45,12 @@ def eval_whowhen_cmd(
         def advance(name: str) -> None:
             bar.update(task, advance=1, description=name)
 
-        if settings.llm.configured:
-            from trust.adapters.llm.client import LlmClient
+        async def run() -> WhoWhenReport:
+            async with AsyncExitStack() as stack:
+                auditors = await offline_auditors(settings, stack)
+                return await evaluate_whowhen(files, settings.audit, auditors, progress=advance)
 
-            async def with_model() -> WhoWhenReport:
-                async with LlmClient(settings.llm) as client:
-                    return await evaluate_whowhen_with_model(files, settings.audit, client, progress=advance)
-
-            report = asyncio.run(with_model())
-        else:
-            report = evaluate_whowhen(files, settings.audit, progress=advance)
+        report = asyncio.run(run())
     if predictions is not None:
         write_lines(predictions, [item.prediction.as_dict() for item in report.items])
     if as_json:
@@ -76,13 +68,8 @@ def eval_processbench_cmd(
 ) -> None:
     """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
 
-    from trust.lab.evaluation.processbench import (
-        ProcessBenchReport,
-        evaluate_processbench,
-        evaluate_processbench_with_model,
-        load_processbench,
-        render,
-    )
+    from trust.auditors.tiers import llm_auditor
+    from trust.lab.evaluation.processbench import ProcessBenchReport, evaluate_processbench, load_processbench, render
     from trust.lab.evaluation.progress import progress_bar
 
     settings = settings_for(home)
@@ -94,16 +81,16 @@ def eval_processbench_cmd(
         def advance(item_id: str) -> None:
             bar.update(task, advance=1, description=item_id)
 
-        if settings.llm.configured:
-            from trust.adapters.llm.client import LlmClient
+        async def run() -> ProcessBenchReport:
+            # The exact operation check of the decomposed steps is tier 1 here; the tier-2 auditor
+            # joins it when an endpoint is configured, built as a worker builds it.
+            async with AsyncExitStack() as stack:
+                auditors = (
+                    [await llm_auditor(settings, stack, share_server=False)] if settings.auditor_llm.configured else []
+                )
+                return await evaluate_processbench(items, tau_node=tau_node, auditors=auditors, progress=advance)
 
-            async def with_model() -> ProcessBenchReport:
-                async with LlmClient(settings.llm) as client:
-                    return await evaluate_processbench_with_model(items, client, tau_node=tau_node, progress=advance)
-
-            report = asyncio.run(with_model())
-        else:
-            report = evaluate_processbench(items, tau_node=tau_node, progress=advance)
+        report = asyncio.run(run())
     if predictions is not None:
         write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
     if as_json:

@@ -32,7 +32,8 @@ def graph_localize_cmd(
 ) -> None:
     """Build the CIG of an agent log, audit every turn and message, and localize faults (Algorithm 1).
 
-    The deterministic oracles always run; an LLM oracle joins them when TRUST_LLM__BASE_URL is set."""
+    The network's auditors judge it, built as a worker builds them: tier 1 always, tier 2 when
+    TRUST_AUDITOR_LLM__BASE_URL is set."""
 
     from trust.services.localize import localize_log_file, render
 

@@ -2,11 +2,12 @@
 
 Orchestration for `trust graph localize`: reads the file (bounded in size, clear errors for
 missing files and bad JSON), detects its format (`trust.agent-log` or Who&When), builds the CIG,
-runs the deterministic oracles, plus the LLM node and edge oracles (Layers 1 and 2) when an
-OpenAI-compatible endpoint is configured (`Settings().llm.configured`), localizes faults with the
-thresholds of `Settings().audit`, and flags stationary agents with the similarity that
-`Settings().audit.similarity` names (`build_similarity`). The result renders to the JSON the CLI
-prints, or to a table.
+has the network's auditors judge every turn and every message (`trust.auditors.graph.audit_cig`,
+with the auditors `trust.auditors.tiers.offline_auditors` builds from the settings as a worker
+builds its own: tier 1 always, tier 2 when `Settings().auditor_llm` names an endpoint), localizes
+faults with the thresholds of `Settings().audit`, and flags stationary agents with the similarity
+that `Settings().audit.similarity` names (`build_similarity`). The result renders to the JSON the
+CLI prints, or to a table.
 
 Similarity: "minilm" (the default) is the all-MiniLM-L6-v2 sentence-embedding adapter of
 `trust.adapters.llm.embeddings`, loaded once per command (a few seconds, mostly importing torch) and passed to
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,20 +31,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from trust.core.chat import ChatModel
+from trust.auditors.base import Auditor
+from trust.auditors.graph import audit_cig
+from trust.auditors.tiers import offline_auditors
 from trust.core.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
+from trust.core.graphs.audit import CigAudit
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.localize import Localization, localize_audit
-from trust.core.graphs.oracles import (
-    CigAudit,
-    EdgeOracle,
-    LlmEdgeOracle,
-    LlmNodeOracle,
-    NodeOracle,
-    audit_cig,
-    deterministic_edge_oracles,
-    deterministic_node_oracles,
-)
 from trust.core.graphs.stationarity import LexicalSimilarity, Similarity, StationaryPair, detect_stationarity
 from trust.errors import ConfigError, GraphError
 from trust.settings import AuditSettings, Settings
@@ -51,8 +46,6 @@ __all__ = [
     "MAX_LOG_BYTES",
     "LogAudit",
     "audit_agent_log",
-    "audit_agent_log_with_model",
-    "audit_log_file",
     "build_similarity",
     "localize_log_file",
     "read_agent_log",
@@ -101,7 +94,7 @@ class LogAudit:
     localization: Localization
     stationary: tuple[StationaryPair, ...]
     settings: AuditSettings
-    oracles: tuple[str, ...] = ()
+    auditors: tuple[str, ...] = ()
     similarity: str = "lexical"
 
     def to_json(self) -> dict[str, Any]:
@@ -144,7 +137,7 @@ class LogAudit:
             ],
             "turns": turns,
             "format": self.log.source,
-            "oracles": list(self.oracles),
+            "auditors": list(self.auditors),
             "similarity": self.similarity,
             "thresholds": {"tau_node": self.settings.tau_node, "tau_edge": self.settings.tau_edge},
             "failed_edges": failed_edges,
@@ -158,48 +151,26 @@ class LogAudit:
         return result
 
 
-def audit_agent_log(
+async def audit_agent_log(
     log: AgentLog,
     settings: AuditSettings,
+    auditors: Sequence[Auditor],
     *,
-    node_oracles: Sequence[NodeOracle] = (),
-    edge_oracles: Sequence[EdgeOracle] = (),
     similarity: Similarity | None = None,
     rule: OverlapRule | None = None,
     cig: Cig | None = None,
 ) -> LogAudit:
-    """Builds the CIG (unless given), audits it with the deterministic oracles plus the given ones,
-    localizes faults and looks for stationary agents (lexical similarity unless one is given)."""
+    """Builds the CIG (unless given), has `auditors` judge every turn and message, localizes faults
+    and looks for stationary agents (lexical similarity unless one is given)."""
+    if not auditors:
+        raise ConfigError("nothing audits the log: pass at least one auditor (trust.auditors.tiers.offline_auditors)")
     cig = cig if cig is not None else build_cig(log, rule)
     similarity = similarity or LexicalSimilarity()
-    nodes = [*deterministic_node_oracles(), *node_oracles]
-    edges = [*deterministic_edge_oracles(), *edge_oracles]
-    audit = audit_cig(cig, nodes, edges)
+    audit = await audit_cig(cig, auditors)
     localization = localize_audit(cig, audit, tau_node=settings.tau_node, tau_edge=settings.tau_edge)
     stationary = detect_stationarity(cig, similarity, tau_stat=settings.tau_stat)
-    names = tuple(oracle.name for oracle in nodes) + tuple(oracle.name for oracle in edges)
+    names = tuple(auditor.name for auditor in auditors)
     return LogAudit(log, cig, audit, localization, stationary, settings, names, similarity_name(similarity))
-
-
-async def audit_agent_log_with_model(
-    log: AgentLog, settings: AuditSettings, model: ChatModel, *, rule: OverlapRule | None = None, **kwargs: Any
-) -> LogAudit:
-    """`audit_agent_log` with the LLM node and edge oracles of `model` added to the deterministic ones.
-
-    The model is asked about every turn first, then about every edge, each phase at most
-    `LlmNodeOracle`'s concurrency at once: the endpoint never sees more requests in flight than
-    that, and a failing phase stops before the next one spends requests."""
-    cig = build_cig(log, rule)
-    node_oracle = LlmNodeOracle(model)
-    await node_oracle.prepare(cig)
-    edge_oracle = LlmEdgeOracle(model)
-    await edge_oracle.prepare(cig)
-    return audit_agent_log(log, settings, node_oracles=[node_oracle], edge_oracles=[edge_oracle], cig=cig, **kwargs)
-
-
-def audit_log_file(path: Path, settings: AuditSettings, **kwargs: Any) -> LogAudit:
-    """The deterministic audit of a log file."""
-    return audit_agent_log(read_agent_log(path), settings, **kwargs)
 
 
 def similarity_name(similarity: Similarity) -> str:
@@ -239,21 +210,18 @@ def build_similarity(settings: AuditSettings, *, warn: Callable[[str], None] = _
 
 
 def localize_log_file(path: Path, settings: Settings, *, warn: Callable[[str], None] = _warn_on_stderr) -> LogAudit:
-    """What `trust graph localize` runs: the deterministic oracles, plus the LLM node and edge
-    oracles when `settings.llm` names an endpoint, and the similarity of `settings.audit` (loaded
-    after the log is read, so that a bad file fails before the model loads)."""
+    """What `trust graph localize` runs: the auditors `offline_auditors` builds from `settings` (tier
+    1, and tier 2 when `settings.auditor_llm` names an endpoint), and the similarity of
+    `settings.audit` (loaded after the log is read, so that a bad file fails before the model loads)."""
     log = read_agent_log(path)
     similarity = build_similarity(settings.audit, warn=warn)
-    if not settings.llm.configured:
-        return audit_agent_log(log, settings.audit, similarity=similarity)
 
-    async def with_model() -> LogAudit:
-        from trust.adapters.llm.client import LlmClient
+    async def run() -> LogAudit:
+        async with AsyncExitStack() as stack:
+            auditors = await offline_auditors(settings, stack)
+            return await audit_agent_log(log, settings.audit, auditors, similarity=similarity)
 
-        async with LlmClient(settings.llm) as client:
-            return await audit_agent_log_with_model(log, settings.audit, client, similarity=similarity)
-
-    return asyncio.run(with_model())
+    return asyncio.run(run())
 
 
 _STATUS_STYLE = {
@@ -290,7 +258,7 @@ def render(report: LogAudit, console: Console) -> None:
             "; ".join(turn["critique"]),
         )
     console.print(table)
-    console.print(f"oracles: {', '.join(data['oracles'])}; stationarity similarity: {data['similarity']}")
+    console.print(f"auditors: {', '.join(data['auditors'])}; stationarity similarity: {data['similarity']}")
     for edge in data["failed_edges"]:
         console.print(f"edge {edge['source']} -> {edge['target']} failed: {'; '.join(edge['findings'])}")
     if not data["root_causes"]:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
+from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role, turn_id
-from trust.core.graphs.oracles import EdgeScore
 
 ROLES = (Role.PLANNER, Role.CODER, Role.REVIEWER, Role.TOOL, Role.EXPERT)
 
@@ -78,7 +78,7 @@ def who_when_files() -> list[Path]:
     return sorted(who_when_dir().glob("*.json"), key=lambda path: int(path.stem))
 
 
-# A five-turn log in the project's format with one fault of each kind the deterministic oracles see:
+# A five-turn log in the project's format with one fault of each kind the tier-1 checks see:
 # the coder miscalculates (Invalid_Root), the reviewer waves it through (Negligent), and the
 # aggregator restates the remaining count wrongly (a fidelity failure on its incoming edge).
 APPLES_LOG: dict[str, Any] = {

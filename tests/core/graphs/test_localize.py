@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.core.graphs.cig_strategies import Scored, Spec, scored
+from trust.core.graphs.audit import CigAudit, EdgeAudit, EdgeScore, NodeAudit
 from trust.core.graphs.cig import AgentTurn, Cig, Role, turn_id
 from trust.core.graphs.localize import Localization, RootCause, RootReason, localize, localize_audit
-from trust.core.graphs.oracles import CigAudit, EdgeAudit, EdgeScore, NodeAudit
 from trust.core.graphs.status import NodeStatus
 from trust.errors import GraphError
 

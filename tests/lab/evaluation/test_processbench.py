@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trust.core.graphs.oracles import ArithmeticOracle
+from trust.auditors.checks.arithmetic import ArithmeticCheck
+from trust.auditors.computational import ComputationalAuditor
 from trust.errors import ConfigError, GraphError
 from trust.lab.evaluation.processbench import (
     ProcessBenchItem,
@@ -19,6 +21,7 @@ from trust.lab.evaluation.processbench import (
     load_processbench,
     predict,
     score_processbench,
+    step_verdicts,
 )
 from trust.settings import AuditSettings
 
@@ -63,12 +66,16 @@ def test_earliest_step_with_a_wrong_calculation() -> None:
     assert predict(correct, tau_node=TAU) == -1
 
 
-def test_node_oracles_judge_steps_too() -> None:
-    # "10 x 3 = 31" is arithmetic the regex oracle reads; with the operation check off, it alone decides.
+def test_auditors_judge_steps_too() -> None:
+    # "10 x 3 = 31" is arithmetic the tier-1 check reads; with the operation check off, it alone decides.
     item = ProcessBenchItem("t-3", "q", ("First 10 x 3 = 31.", "Then done."), 0)
-    assert predict(item, tau_node=TAU, node_oracles=[ArithmeticOracle()], check_operations=False) == 0
+    auditors = [ComputationalAuditor([ArithmeticCheck()])]
+    verdicts = asyncio.run(step_verdicts(item, auditors))
+    assert predict(item, tau_node=TAU, verdicts=verdicts, check_operations=False) == 0
+    report = asyncio.run(evaluate_processbench([item], tau_node=TAU, auditors=auditors, check_operations=False))
+    assert report.predictions[0][1] == 0
     with pytest.raises(ConfigError, match="nothing judges the steps"):
-        evaluate_processbench([item], tau_node=TAU, check_operations=False)
+        asyncio.run(evaluate_processbench([item], tau_node=TAU, check_operations=False))
 
 
 @pytest.mark.parametrize(
@@ -107,7 +114,7 @@ def test_missing_file(tmp_path: Path) -> None:
 @needs_data
 def test_the_real_file_is_scored() -> None:
     items = load_processbench(DATA)
-    report = evaluate_processbench(items, tau_node=TAU)
+    report = asyncio.run(evaluate_processbench(items, tau_node=TAU))
     score = report.score
     assert score.n == 400 and score.n_error + score.n_correct == 400
     for value in (score.error_acc, score.correct_acc, score.f1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from trust.auditors.tiers import computational_auditor
+from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import AgentTurn, Cig, Role
 from trust.core.graphs.localize import Localization, localize
-from trust.core.graphs.oracles import EdgeScore
 from trust.errors import ConfigError, GraphError
 from trust.lab.evaluation.whowhen import (
     WhoWhenItem,
@@ -24,7 +26,9 @@ from trust.lab.evaluation.whowhen import (
     score_whowhen,
     step_matches,
 )
-from trust.settings import AuditSettings
+from trust.settings import AuditSettings, SandboxSettings
+
+TIER1 = [computational_auditor(SandboxSettings())]
 
 DATA = Path("/work/shared/data/who_when/algorithm_generated")
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the Who&When development split is not on this machine")
@@ -97,10 +101,10 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
         log_files(tmp_path)
     (tmp_path / "2.json").write_text('{"question": "q", "history": [{"content": 5, "name": "A", "role": "user"}]}')
     with pytest.raises(GraphError, match=r"2\.json: history\[0\]\.content"):
-        evaluate_whowhen(log_files(tmp_path), AuditSettings())
+        asyncio.run(evaluate_whowhen(log_files(tmp_path), AuditSettings(), TIER1))
     (tmp_path / "2.json").write_text('{"question": "q", "history": [{"content": "hi", "name": "A", "role": "user"}]}')
     with pytest.raises(GraphError, match=r"2\.json: missing field 'mistake_agent'"):
-        evaluate_whowhen(log_files(tmp_path), AuditSettings())
+        asyncio.run(evaluate_whowhen(log_files(tmp_path), AuditSettings(), TIER1))
     (tmp_path / "10.json").write_text("{not json")
     assert [p.name for p in log_files(tmp_path)] == ["2.json", "10.json"]  # numeric order
 
@@ -108,7 +112,7 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
 @needs_data
 def test_the_real_split_is_scored() -> None:
     progress: list[str] = []
-    report = evaluate_whowhen(log_files(DATA), AuditSettings(), progress=progress.append)
+    report = asyncio.run(evaluate_whowhen(log_files(DATA), AuditSettings(), TIER1, progress=progress.append))
     score = report.score
     assert score.n == 126 == len(progress) == len(report.items)
     assert 0.0 <= score.agent_accuracy <= 1.0 and 0.0 <= score.step_accuracy <= 1.0

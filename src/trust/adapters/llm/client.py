@@ -1,6 +1,6 @@
 """The adapter to an OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp server, OpenAI, ...).
 
-`LlmClient` implements `trust.core.decompose.model.ChatModel`: `POST {base_url}/chat/completions`
+`LlmClient` implements `trust.core.chat.ChatModel`: `POST {base_url}/chat/completions`
 with the model, the messages, the temperature and, when asked, `response_format: {"type":
 "json_object"}` (`json_mode`) or a JSON schema the reply must follow (`schema`), and `max_tokens`
 when given; the key, when set, goes in an `Authorization: Bearer` header.

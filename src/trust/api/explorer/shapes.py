@@ -43,10 +43,10 @@ from typing import Protocol
 
 from trust.adapters.chain.types import SegmentSpec
 from trust.core.graphs.analysis import cascade
+from trust.core.graphs.audit import EdgeScore, rejects
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role
 from trust.core.graphs.hdag import EdgeType, Hdag, HdagNode, Level
 from trust.core.graphs.localize import localize
-from trust.core.graphs.oracles import EdgeScore, rejects
 from trust.core.graphs.status import NodeStatus
 from trust.errors import ConfigError, GraphError, TrustError
 from trust.services.delivery import StoredTrace

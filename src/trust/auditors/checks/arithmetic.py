@@ -14,14 +14,14 @@ What counts as a calculation:
   percentages "50/200 = 25%", and numeric comparisons "58 < 75", "85 ≥ 75" (checked for truth).
 
 A stated value may be rounded to its own number of decimals: 10/3 = 3.33 and 10/3 = 3.3 hold,
-10/3 = 3.4 does not, and neither does the truncation 2/3 = 0.66 (rounding, as the old
-`ArithmeticOracle` does; truncation is not accepted), except a whole quotient that the rest of
+10/3 = 3.4 does not, and neither does the truncation 2/3 = 0.66 (rounding, as the float
+checker it replaced did; truncation is not accepted), except a whole quotient that the rest of
 its line says is one: "43/5 = 8 full pens (with a remainder of 3)". A percentage holds when it is the value
 (50/200 = 25%) or the value times 100 (0.25 * 100 = 25%). "≈" allows one unit of the last
 significant digit (100/7 ≈ 14.3, 1000/3 ≈ 300).
 
 What is skipped, never failed (false positives the prose rules guard against; most were learned
-by the float-based `trust.core.graphs.oracles.ArithmeticOracle`):
+by the float-based checker of agent logs it replaced):
 
 - code blocks (fenced and inline), and anything with a variable ("x = 5", "2x + 3 = 7": the
   symbolic check's business) or without an exact value (sqrt(2), a division by zero);

@@ -1,7 +1,8 @@
 """HDAG decomposition by a language model (paper 2.1.4 step 1: few-shot prompting), with a safe fallback.
 
-The core builds the prompt and reads the reply; the network stays in an adapter (`trust.adapters.llm.client.LlmClient`)
-that implements the `ChatModel` protocol declared here. `decompose_with_model` asks the model for
+The core builds the prompt and reads the reply; the network stays in an adapter
+(`trust.adapters.llm.client.LlmClient`) that implements the `ChatModel` protocol of `trust.core.chat`
+(re-exported here). `decompose_with_model` asks the model for
 `{"nodes": [...], "edges": [...]}`, reads it with `parse_reply`, and falls back to the deterministic
 decomposer (`trust.core.decompose.rules`) when there is no model, the model fails, or its reply cannot be
 made into a valid HDAG. The result says which method produced the graph and why.

@@ -1,6 +1,6 @@
 """Reasoning graphs, the pure core: HDAGs for one model's chain of thought, CIGs for agent logs.
 
-No I/O here: no sockets, environment, clock or logging. Callers pass text, logs and oracles in.
+No I/O here: no sockets, environment, clock or logging. Callers pass text, logs and auditors' verdicts in.
 """
 
 from trust.core.graphs.agent_log import AgentLog, LogLimits, OverlapRule, build_cig, parse_log
@@ -13,10 +13,10 @@ from trust.core.graphs.analysis import (
     nodes_to_audit,
     topological_order,
 )
+from trust.core.graphs.audit import CigAudit, EdgeAudit, EdgeScore, NodeAudit
 from trust.core.graphs.cig import AgentTurn, Cig, CigEdge, EdgeOrigin, ReplyContract, Role
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagEdge, HdagNode, Level, Tier, content_hash
 from trust.core.graphs.localize import Localization, RootCause, localize, localize_audit
-from trust.core.graphs.oracles import CigAudit, EdgeOracle, EdgeScore, NodeOracle, audit_cig
 from trust.core.graphs.refinement import (
     AuditFinding,
     ErrorType,
@@ -64,19 +64,18 @@ __all__ = [
     "Cig",
     "CigAudit",
     "CigEdge",
-    "EdgeOracle",
+    "EdgeAudit",
     "EdgeOrigin",
     "EdgeScore",
     "LexicalSimilarity",
     "Localization",
     "LogLimits",
-    "NodeOracle",
+    "NodeAudit",
     "OverlapRule",
     "ReplyContract",
     "Role",
     "RootCause",
     "Similarity",
-    "audit_cig",
     "build_cig",
     "detect_stationarity",
     "localize",

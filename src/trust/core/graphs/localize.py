@@ -19,7 +19,7 @@ Decisions where the paper is not explicit:
 
 - "approved an invalid parent": v has role `Role.REVIEWER`, its own score is >= tau_node (it
   passed, which is the branch we are in), some parent is not Valid (`propagated`), and v's audit did
-  not flag that it rejects its input (`rejecting`, from `NodeVerdict.rejects_input`). A reviewer that
+  not flag that it rejects its input (`rejecting`, from `NodeAudit.rejects_input`). A reviewer that
   passes on invalid work approves it unless it says it is wrong; one that points out the error did
   its job and is Valid.
 - An edge failure wins over everything else (line 5 comes first): v is Invalid_Root even when a
@@ -39,8 +39,8 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from enum import StrEnum
 
+from trust.core.graphs.audit import CigAudit, EdgeScore
 from trust.core.graphs.cig import Cig, Role
-from trust.core.graphs.oracles import CigAudit, EdgeScore
 from trust.core.graphs.status import NodeStatus
 from trust.errors import GraphError
 

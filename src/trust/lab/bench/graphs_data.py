@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass
 
 from trust.core.graphs.agent_log import AgentLog, AgentSpec, LogTurn, build_cig
+from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import Cig, Role
 from trust.core.graphs.localize import localize
-from trust.core.graphs.oracles import EdgeScore
 
 __all__ = [
     "GraphTiming",

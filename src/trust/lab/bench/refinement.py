@@ -4,7 +4,7 @@ A balanced tree with branching b and depth D (the root at depth 1, the leaves at
 N = (b^D - 1) / (b - 1) nodes, or D for a chain, b = 1) is built as a CIG of worker turns: the root
 writes "0 + 1 = 1" and every other node adds one to its parent's result ("x + 1 = x+1"). One error
 is injected at depth d: the first node of that depth states a wrong sum. The refinement loop
-(`trust.services.refine.refine`) then runs for real: the arithmetic oracle and Algorithm 1 audit the tree, the
+(`trust.services.refine.refine`) then runs for real: the tier-1 arithmetic check and Algorithm 1 audit the tree, the
 loop prunes the failed node and its descendants, re-executes them through a deterministic worker
 (it follows corrective feedback, and otherwise recomputes from its parent's output), and re-audits
 the regenerated subtree. The figure is the number of nodes the loop re-executed, against N for a
@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from trust.auditors.checks.arithmetic import ArithmeticCheck
+from trust.auditors.computational import ComputationalAuditor
+from trust.auditors.refinement import CigAuditorAudit
 from trust.core.graphs.cig import AgentTurn, Cig, Role
-from trust.core.graphs.oracles import ArithmeticOracle
-from trust.services.refine import CigOracleAudit, Regenerated, RepairRequest, refine
+from trust.services.refine import Regenerated, RepairRequest, refine
 from trust.settings import AuditSettings, RefinementSettings
 
 __all__ = [
@@ -172,7 +174,9 @@ def run_refinement_benchmark(
 ) -> RefinementBench:
     """One refinement run per error depth 1..D on a fresh tree."""
     _check(branching, depth)
-    audit = CigOracleAudit((ArithmeticOracle(),), (), audit_settings.tau_node, audit_settings.tau_edge)
+    audit = CigAuditorAudit(
+        (ComputationalAuditor([ArithmeticCheck()]),), audit_settings.tau_node, audit_settings.tau_edge
+    )
     total = tree_size(branching, depth)
     costs = []
     for error_depth in range(1, depth + 1):

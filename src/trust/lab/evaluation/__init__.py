@@ -2,9 +2,9 @@
 
 `whowhen`: Who&When failure attribution (agent and step) with the CIG pipeline and Algorithm 1.
 `processbench`: ProcessBench earliest-error detection with the HDAG decomposition and tier-1 checks.
-`arithmetic`: exact evaluation of decomposed operations. Both scorers take any node oracle, and have a
-`*_with_model` variant that adds the LLM node oracle (`trust.core.graphs.oracles.LlmNodeOracle`), which
-the CLI uses when `Settings().llm` names an endpoint.
+`arithmetic`: exact evaluation of decomposed operations. Both scorers take the network's auditors
+(`trust.auditors`); the CLI builds them from the settings as a worker does, with the tier-2 auditor
+when `Settings().auditor_llm` names an endpoint.
 """
 
 from trust.core.maths.arithmetic import ExpressionCheck, check_expression

@@ -9,10 +9,11 @@ step it judges wrong, or -1 when it judges none wrong:
    `expression`, which `trust.core.maths.arithmetic.check_expression` evaluates exactly (tier 1).
    A step with an operation that does not hold is wrong. An expression that cannot be evaluated
    judges nothing.
-2. Any node oracles passed in (`trust.core.graphs.oracles.NodeOracle`) judge each step as an agent turn:
-   agent "solver", the problem as its input, the earlier steps as its parents. A score below
-   tau_node makes the step wrong. `evaluate_processbench_with_model` adds the LLM node oracle
-   (`trust.core.graphs.oracles.LlmNodeOracle`, tier 2) this way.
+2. Any auditors passed in (`trust.auditors.base.Auditor`) judge each step as an agent turn: agent
+   "solver", the problem as its input, the earlier steps as its parents, exactly as a seat would
+   see it. A decided score below tau_node makes the step wrong. `trust eval processbench` passes
+   the tier-2 auditor (`trust.auditors.tiers.llm_auditor`) when `Settings().auditor_llm` names an
+   endpoint.
 
 Scoring follows the published convention: accuracy on the erroneous items (the exact earliest-error
 index), accuracy on the correct items (the prediction must be -1), and F1 = their harmonic mean
@@ -22,7 +23,7 @@ index), accuracy on the correct items (the prediction must be -1), and F1 = thei
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from trust.core.chat import ChatModel
+from trust.auditors.base import Auditor, AuditRequest, Verdict
 from trust.core.decompose.rules import from_steps
-from trust.core.graphs.cig import AgentTurn, Cig, Role
+from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import Hdag, Level
-from trust.core.graphs.oracles import LlmNodeOracle, NodeOracle
 from trust.core.maths.arithmetic import check_expression
 from trust.errors import ConfigError, GraphError
 
@@ -45,14 +45,14 @@ __all__ = [
     "ProcessBenchReport",
     "ProcessBenchScore",
     "StepJudgement",
+    "StepVerdicts",
     "evaluate_processbench",
-    "evaluate_processbench_with_model",
     "judge_steps",
     "load_processbench",
     "predict",
     "render",
     "score_processbench",
-    "steps_cig",
+    "step_verdicts",
 ]
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -69,7 +69,7 @@ class ProcessBenchItem:
 
 @dataclass(frozen=True, slots=True)
 class StepJudgement:
-    """Why a step was judged wrong: the operations that do not hold and the oracles' critiques."""
+    """Why a step was judged wrong: the operations that do not hold and the auditors' critiques."""
 
     index: int
     wrong_operations: tuple[str, ...] = ()
@@ -164,29 +164,40 @@ def _turn(item: ProcessBenchItem, index: int, text: str) -> AgentTurn:
     return AgentTurn(f"t{index}", index, SOLVER, Role.EXPERT, text, item.problem)
 
 
+StepVerdicts = Mapping[int, Sequence[tuple[str, Verdict]]]
+"""Per step index, each auditor's (name, verdict) on that step (`step_verdicts`)."""
+
+
+async def step_verdicts(item: ProcessBenchItem, auditors: Sequence[Auditor]) -> dict[int, list[tuple[str, Verdict]]]:
+    """Every auditor's verdict on every step (see the module docstring)."""
+    turns = [_turn(item, index, text) for index, text in enumerate(item.steps)]
+    found: dict[int, list[tuple[str, Verdict]]] = {}
+    for index, turn in enumerate(turns):
+        request = AuditRequest(turn, tuple(turns[:index]))
+        found[index] = [(auditor.name, await auditor.audit(request)) for auditor in auditors]
+    return found
+
+
 def judge_steps(
     item: ProcessBenchItem,
     *,
-    node_oracles: Sequence[NodeOracle] = (),
+    verdicts: StepVerdicts | None = None,
     tau_node: float,
     check_operations: bool = True,
     stop_at_first: bool = True,
 ) -> list[StepJudgement]:
-    """The judgement of each step in order (up to the first wrong one with `stop_at_first`)."""
+    """The judgement of each step in order (up to the first wrong one with `stop_at_first`), from
+    the operation check and the auditors' `verdicts`."""
     hdag = from_steps(item.problem, list(item.steps)) if check_operations else None
     judgements: list[StepJudgement] = []
-    earlier: list[AgentTurn] = []
-    for index, text in enumerate(item.steps):
+    for index, _ in enumerate(item.steps):
         wrong = _wrong_operations(hdag, f"s{index + 1}") if hdag is not None else ()
-        critiques: list[str] = []
-        if node_oracles:
-            turn = _turn(item, index, text)
-            for oracle in node_oracles:
-                verdict = oracle.audit_node(turn, list(earlier), [])
-                if verdict is not None and verdict.score < tau_node:
-                    critiques.append(f"{oracle.name}: {verdict.critique}" if verdict.critique else oracle.name)
-            earlier.append(turn)
-        judgement = StepJudgement(index, wrong, tuple(critiques))
+        critiques = tuple(
+            f"{name}: {verdict.critique}" if verdict.critique else name
+            for name, verdict in (verdicts or {}).get(index, ())
+            if verdict.score is not None and verdict.score < tau_node
+        )
+        judgement = StepJudgement(index, wrong, critiques)
         judgements.append(judgement)
         if stop_at_first and judgement.wrong:
             break
@@ -196,12 +207,12 @@ def judge_steps(
 def predict(
     item: ProcessBenchItem,
     *,
-    node_oracles: Sequence[NodeOracle] = (),
+    verdicts: StepVerdicts | None = None,
     tau_node: float,
     check_operations: bool = True,
 ) -> int:
     """The earliest step judged wrong, -1 when none is."""
-    for judgement in judge_steps(item, node_oracles=node_oracles, tau_node=tau_node, check_operations=check_operations):
+    for judgement in judge_steps(item, verdicts=verdicts, tau_node=tau_node, check_operations=check_operations):
         if judgement.wrong:
             return judgement.index
     return -1
@@ -223,58 +234,24 @@ def score_processbench(pairs: Iterable[tuple[int, int]]) -> ProcessBenchScore:
     return ProcessBenchScore(error_acc, correct_acc, f1, error_n + correct_n, error_n, correct_n)
 
 
-def evaluate_processbench(
+async def evaluate_processbench(
     items: Sequence[ProcessBenchItem],
     *,
     tau_node: float,
-    node_oracles: Sequence[NodeOracle] = (),
+    auditors: Sequence[Auditor] = (),
     check_operations: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> ProcessBenchReport:
-    """Predicts every item and scores the predictions."""
-    if not check_operations and not node_oracles:
-        raise ConfigError("nothing judges the steps: enable the operation check or pass at least one node oracle")
+    """Predicts every item (the operation check and the `auditors`) and scores the predictions."""
+    if not check_operations and not auditors:
+        raise ConfigError("nothing judges the steps: enable the operation check or pass at least one auditor")
     predictions: list[tuple[ProcessBenchItem, int]] = []
     for item in items:
+        verdicts = await step_verdicts(item, auditors) if auditors else None
         try:
-            label = predict(item, node_oracles=node_oracles, tau_node=tau_node, check_operations=check_operations)
+            label = predict(item, verdicts=verdicts, tau_node=tau_node, check_operations=check_operations)
         except GraphError as exc:
             raise GraphError(f"item {item.id!r}: {exc}") from None
-        predictions.append((item, label))
-        if progress is not None:
-            progress(item.id)
-    score = score_processbench((label, item.label) for item, label in predictions)
-    return ProcessBenchReport(tuple(predictions), score)
-
-
-def steps_cig(item: ProcessBenchItem) -> Cig:
-    """The solution as a CIG for node oracles that read a whole graph first (the LLM oracle's
-    `prepare`): one "solver" turn per step, `t{i}` for `steps[i]`, the problem as every turn's
-    input, and an edge from every earlier step (a step may use any earlier result)."""
-    cig = Cig()
-    for index, text in enumerate(item.steps):
-        cig.add_turn(_turn(item, index, text))
-        for earlier in range(index):
-            cig.add_edge_at(earlier, index)
-    return cig
-
-
-async def evaluate_processbench_with_model(
-    items: Sequence[ProcessBenchItem],
-    model: ChatModel,
-    *,
-    tau_node: float,
-    check_operations: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> ProcessBenchReport:
-    """`evaluate_processbench` with the LLM node oracle of `model` (`trust.core.graphs.oracles.LlmNodeOracle`)
-    judging every step next to the operation check: what `trust eval processbench` runs when
-    `Settings().llm` names an endpoint."""
-    predictions: list[tuple[ProcessBenchItem, int]] = []
-    for item in items:
-        oracle = LlmNodeOracle(model)
-        await oracle.prepare(steps_cig(item))
-        label = predict(item, node_oracles=[oracle], tau_node=tau_node, check_operations=check_operations)
         predictions.append((item, label))
         if progress is not None:
             progress(item.id)
@@ -298,7 +275,7 @@ def render(report: ProcessBenchReport, console: Console) -> None:
     table.add_column("error acc", justify="right")
     table.add_column("correct acc", justify="right")
     table.add_column("F1", justify="right")
-    table.add_row("TRUST HDAG + oracles", f"{score.error_acc:.2%}", f"{score.correct_acc:.2%}", f"{score.f1:.2%}")
+    table.add_row("TRUST HDAG + auditors", f"{score.error_acc:.2%}", f"{score.correct_acc:.2%}", f"{score.f1:.2%}")
     for name, f1 in PUBLISHED_F1.items():
         table.add_row(f"[dim]{name} (published)[/dim]", "", "", f"[dim]{f1:.1%}[/dim]")
     console.print(table)

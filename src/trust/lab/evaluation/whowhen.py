@@ -3,7 +3,8 @@
 Each log of the algorithm-generated split (Zhang et al., ICML 2025) names the agent that made the
 decisive mistake (`mistake_agent`) and the step where it happened (`mistake_step`, a 0-based index
 into `history`, stored as a string). The pipeline audits the log without looking at the labels
-(`trust.services.localize.audit_agent_log`: CIG, dual-layer oracles, Algorithm 1) and predicts one
+(`trust.services.localize.audit_agent_log`: CIG, the network's auditors on every turn and message,
+Algorithm 1) and predicts one
 (agent, step).
 
 Prediction rule (decision; the paper localizes a set of root causes, the benchmark wants one): the
@@ -12,7 +13,7 @@ and Who&When labels the *decisive* first mistake. (A Negligent reviewer always s
 invalid turn, and the first non-Valid turn of Algorithm 1 is always an Invalid_Root, so the earliest
 Invalid_Root is also the earliest root cause of any kind.) When Algorithm 1 finds no Invalid_Root
 there is no prediction and the item counts as wrong for both agent and step (`predicted` in the
-score says how many items had one). No fallback guess is made: the figures are what the oracles find.
+score says how many items had one). No fallback guess is made: the figures are what the auditors find.
 
 Stationarity (decision): the audits keep the lexical similarity whatever `AuditSettings.similarity`
 says, unless a caller passes another: the score reads only the localization, so loading the
@@ -32,14 +33,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from trust.core.chat import ChatModel
+from trust.auditors.base import Auditor
 from trust.core.graphs.agent_log import AgentLog, MistakeLabel
 from trust.core.graphs.localize import Localization
-from trust.core.graphs.oracles import EdgeOracle, NodeOracle
 from trust.core.graphs.stationarity import Similarity
 from trust.core.graphs.status import NodeStatus
 from trust.errors import ConfigError, GraphError
-from trust.services.localize import audit_agent_log, audit_agent_log_with_model, read_agent_log
+from trust.services.localize import audit_agent_log, read_agent_log
 from trust.settings import AuditSettings
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "WhoWhenScore",
     "agent_matches",
     "evaluate_whowhen",
-    "evaluate_whowhen_with_model",
     "log_files",
     "predict",
     "render",
@@ -174,47 +173,24 @@ def _labelled(path: Path) -> tuple[AgentLog, MistakeLabel]:
     return log, log.label
 
 
-def evaluate_whowhen(
+async def evaluate_whowhen(
     files: Iterable[Path],
     settings: AuditSettings,
+    auditors: Sequence[Auditor],
     *,
-    node_oracles: Sequence[NodeOracle] = (),
-    edge_oracles: Sequence[EdgeOracle] = (),
     similarity: Similarity | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> WhoWhenReport:
-    """Audits every log (deterministic oracles plus the ones given) and scores the predictions.
+    """Audits every log with `auditors` (`trust.auditors.tiers.offline_auditors` in `trust eval
+    whowhen`: what `trust graph localize` runs) and scores the predictions. Logs are audited one
+    after the other; within a log, turns then edges, a few at once (`trust.auditors.graph`).
 
     Raises `GraphError` naming the file and the field for a malformed log or one without labels.
     """
     items: list[WhoWhenItem] = []
     for path in files:
         log, label = _labelled(path)
-        audit = audit_agent_log(
-            log, settings, node_oracles=node_oracles, edge_oracles=edge_oracles, similarity=similarity
-        )
-        items.append(WhoWhenItem(path.name, label.agent, label.step, predict(path.name, audit.localization)))
-        if progress is not None:
-            progress(path.name)
-    return WhoWhenReport(tuple(items), score_whowhen(items))
-
-
-async def evaluate_whowhen_with_model(
-    files: Iterable[Path],
-    settings: AuditSettings,
-    model: ChatModel,
-    *,
-    progress: Callable[[str], None] | None = None,
-) -> WhoWhenReport:
-    """`evaluate_whowhen` with the LLM node and edge oracles of `model` (`trust.core.graphs.oracles.
-    LlmNodeOracle`, `LlmEdgeOracle`, through `trust.services.localize.audit_agent_log_with_model`) added to
-    the deterministic ones: what `trust eval whowhen` runs when `Settings().llm` names an endpoint.
-    Logs are audited one after the other; the oracles ask about a log's turns, then its edges,
-    concurrently."""
-    items: list[WhoWhenItem] = []
-    for path in files:
-        log, label = _labelled(path)
-        audit = await audit_agent_log_with_model(log, settings, model)
+        audit = await audit_agent_log(log, settings, auditors, similarity=similarity)
         items.append(WhoWhenItem(path.name, label.agent, label.step, predict(path.name, audit.localization)))
         if progress is not None:
             progress(path.name)

@@ -19,7 +19,7 @@ therefore comes back with a verdict of its own, and:
   score is 1 when its segment passed and 0 otherwise; every edge scores 1 on both Layer-2 checks
   because the network audits nodes (a seat sees the turn with its inputs, so a breach at the boundary
   fails the receiving turn's own segment); a reviewer turn "rejects its input" when its output says
-  so (`trust.core.graphs.oracles.rejects`), which the provider reads from its own log.
+  so (`trust.core.graphs.audit.rejects`), which the provider reads from its own log.
 - Undetermined (both graphs). A segment that ended `Undetermined` (no committee could be seated, or
   its votes neither passed nor failed it through the last escalation round) was never judged: its
   node is `Undetermined`, with its tier, its rounds and why (`SegmentOutcome.why`), and is neither a
@@ -38,10 +38,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trust.core.graphs.analysis import cascade
+from trust.core.graphs.audit import EdgeScore, rejects
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.hdag import Hdag
 from trust.core.graphs.localize import localize
-from trust.core.graphs.oracles import EdgeScore, rejects
 from trust.core.graphs.status import NodeStatus
 from trust.services.sdk.result import Critique, NodeResult, Outcome, RootCauseResult, Verdict
 

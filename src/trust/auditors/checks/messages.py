@@ -1,0 +1,245 @@
+"""The edge-layer checks (paper 2.2.4, Layer 2, "the telephone test"): did the messages a turn
+received arrive in the format asked for, and with their values intact?
+
+Both judge an edge-layer request: the node is the receiver, and each audited sender (the request's
+`sender`, or every parent) sent its output as the message. A failure's `fault` is the failure mode
+of section 2.2.4 it shows (`PROTOCOL_FAILURES`, `FIDELITY_FAILURES`), which is how an audit of a
+whole CIG (`trust.auditors.graph`) tells a protocol score from a fidelity score.
+
+- `ContractCheck` (protocol): a message that asks for JSON (declared by the log's `expects`, or
+  said in words: "respond in JSON", "return only JSON") answered by prose (format_mismatch), or by
+  a JSON object that lacks a required field (schema_violation). Only replies are held to it: not a
+  receiver that reuses content of the message (an overlap edge), nor a tool that executes it.
+- `ValueFidelityCheck` (fidelity): a labelled value ("Seattle population: 737,015", "author = Jane
+  Doe") restated by the receiver under the same label with another value (value_corruption);
+  rounding to fewer decimals is not corruption. Not applicable when the receiver restates none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from trust.auditors.base import AuditLayer, AuditRequest, CheckResult, Node, Outcome, node_text
+from trust.auditors.checks.execution import CODE_BLOCK
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.graphs.refinement import ErrorType
+
+__all__ = [
+    "FIDELITY_FAILURES",
+    "PROTOCOL_FAILURES",
+    "ContractCheck",
+    "ValueFidelityCheck",
+    "json_object",
+    "json_request",
+    "labelled_values",
+]
+
+PROTOCOL_FAILURES: Final = ("format_mismatch", "schema_violation", "ignored_constraint")
+"""The protocol-compliance failure modes of section 2.2.4."""
+FIDELITY_FAILURES: Final = ("value_corruption", "semantic_drift", "information_injection", "information_loss")
+"""The information-fidelity failure modes of section 2.2.4."""
+
+
+def _is_tool(node: Node) -> bool:
+    return isinstance(node, AgentTurn) and node.role is Role.TOOL
+
+
+def _not_edge(name: str, request: AuditRequest) -> CheckResult | None:
+    if request.layer is not AuditLayer.EDGE or not isinstance(request.node, AgentTurn) or not request.parents:
+        return CheckResult(name, Outcome.NOT_APPLICABLE, "not an edge-layer audit of a CIG turn with parents")
+    if request.node.role is Role.TOOL:
+        return CheckResult(name, Outcome.NOT_APPLICABLE, "a tool executes what it is sent; its output is judged")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+_JSON_REQUEST = re.compile(
+    r"\b(?:respond|reply|answer|return|output|provide|give|format|write)\b(?:\s+[\w'\"-]+){0,8}?\s+(?:in|as|using)\s+"
+    r"(?:a\s+|an\s+|valid\s+|strict\s+)*JSON\b|\bJSON\s+only\b|\bonly\s+(?:valid\s+)?JSON\b",
+    re.I,
+)
+_REQUIRED_FIELDS = re.compile(r"\b(?:fields?|keys?)\b\s*[:(]?\s*((?:[`\"'][\w .-]+[`\"']\s*,?\s*(?:and\s+)?)+)", re.I)
+_QUOTED_NAME = re.compile(r"[`\"']([\w .-]+)[`\"']")
+
+
+def json_request(text: str) -> tuple[str, ...] | None:
+    """None when `text` does not ask for JSON; else the required fields it names (maybe none)."""
+    match = _JSON_REQUEST.search(text)
+    if match is None:
+        return None
+    fields = _REQUIRED_FIELDS.search(text, max(0, match.start() - 200))
+    if fields is None:
+        return ()
+    return tuple(dict.fromkeys(name.strip() for name in _QUOTED_NAME.findall(fields.group(1))))
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a reply holds: the whole text, a fenced block, or the outermost braces."""
+    candidates = [text.strip()]
+    candidates += [block.group(2) for block in CODE_BLOCK.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _required(sender: Node) -> tuple[str, ...] | None:
+    """The fields a reply to `sender` must hold, or None when it asks for no JSON."""
+    if isinstance(sender, AgentTurn) and sender.contract is not None:
+        return sender.contract.required if sender.contract.format == "json" else None
+    return json_request(node_text(sender))
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCheck:
+    """Protocol compliance of a reply to a message that asks for JSON; see the module docstring."""
+
+    @property
+    def name(self) -> str:
+        return "contract"
+
+    async def check(self, request: AuditRequest) -> CheckResult:
+        skipped = _not_edge(self.name, request)
+        if skipped is not None:
+            return skipped
+        if not request.replies:
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "the receiver reuses this message, it does not reply")
+        receiver = request.node
+        asked = [(sender, fields) for sender in request.senders if (fields := _required(sender)) is not None]
+        if not asked:
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "no message asks for a JSON reply")
+        reply = json_object(node_text(receiver))
+        for sender, fields in asked:
+            if reply is None:
+                return CheckResult(
+                    self.name,
+                    Outcome.FAIL,
+                    f"{sender.id} asked for JSON; {receiver.id} answered in prose",
+                    fault="format_mismatch",
+                    error_type=ErrorType.PROTOCOL,
+                )
+            missing = [name for name in fields if name not in reply]
+            if missing:
+                listed = ", ".join(map(repr, missing))
+                return CheckResult(
+                    self.name,
+                    Outcome.FAIL,
+                    f"{receiver.id}'s JSON reply lacks required field(s) {listed}",
+                    fault="schema_violation",
+                    error_type=ErrorType.PROTOCOL,
+                )
+        return CheckResult(self.name, Outcome.PASS, f"{receiver.id} replied in the JSON asked for")
+
+
+# ---------------------------------------------------------------------------------------------- fidelity
+
+_NUMBER = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?"
+_LABELLED = re.compile(
+    r"^[ \t>]*(?:[-*•+]|\d+[.)])?[ \t]*(?:\*\*)?(?P<label>[A-Za-z][\w ,()'/.&-]{0,60}?)(?:\*\*)?[ \t]*"
+    r"(?::|=|\bis\b|\bwas\b|\bequals\b)[ \t]*(?:\*\*)?\$?[ \t]*"
+    rf"(?:(?P<number>{_NUMBER})(?![\w.,]*\d)|(?P<name>[A-Z][\w'.-]*(?:[ \t]+[A-Z][\w'.-]*){{0,3}}))"
+    r"(?:\*\*)?[ \t]*(?P<rest>[^\n]*)$",
+    re.M,
+)
+_GENERIC_LABELS = frozenset({"code output", "output", "exitcode", "exit code", "result", "step", "note", "answer"})
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+")
+
+
+def _normal_label(label: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
+
+
+def _decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def labelled_values(text: str) -> dict[str, tuple[str, str]]:
+    """Label -> (kind, value) for lines such as "Seattle population: 737,015" or "author = Jane Doe",
+    outside code blocks. A label given two different values in the same text is dropped (ambiguous);
+    generic labels ("output", "result", "answer") are ignored because they are restated on purpose."""
+    prose = CODE_BLOCK.sub("\n", text)
+    values: dict[str, tuple[str, str]] = {}
+    ambiguous: set[str] = set()
+    for match in _LABELLED.finditer(prose):
+        label = _normal_label(_SENTENCE_BREAK.split(match.group("label"))[-1])
+        if not label or label in _GENERIC_LABELS or label.split()[0] in ("step", "exitcode"):
+            continue
+        if match.group("number") is not None:
+            if match.group("rest").lstrip().startswith(tuple("+-*/×÷^=x%")):
+                continue  # "spoiled: 120 * 0.15 = 16" states a calculation, not a value
+            value = ("number", match.group("number").replace(",", ""))
+        else:
+            rest = match.group("rest").strip()
+            if rest and not rest.startswith(("(", ",", ".", ";")):
+                continue  # a name followed by more prose is a sentence, not a value
+            value = ("name", " ".join(match.group("name").lower().split()))
+        if label in values and values[label] != value:
+            ambiguous.add(label)
+        values.setdefault(label, value)
+    for label in ambiguous:
+        del values[label]
+    return values
+
+
+def _same_value(kind: str, sent: str, received: str) -> bool:
+    if kind == "name":
+        return sent == received
+    if sent == received:
+        return True
+    a, b = float(sent), float(received)
+    if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+        return True
+    places = _decimals(received)
+    return places < _decimals(sent) and round(a, places) == b  # restated with fewer decimals
+
+
+@dataclass(frozen=True, slots=True)
+class ValueFidelityCheck:
+    """Value corruption across an edge; see the module docstring."""
+
+    @property
+    def name(self) -> str:
+        return "value-fidelity"
+
+    async def check(self, request: AuditRequest) -> CheckResult:
+        skipped = _not_edge(self.name, request)
+        if skipped is not None:
+            return skipped
+        receiver = request.node
+        received = labelled_values(node_text(receiver))
+        shared = 0
+        corrupted: list[str] = []
+        for sender in request.senders:
+            if _is_tool(sender):
+                continue
+            sent = labelled_values(node_text(sender))
+            labels = [label for label in sent if label in received and sent[label][0] == received[label][0]]
+            shared += len(labels)
+            corrupted += [
+                f"{label!r}: {sender.id} sent {sent[label][1]}, {receiver.id} restated {received[label][1]}"
+                for label in labels
+                if not _same_value(sent[label][0], sent[label][1], received[label][1])
+            ]
+        if not shared:
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "the receiver restates no labelled value it was sent")
+        if corrupted:
+            return CheckResult(
+                self.name,
+                Outcome.FAIL,
+                f"{len(corrupted)} of {shared} restated value(s) changed: " + "; ".join(corrupted),
+                fault="value_corruption",
+                error_type=ErrorType.PROTOCOL,
+            )
+        return CheckResult(self.name, Outcome.PASS, f"{shared} restated value(s) arrived intact")
