@@ -338,7 +338,7 @@ class SandboxSettings(BaseModel):
     output_bytes: int = Field(64 * 1024, ge=1024, description="stdout and stderr kept, each; the rest is cut")
     file_bytes: int = Field(16 * 1024 * 1024, ge=0, description="largest file the code may write (RLIMIT_FSIZE)")
     processes: int = Field(
-        64, ge=8, le=4096, description="processes and threads the child may have at once (RLIMIT_NPROC)"
+        32, ge=8, le=4096, description="processes and threads the child may have at once (RLIMIT_NPROC)"
     )
     open_files: int = Field(256, ge=32, le=65536, description="open file descriptors of the child (RLIMIT_NOFILE)")
 
