@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,8 @@ from trust.auditors.checks.sandbox import (
     run_python,
     sandbox_layers,
 )
+from trust.auditors.checks.sandbox.child.config import MODE_TESTS, ChildConfig, TestFile
+from trust.auditors.checks.sandbox.policy import bwrap_arguments, host_facts
 from trust.errors import ConfigError, SandboxUnavailable
 from trust.graphs.cig import AgentTurn, Role
 from trust.graphs.hdag import HdagNode, Level
@@ -483,7 +486,7 @@ async def test_a_fork_bomb_is_contained_and_leaves_nothing_behind(limits: Sandbo
     # A root worker's sandbox holds RLIMIT_NPROC only as `nobody` (Linux exempts the host's root),
     # which needs an interpreter open to nobody: the system's, not one under /root.
     python = shutil.which("python3", path="/usr/bin") if os.geteuid() == 0 else None
-    bomb = limits.model_copy(update={"python": python, "audit_hook": False, "processes": 16, "timeout_seconds": 2})
+    bomb = limits.model_copy(update={"python": python, "audit_hook": False, "processes": 16, "timeout_seconds": 1.5})
     result = await run_python(code, bomb)
     assert result.reason is RunReason.TIMEOUT and result.killed_by_signal == signal.SIGKILL
     directory, *stopped = result.stdout.splitlines()
@@ -841,3 +844,58 @@ async def test_a_test_file_that_breaks_while_loading_stops_its_own_tests_only(li
     assert outcome is Outcome.NOT_APPLICABLE
     assert detail.startswith("4 tests passed, 1 could not run here: ")
     assert "ModuleNotFoundError: No module named 'no_such_module_here'" in detail
+
+
+# --------------------------------------------------------------------- the child's own interpreter
+
+
+async def test_the_child_runs_in_an_interpreter_that_has_no_trust_installed(limits: SandboxSettings) -> None:
+    """The child's code travels into the sandbox itself (mounted as trust_sandbox_child), so any
+    Python 3.11 runs a program, as from an installed wheel; a check also needs pytest there."""
+    system_python = shutil.which("python3", path="/usr/bin")
+    if system_python is None:
+        pytest.skip("needs a system python3 in /usr/bin")
+    bare = limits.model_copy(update={"python": system_python})
+    result = await run_python("import importlib.util\nprint(importlib.util.find_spec('trust'))", bare)
+    assert (result.reason, result.stdout.strip()) == (RunReason.OK, "None")
+    if _imports(system_python, "pytest"):
+        pytest.skip(f"{system_python} has pytest")
+    with pytest.raises(ConfigError, match="lacks 'pytest'.*install pytest and pytest-timeout"):
+        await SandboxCheck(bare).check(AuditRequest(_node(ADD + ADD_TESTS)))
+
+
+def _imports(python: str, module: str) -> bool:
+    return subprocess.run([python, "-I", "-c", f"import {module}"], capture_output=True, check=False).returncode == 0
+
+
+# -------------------------------------------------------------------------- the policy, in process
+
+
+def test_the_configuration_reaches_the_child_unchanged() -> None:
+    config = ChildConfig(
+        mode=MODE_TESTS,
+        root="/tmp/run",
+        report_fd=7,
+        audit_hook=False,
+        rlimits=(("RLIMIT_CPU", 1, 2),),
+        max_refusals=3,
+        max_chars=40,
+        solution="solution.py",
+        tests=(TestFile("this node", "tests_0.py"),),
+        test_timeout_seconds=0.5,
+    )
+    assert ChildConfig.from_json(config.to_json()) == config
+
+
+def test_the_mounts_are_read_only_and_never_hold_the_worker_s_home(tmp_path: Path) -> None:
+    facts = host_facts(sys.executable, [sys.prefix, sys.base_prefix], tmp_path / "home")
+    arguments = bwrap_arguments("bwrap", facts, "/tmp/run", "/src/child", {"HOME": "/tmp/run"})
+    assert {"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-net", "--clearenv"} <= set(arguments)
+    assert {"--die-with-parent", "--new-session"} <= set(arguments)
+    writable = [arguments[i + 1 : i + 3] for i, a in enumerate(arguments) if a == "--bind"]
+    assert writable == [["/tmp/run", "/tmp/run"]]  # the run's directory, and nothing else
+    assert arguments[-3:] == ["--remount-ro", "/", "--"]
+    mounted = [m.source for m in facts.mounts if m.kind.startswith("ro-bind")]
+    assert "/usr" in mounted and str(Path(sys.base_prefix)) in " ".join(mounted)
+    with pytest.raises(ConfigError, match="holds the worker's home"):
+        host_facts(sys.executable, [str(tmp_path)], tmp_path / "home")
