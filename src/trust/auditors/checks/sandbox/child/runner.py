@@ -443,7 +443,9 @@ class ConventionPlugin:
 
 class _ConventionModule(pytest.Module):
     """A test module loaded by the convention instead of imported (`ConventionPlugin.load_tests`);
-    the code's module is the `solution` already loaded."""
+    the code's module is the `solution` already loaded. `_getobj` is the one method pytest's own
+    collectors call to get the module object; overriding it keeps everything else (functions,
+    classes, fixtures, marks) pytest's. pytest is pinned, and the sandbox tests exercise this."""
 
     def _getobj(self) -> types.ModuleType:
         plugin = self.config.stash[_STASH]
