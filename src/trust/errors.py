@@ -2,6 +2,7 @@
 
     TrustError
      +-- ConfigError            settings, tools or files are missing or invalid
+     |    +-- SandboxUnavailable  the code sandbox cannot confine a run (bubblewrap missing or refused)
      +-- ToolchainError         a pinned tool (anvil, forge, solc wrapper) is missing or failed
      +-- CompileError           the Solidity compiler reported errors
      +-- ChainError             the chain could not be reached or did not do what was asked
@@ -49,6 +50,7 @@ __all__ = [
     "ParameterError",
     "RankingError",
     "RecordError",
+    "SandboxUnavailable",
     "SessionInterrupted",
     "ToolchainError",
     "TrustError",
@@ -64,6 +66,11 @@ class TrustError(Exception):
 
 class ConfigError(TrustError):
     """Settings, tools or files are missing or invalid."""
+
+
+class SandboxUnavailable(ConfigError):
+    """The tier-1 sandbox cannot confine a run: bubblewrap is missing or cannot create namespaces
+    here. The sandbox fails closed: it never runs audited code unconfined unless told to."""
 
 
 class ToolchainError(TrustError):

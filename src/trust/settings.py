@@ -311,17 +311,36 @@ class IpfsSettings(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """Limits of the tier-1 code sandbox: a separate process per run, in a fresh temporary directory,
-    with no network, an empty environment and these ceilings."""
+    """The tier-1 code sandbox (docs/auditors.md "The sandbox"): a separate process per run, in
+    Linux namespaces made by bubblewrap (no network, a read-only filesystem but for the run's fresh
+    temporary directory, its own PID and user namespace, an empty environment), under these limits.
+    Without bubblewrap, or where it cannot create namespaces, a run fails closed ("sandbox
+    unavailable") unless `allow_unconfined` is set."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     python: str | None = Field(None, description="the interpreter that runs audited code; this one when unset")
+    bwrap: str = Field("bwrap", description="the bubblewrap executable: a name looked up on PATH, or a path")
+    allow_unconfined: bool = Field(
+        False,
+        description="development only: run without namespaces (resource limits and the audit hook only) when "
+        "bubblewrap is missing or refused, instead of failing closed",
+    )
+    audit_hook: bool = Field(
+        True, description="the audit hook inside the child, a second layer that names refused operations"
+    )
     timeout_seconds: float = Field(10.0, gt=0, le=600, description="wall-clock limit of one run (then killed)")
+    test_timeout_seconds: float = Field(
+        5.0, ge=0, le=600, description="time limit of one unit test (pytest-timeout; 0: only the run's limits)"
+    )
     cpu_seconds: int = Field(10, ge=1, le=600, description="CPU-time limit of one run (RLIMIT_CPU)")
     memory_bytes: int = Field(512 * 1024 * 1024, ge=16 * 1024 * 1024, description="address-space limit (RLIMIT_AS)")
     output_bytes: int = Field(64 * 1024, ge=1024, description="stdout and stderr kept, each; the rest is cut")
     file_bytes: int = Field(16 * 1024 * 1024, ge=0, description="largest file the code may write (RLIMIT_FSIZE)")
+    processes: int = Field(
+        32, ge=8, le=4096, description="processes and threads the child may have at once (RLIMIT_NPROC)"
+    )
+    open_files: int = Field(256, ge=32, le=65536, description="open file descriptors of the child (RLIMIT_NOFILE)")
 
 
 class ReviewSettings(BaseModel):

@@ -1,14 +1,20 @@
-"""The tier-1 sandbox against real child processes: limits, refusals, clean-up, and the unit-test check."""
+"""The tier-1 sandbox against real child processes in real namespaces (bubblewrap): limits, refusals,
+escape attempts, clean-up, failing closed, and the unit-test check (pytest in the child).
+
+Escape attempts run twice where it matters: with the audit hook (the default: the attempt is refused
+by name) and without it (`audit_hook=False`: the namespaces and the limits alone must stop it)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +32,12 @@ from trust.auditors.checks.sandbox import (
     run_python,
     sandbox_layers,
 )
+from trust.auditors.checks.sandbox.child.config import MODE_TESTS, ChildConfig, TestFile
+from trust.auditors.checks.sandbox.policy import bwrap_arguments, host_facts
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level
 from trust.core.graphs.refinement import ErrorType
-from trust.errors import ConfigError
+from trust.errors import ConfigError, SandboxUnavailable
 from trust.settings import SandboxSettings
 
 MIB = 1024 * 1024
@@ -86,7 +94,7 @@ async def test_a_trivial_program_runs_with_its_files_in_a_temporary_directory_th
     assert text == "hello"
     assert Path(cwd).name.startswith("trust-sandbox-")
     assert not Path(cwd).exists()
-    assert {SandboxLayer.RESOURCE_LIMITS, SandboxLayer.AUDIT_HOOK} <= set(result.layers)
+    assert {SandboxLayer.RESOURCE_LIMITS, SandboxLayer.NAMESPACES, SandboxLayer.AUDIT_HOOK} <= set(result.layers)
     assert result.layers == await sandbox_layers(limits)
 
 
@@ -114,6 +122,12 @@ async def test_a_nonzero_exit_status_is_an_error(limits: SandboxSettings) -> Non
     assert (result.reason, result.exit_code, result.uncaught) == (RunReason.ERROR, 3, None)
 
 
+async def test_an_exit_status_above_128_is_not_mistaken_for_a_signal(limits: SandboxSettings) -> None:
+    # bubblewrap reports a child killed by signal N as status 128 + N; this one exited on its own.
+    result = await run_python("import sys\nsys.exit(137)", limits)
+    assert (result.reason, result.exit_code, result.killed_by_signal) == (RunReason.ERROR, 137, None)
+
+
 async def test_the_program_reports_records_to_the_parent(limits: SandboxSettings) -> None:
     result = await run_python("__sandbox_report__({'answer': 42})\nprint('done')", limits)
     assert result.records == ({"answer": 42},)
@@ -139,24 +153,39 @@ print(json.dumps(outcomes))
 """
 
 
-@pytest.mark.parametrize("network_namespace", [True, False], ids=["with-unshare", "audit-hook-only"])
+HOOK = pytest.mark.parametrize("audit_hook", [True, False], ids=["with-hook", "namespaces-only"])
+
+
+@HOOK
 async def test_the_sandbox_refuses_network_access(
-    limits: SandboxSettings, listener: socket.socket, network_namespace: bool
+    limits: SandboxSettings, listener: socket.socket, audit_hook: bool
 ) -> None:
+    """A connection to a server on the worker's loopback, a public address and a name lookup all
+    fail: refused by name with the hook, unreachable in the empty network namespace without it."""
     port = listener.getsockname()[1]
-    result = await run_python(NETWORK_PROBE.format(port=port), limits, network_namespace=network_namespace)
+    result = await run_python(NETWORK_PROBE.format(port=port), limits.model_copy(update={"audit_hook": audit_hook}))
     outcomes = json.loads(result.stdout)
     assert len(outcomes) == 4
     for name, outcome in outcomes.items():
-        assert "the sandbox refuses this (network" in outcome, name
+        assert outcome != "connected", name
+        if audit_hook:
+            assert "the sandbox refuses this (network" in outcome, name
+        else:  # the namespace's own loopback has no listener; nothing else is reachable
+            assert outcome.startswith(
+                (
+                    "ConnectionRefusedError: [Errno 111]",
+                    "OSError: [Errno 101]",
+                    "gaierror: [Errno -3]",
+                    "gaierror: [Errno -2]",
+                )
+            ), (name, outcome)
     with pytest.raises(BlockingIOError):  # nothing reached the listener
         listener.accept()
-    # The program swallowed every refusal and exited cleanly; the parent still knows.
+    # The program swallowed every failure and exited cleanly; with the hook, the parent still knows.
     assert result.reason is RunReason.OK
-    assert {r.kind for r in result.refusals} == {"network"}
-    assert (SandboxLayer.NETWORK_NAMESPACE in result.layers) is (
-        network_namespace and SandboxLayer.NETWORK_NAMESPACE in await sandbox_layers(limits)
-    )
+    assert {r.kind for r in result.refusals} == ({"network"} if audit_hook else set())
+    assert SandboxLayer.NAMESPACES in result.layers
+    assert (SandboxLayer.AUDIT_HOOK in result.layers) is audit_hook
 
 
 async def test_an_unhandled_network_refusal_ends_the_run_as_network_refused(limits: SandboxSettings) -> None:
@@ -165,19 +194,18 @@ async def test_an_unhandled_network_refusal_ends_the_run_as_network_refused(limi
     assert result.refusals[0].kind == "network"
 
 
-async def test_the_network_namespace_has_only_a_loopback_interface_that_is_down(limits: SandboxSettings) -> None:
-    if SandboxLayer.NETWORK_NAMESPACE not in await sandbox_layers(limits):
-        pytest.skip("unshare --user --net is refused on this host; the audit hook alone guards the network")
+async def test_the_network_namespace_has_its_own_loopback_and_nothing_else(limits: SandboxSettings) -> None:
     code = (
-        "import fcntl, socket, struct\n"
+        "import socket\n"
         "print([name for _, name in socket.if_nameindex()])\n"
-        "probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-        "request = struct.pack('16sH', b'lo', 0)\n"
-        "flags = struct.unpack('16sH', fcntl.ioctl(probe.fileno(), SIOCGIFFLAGS, request))[1]\n"
-        "print('up' if flags & IFF_UP else 'down')\n"
+        "server = socket.create_server(('127.0.0.1', 0))\n"
+        "print(server.getsockname()[1])\n"
     )
-    result = await run_python(f"SIOCGIFFLAGS, IFF_UP = 0x8913, 1\n{code}", limits)
-    assert result.stdout.splitlines() == ["['lo']", "down"]
+    result = await run_python(code, limits.model_copy(update={"audit_hook": False}))
+    interfaces, port = result.stdout.splitlines()
+    assert interfaces == "['lo']"
+    with pytest.raises(OSError):  # a server inside listens on the sandbox's loopback, not the worker's
+        socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
 
 
 async def test_an_endless_loop_is_stopped_by_the_cpu_limit(limits: SandboxSettings) -> None:
@@ -200,13 +228,6 @@ async def test_an_endless_print_loop_is_cut_at_the_output_limit_and_killed(limit
     assert result.stdout_cut and not result.stderr_cut
     assert len(result.stdout.encode()) == 2048
     assert result.killed_by_signal == signal.SIGKILL
-
-
-async def test_a_memory_bomb_hits_the_memory_limit(limits: SandboxSettings) -> None:
-    code = "hoard = []\nwhile True:\n    hoard.append(bytearray(8 * 1024 * 1024))"
-    result = await run_python(code, limits.model_copy(update={"memory_bytes": 128 * MIB}))
-    assert result.reason is RunReason.MEMORY
-    assert result.uncaught == "MemoryError"
 
 
 async def test_writing_a_huge_file_hits_the_file_size_limit(limits: SandboxSettings) -> None:
@@ -323,26 +344,216 @@ async def test_a_missing_interpreter_is_a_config_error(limits: SandboxSettings) 
         await run_python("pass", limits.model_copy(update={"python": "/nonexistent/python3"}))
 
 
-async def test_as_root_the_code_runs_as_nobody_and_cannot_read_root_files(limits: SandboxSettings) -> None:
-    system_python = shutil.which("python3", path="/usr/bin")
-    if os.geteuid() != 0 or system_python is None:
-        pytest.skip("needs root and a system python3 that the nobody user can run")
-    world_readable = limits.model_copy(update={"python": system_python})
-    if SandboxLayer.UNPRIVILEGED_USER not in await sandbox_layers(world_readable):
-        pytest.skip(f"{system_python} does not run as nobody here")
-    descriptor, secret = tempfile.mkstemp()
+# ------------------------------------------------------------------------------- escape attempts
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+ATTEMPTS = """
+import json, os
+outcomes = {{}}
+for name, attempt in ATTEMPTS.items():
     try:
-        os.write(descriptor, b"root only")
-        os.chmod(secret, 0o600)
-        code = (
-            f"try:\n    print(open({secret!r}).read())\nexcept PermissionError as exc:\n    print('denied', exc.errno)"
-        )
-        result = await run_python(code, world_readable)
+        outcomes[name] = ["succeeded", repr(attempt())]
+    except Exception as exc:
+        outcomes[name] = [type(exc).__name__, str(exc)]
+print(json.dumps(outcomes))
+"""
+
+
+def _attempts(setup: str, attempts: dict[str, str]) -> str:
+    """A program that makes each attempt (a Python expression), catches what it raises, and prints
+    {name: [outcome, detail]} as JSON: the attempt "succeeded" or the name of its exception."""
+    table = "ATTEMPTS = {" + ", ".join(f"{name!r}: lambda: {expression}" for name, expression in attempts.items())
+    return f"{setup}\n{table}}}\n{ATTEMPTS.format()}"
+
+
+def _failed(result_stdout: str) -> dict[str, list[str]]:
+    outcomes: dict[str, list[str]] = json.loads(result_stdout)
+    assert outcomes, "the program made no attempt"
+    for name, (outcome, detail) in outcomes.items():
+        assert outcome != "succeeded", f"{name} succeeded: {detail}"
+    return outcomes
+
+
+WRITES = {
+    "open": "open(TARGET, 'w').write('escaped')",
+    # sqlite3 and mkfifo create files from C without an audit event the hook refuses: only the
+    # read-only mounts stop them (before bubblewrap, both wrote outside the sandbox directory).
+    "sqlite3": "__import__('sqlite3').connect(TARGET).execute('create table escaped (x)')",
+    "mkfifo": "os.mkfifo(TARGET)",
+}
+
+
+@pytest.mark.parametrize("where", ["project", "home", "tmp"])
+@HOOK
+async def test_writes_outside_the_run_directory_fail(
+    limits: SandboxSettings, tmp_path: Path, where: str, audit_hook: bool
+) -> None:
+    """Into the project's checkout, the worker's home, or /tmp outside the run's directory: every
+    way fails, by the hook's refusal or by the read-only (or absent) filesystem."""
+    directory = {"project": PROJECT, "home": Path.home(), "tmp": tmp_path}[where]
+    targets = {name: directory / f"trust-sandbox-escape-{os.getpid()}-{name}" for name in WRITES}
+    setup = "import os\nTARGETS = " + repr({name: str(path) for name, path in targets.items()})
+    attempts = {name: expression.replace("TARGET", f"TARGETS[{name!r}]") for name, expression in WRITES.items()}
+    try:
+        result = await run_python(_attempts(setup, attempts), limits.model_copy(update={"audit_hook": audit_hook}))
+        outcomes = _failed(result.stdout)
+        created = [name for name, path in targets.items() if path.exists()]
     finally:
-        os.close(descriptor)
-        os.unlink(secret)
-    assert result.stdout.strip() == "denied 13"
-    assert SandboxLayer.UNPRIVILEGED_USER in result.layers
+        for path in targets.values():
+            path.unlink(missing_ok=True)
+    assert created == []
+    for name, (error, detail) in outcomes.items():
+        if audit_hook and name == "open":
+            assert error == "SandboxRefused", detail
+        elif name == "sqlite3":
+            assert (error, detail) == ("OperationalError", "unable to open database file")
+        else:  # not there (ENOENT) or read-only (EROFS)
+            assert "[Errno 2]" in detail or "[Errno 30]" in detail, (name, error, detail)
+
+
+@HOOK
+async def test_the_worker_s_keystore_cannot_be_read(
+    limits: SandboxSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, audit_hook: bool
+) -> None:
+    """A keystore in the worker's home (a temporary one here) is not in the sandbox at all: neither
+    by its path, nor through the worker's /proc entry, nor by listing its directory."""
+    home = tmp_path / "home"
+    keystore = home / ".trust" / "wallets" / "worker.json"
+    keystore.parent.mkdir(parents=True)
+    keystore.write_text('{"crypto": "secret-key-material"}')
+    keystore.chmod(0o600)
+    monkeypatch.setenv("HOME", str(home))
+    setup = f"import os\nKEY = {str(keystore)!r}\nWORKER = {os.getpid()}"
+    attempts = {
+        "read it": "open(KEY).read()",
+        "read it through the worker's root": "open(f'/proc/{WORKER}/root{KEY}').read()",
+        "list its directory": "os.listdir(os.path.dirname(KEY))",
+        "list the worker's home": f"os.listdir({str(home)!r})",
+    }
+    result = await run_python(_attempts(setup, attempts), limits.model_copy(update={"audit_hook": audit_hook}))
+    outcomes = _failed(result.stdout)
+    assert "secret-key-material" not in result.stdout + result.stderr
+    assert {error for error, _ in outcomes.values()} == {"FileNotFoundError"}
+
+
+@HOOK
+async def test_the_worker_s_processes_are_out_of_sight_and_reach(
+    limits: SandboxSettings, monkeypatch: pytest.MonkeyPatch, audit_hook: bool
+) -> None:
+    """In its own PID namespace the child sees only its own processes: not the worker (nor the
+    secrets in the worker's environment, through /proc), and it cannot signal another process."""
+    monkeypatch.setenv("TRUST_TEST_WORKER_SECRET", "do-not-leak")
+    with subprocess.Popen(["sleep", "30"]) as victim:
+        try:
+            setup = (
+                f"import json, os, signal\nWORKER, VICTIM = {os.getpid()}, {victim.pid}\n"
+                "print(json.dumps(sorted(int(p) for p in os.listdir('/proc') if p.isdigit())))"
+            )
+            attempts = {
+                "read the worker's environment": "open(f'/proc/{WORKER}/environ', 'rb').read()",
+                "kill another process": "os.kill(VICTIM, signal.SIGKILL)",
+                "signal the worker": "os.kill(WORKER, 0)",
+            }
+            result = await run_python(_attempts(setup, attempts), limits.model_copy(update={"audit_hook": audit_hook}))
+            assert victim.poll() is None, "the other process was killed"
+        finally:
+            victim.kill()
+    visible, attempts_line = result.stdout.splitlines()
+    outcomes = _failed(attempts_line)
+    assert "do-not-leak" not in result.stdout + result.stderr
+    assert len(json.loads(visible)) <= 2  # bubblewrap's init (pid 1) and the child itself
+    assert outcomes["read the worker's environment"][0] == "FileNotFoundError"
+    kill_error = "SandboxRefused" if audit_hook else "ProcessLookupError"
+    assert outcomes["kill another process"][0] == outcomes["signal the worker"][0] == kill_error
+
+
+async def test_a_fork_bomb_is_contained_and_leaves_nothing_behind(limits: SandboxSettings) -> None:
+    """Without the hook (which refuses the first fork), a fork bomb stops at RLIMIT_NPROC, counted in
+    the child's own user namespace, and the wall clock then takes the whole PID namespace down."""
+    code = (
+        "import os, time\n"
+        "print(os.getcwd(), flush=True)\n"
+        "children = 0\n"
+        "while True:\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            while True:  # every child forks on, forever\n"
+        "                try:\n"
+        "                    os.fork()\n"
+        "                except OSError:\n"
+        "                    pass\n"
+        "        children += 1\n"
+        "    except OSError as exc:\n"
+        "        print(children, exc.errno, flush=True)\n"
+        "        break\n"
+        "time.sleep(60)\n"
+    )
+    # A root worker's sandbox holds RLIMIT_NPROC only as `nobody` (Linux exempts the host's root),
+    # which needs an interpreter open to nobody: the system's, not one under /root.
+    python = shutil.which("python3", path="/usr/bin") if os.geteuid() == 0 else None
+    bomb = limits.model_copy(update={"python": python, "audit_hook": False, "processes": 16, "timeout_seconds": 1.5})
+    result = await run_python(code, bomb)
+    assert result.reason is RunReason.TIMEOUT and result.killed_by_signal == signal.SIGKILL
+    directory, *stopped = result.stdout.splitlines()
+    assert _processes_of(directory) == []  # the PID namespace took every process with it
+    if os.geteuid() != 0 or SandboxLayer.UNPRIVILEGED_USER in result.layers:
+        children, errno = map(int, stopped[0].split())
+        assert errno == 11 and children < 16  # EAGAIN: RLIMIT_NPROC
+
+
+def _processes_of(directory: str) -> list[str]:
+    """The processes left on this host whose environment names `directory` as HOME."""
+    found = []
+    marker = f"HOME={directory}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(pid)
+    return found
+
+
+@HOOK
+async def test_a_memory_bomb_hits_the_memory_limit_with_or_without_the_hook(
+    limits: SandboxSettings, audit_hook: bool
+) -> None:
+    code = "hoard = []\nwhile True:\n    hoard.append(bytearray(8 * 1024 * 1024))"
+    small = limits.model_copy(update={"memory_bytes": 128 * MIB, "audit_hook": audit_hook})
+    result = await run_python(code, small)
+    assert (result.reason, result.uncaught) == (RunReason.MEMORY, "MemoryError")
+
+
+# ------------------------------------------------------------------------------- failing closed
+
+
+async def test_without_bubblewrap_nothing_runs(limits: SandboxSettings, tmp_path: Path) -> None:
+    missing = limits.model_copy(update={"bwrap": str(tmp_path / "no-such-bwrap")})
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match=r"^sandbox unavailable: bubblewrap not found at '.*no-such-bwrap'"):
+        await run_python(f"open({str(marker)!r}, 'w').write('x')", missing)
+    assert not marker.exists()
+    with pytest.raises(SandboxUnavailable):
+        await sandbox_layers(missing)
+    outcome, detail, _, _ = await _check(missing, AuditRequest(_node(ADD + ADD_TESTS)))
+    assert outcome is Outcome.NOT_APPLICABLE
+    assert detail.startswith("sandbox unavailable: bubblewrap not found at") and detail.endswith("; not decided")
+
+
+async def test_a_bubblewrap_that_cannot_create_namespaces_fails_closed(limits: SandboxSettings) -> None:
+    refusing = limits.model_copy(update={"bwrap": "/bin/false"})  # starts, and exits 1 at once
+    with pytest.raises(SandboxUnavailable, match="^sandbox unavailable: bubblewrap .* cannot create the namespaces"):
+        await run_python("print('ran')", refusing)
+
+
+async def test_the_development_mode_runs_without_namespaces_only_when_allowed(
+    limits: SandboxSettings, tmp_path: Path
+) -> None:
+    unconfined = limits.model_copy(update={"bwrap": str(tmp_path / "no-such-bwrap"), "allow_unconfined": True})
+    result = await run_python("import os\nprint(sorted(os.environ))", unconfined)
+    assert (result.reason, result.stdout.strip()) == (RunReason.OK, "['HOME', 'LANG', 'TMPDIR']")
+    assert result.layers == (SandboxLayer.RESOURCE_LIMITS, SandboxLayer.AUDIT_HOOK)
+    outcome, detail, _, _ = await _check(unconfined, AuditRequest(_node(ADD + ADD_TESTS)))
+    assert (outcome, detail) == (Outcome.PASS, "3 tests passed")
 
 
 # ---------------------------------------------------------------------------------- SandboxCheck
@@ -478,11 +689,18 @@ async def test_tests_may_import_the_code_under_the_name_they_expect(limits: Sand
     assert (outcome, detail) == (Outcome.PASS, "1 test passed")
 
 
-async def test_tests_that_need_fixtures_are_not_decided(limits: SandboxSettings) -> None:
-    tests = _block("# tests\ndef test_add(tmp_path):\n    assert add(2, 2) == 4")
+async def test_pytest_fixtures_work_and_a_missing_fixture_is_not_decided(limits: SandboxSettings) -> None:
+    tests = _block(
+        "# tests\nimport pytest\n\n@pytest.fixture\ndef two():\n    return 2\n\n"
+        "def test_add(tmp_path, two, capsys):\n    print(add(two, two))\n"
+        "    assert capsys.readouterr().out == '4\\n'\n    (tmp_path / 'x').write_text('y')\n"
+    )
     outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + tests)))
+    assert (outcome, detail) == (Outcome.PASS, "1 test passed")
+    missing = _block("# tests\ndef test_add(database):\n    assert add(2, 2) == 4")
+    outcome, detail, _, _ = await _check(limits, AuditRequest(_node(ADD + missing)))
     assert outcome is Outcome.NOT_APPLICABLE
-    assert "needs arguments ['tmp_path']" in detail and detail.endswith("not decided")
+    assert "test_add: needs the fixture 'database'" in detail and detail.endswith("not decided")
 
 
 async def test_async_tests_run_under_asyncio(limits: SandboxSettings) -> None:
@@ -593,7 +811,97 @@ async def test_parametrized_pytest_cases_run_one_by_one(limits: SandboxSettings)
     outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(WRONG_ADD + tests)))
     assert (outcome, fault) == (Outcome.FAIL, "failing unit test")
     assert detail.startswith(
-        "3 of 4 tests failed: test_add[0] [this node]: AssertionError: "
+        "3 of 4 tests failed: test_add[1-1-2] [this node]: AssertionError: "
         "assert add(a, b) == total: left is 0, right is 2;"
     )
-    assert "test_add[2] [this node]: AssertionError: assert add(a, b) == total: left is -5, right is 5" in detail
+    assert "test_add[0-5-5] [this node]: AssertionError: assert add(a, b) == total: left is -5, right is 5" in detail
+
+
+async def test_a_test_past_the_per_test_limit_fails_on_time_and_the_others_still_run(limits: SandboxSettings) -> None:
+    tests = _block(
+        "import time\n\nassert add(1, 1) == 2\n\n"
+        "def test_slow():\n    time.sleep(30)\n\n"
+        "def test_quick():\n    assert add(2, 2) == 4",
+        "python tests",
+    )
+    quick = limits.model_copy(update={"test_timeout_seconds": 0.5})
+    outcome, detail, fault, _ = await _check(quick, AuditRequest(_node(ADD + tests)))
+    assert (outcome, fault) == (Outcome.FAIL, "timeout")
+    assert detail == (
+        "1 of 3 tests failed: test_slow [this node]: Timeout: the test ran past the limit of 0.5 s per test "
+        "(line 6 of the tests: time.sleep(30))"
+    )
+    spinning = _block("def add(a, b):\n    while a:\n        pass\n    return b")
+    tests = _block("assert add(1, 1) == 2\n\ndef test_zero():\n    assert add(0, 0) == 0", "python tests")
+    outcome, detail, fault, _ = await _check(quick, AuditRequest(_node(spinning + tests)))
+    assert (outcome, fault) == (Outcome.FAIL, "timeout")
+    assert detail == (
+        "1 of 2 tests failed: assertion at line 1 [this node]: Timeout: the test ran past the limit of 0.5 s "
+        "per test (line 2 of the code: while a:)"
+    )
+
+
+async def test_a_test_file_that_breaks_while_loading_stops_its_own_tests_only(limits: SandboxSettings) -> None:
+    broken = _block(
+        "assert add(1, 1) == 2\nimport no_such_module_here.sub\n\ndef test_never():\n    pass", "python tests"
+    )
+    task = _node("It must pass:\n" + ADD_TESTS, "task")
+    outcome, detail, fault, _ = await _check(limits, AuditRequest(_node(ADD + broken), (task,)))
+    assert outcome is Outcome.NOT_APPLICABLE
+    assert detail.startswith("4 tests passed, 1 could not run here: ")
+    assert "ModuleNotFoundError: No module named 'no_such_module_here'" in detail
+
+
+# --------------------------------------------------------------------- the child's own interpreter
+
+
+async def test_the_child_runs_in_an_interpreter_that_has_no_trust_installed(limits: SandboxSettings) -> None:
+    """The child's code travels into the sandbox itself (mounted as trust_sandbox_child), so any
+    Python 3.11 runs a program, as from an installed wheel; a check also needs pytest there."""
+    system_python = shutil.which("python3", path="/usr/bin")
+    if system_python is None:
+        pytest.skip("needs a system python3 in /usr/bin")
+    bare = limits.model_copy(update={"python": system_python})
+    result = await run_python("import importlib.util\nprint(importlib.util.find_spec('trust'))", bare)
+    assert (result.reason, result.stdout.strip()) == (RunReason.OK, "None")
+    if _imports(system_python, "pytest"):
+        pytest.skip(f"{system_python} has pytest")
+    with pytest.raises(ConfigError, match="lacks 'pytest'.*install pytest and pytest-timeout"):
+        await SandboxCheck(bare).check(AuditRequest(_node(ADD + ADD_TESTS)))
+
+
+def _imports(python: str, module: str) -> bool:
+    return subprocess.run([python, "-I", "-c", f"import {module}"], capture_output=True, check=False).returncode == 0
+
+
+# -------------------------------------------------------------------------- the policy, in process
+
+
+def test_the_configuration_reaches_the_child_unchanged() -> None:
+    config = ChildConfig(
+        mode=MODE_TESTS,
+        root="/tmp/run",
+        report_fd=7,
+        audit_hook=False,
+        rlimits=(("RLIMIT_CPU", 1, 2),),
+        max_refusals=3,
+        max_chars=40,
+        solution="solution.py",
+        tests=(TestFile("this node", "tests_0.py"),),
+        test_timeout_seconds=0.5,
+    )
+    assert ChildConfig.from_json(config.to_json()) == config
+
+
+def test_the_mounts_are_read_only_and_never_hold_the_worker_s_home(tmp_path: Path) -> None:
+    facts = host_facts(sys.executable, [sys.prefix, sys.base_prefix], tmp_path / "home")
+    arguments = bwrap_arguments("bwrap", facts, "/tmp/run", "/src/child", {"HOME": "/tmp/run"})
+    assert {"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-net", "--clearenv"} <= set(arguments)
+    assert {"--die-with-parent", "--new-session"} <= set(arguments)
+    writable = [arguments[i + 1 : i + 3] for i, a in enumerate(arguments) if a == "--bind"]
+    assert writable == [["/tmp/run", "/tmp/run"]]  # the run's directory, and nothing else
+    assert arguments[-3:] == ["--remount-ro", "/", "--"]
+    mounted = [m.source for m in facts.mounts if m.kind.startswith("ro-bind")]
+    assert "/usr" in mounted and str(Path(sys.base_prefix)) in " ".join(mounted)
+    with pytest.raises(ConfigError, match="holds the worker's home"):
+        host_facts(sys.executable, [str(tmp_path)], tmp_path / "home")
