@@ -126,7 +126,7 @@ def seat_probability(committee_size: int, weight: int, eligible: int) -> float:
     unlocked stake backs no further unit) leaves the rest of the draw and its draws fall on the
     others, so in a tier whose members back few units each the chance is higher, up to sampling
     without replacement when every member backs one unit. The workers' tiers stake many units of
-    P per member (`trust.lab.localnet.LocalNet.seat_capacity`), where that is rare."""
+    P per member (`trust.lab.localnet.LocalNetwork.seat_capacity`), where that is rare."""
     if weight <= 0 or eligible <= 0 or committee_size <= 0:
         return 0.0
     share = min(1.0, weight / eligible)
