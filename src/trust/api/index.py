@@ -51,14 +51,13 @@ from functools import partial, wraps
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from eth_utils import is_hex_address, to_checksum_address
-from multiformats import CID
 from web3.contract.async_contract import AsyncContractEvent
 from web3.exceptions import BlockNotFound, Web3Exception
 
 from trust.adapters.chain.protocol import Protocol
 from trust.adapters.chain.types import AuditorInfo, SegmentInfo, SegmentStatus
-from trust.core.cid import cid_from_digest32
-from trust.errors import ChainError, TrustError
+from trust.core.cid import cid_from_bytes, cid_from_digest32
+from trust.errors import ChainError, TrustError, VerificationError
 
 __all__ = [
     "DEFAULT_LOG_BLOCK_RANGE",
@@ -729,10 +728,9 @@ def _cid_text(raw: bytes) -> str:
     """The text form of an envelope's binary CID; a value that is no CID is shown as hex (the
     provider chose those bytes, the explorer only reports them)."""
     try:
-        cid = CID.decode(bytes(raw))
-    except (ValueError, KeyError, IndexError, TypeError):
+        return cid_from_bytes(bytes(raw))
+    except VerificationError:
         return "0x" + bytes(raw).hex()
-    return str(cid if cid.version == 0 else cid.set(base="base32"))
 
 
 def _int(value: Any) -> int:

@@ -17,7 +17,6 @@ from typing import Any
 from eth_abi import encode as abi_encode
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak, to_checksum_address
-from multiformats import CID
 from web3.contract.async_contract import AsyncContract
 from web3.exceptions import ContractLogicError, Web3RPCError
 from web3.logs import DISCARD
@@ -39,7 +38,7 @@ from trust.adapters.chain.types import (
     SessionInfo,
     StakerRewardStream,
 )
-from trust.core.cid import parse_cid
+from trust.core.cid import cid_from_bytes, parse_cid
 from trust.core.privacy.merkle import SegmentLeaf
 from trust.errors import ChainError, ParameterError, VerificationError
 
@@ -515,13 +514,12 @@ def _cid_to_chain(cid: str | bytes) -> bytes:
 def _cid_from_chain(raw: bytes) -> str:
     """The text form of a binary CID read from chain: base32 for CIDv1, base58 `Qm...` for CIDv0."""
     try:
-        cid = CID.decode(bytes(raw))
-    except (ValueError, KeyError, IndexError, TypeError) as exc:  # multiformats raises one class per layer
+        return cid_from_bytes(bytes(raw))
+    except VerificationError as exc:
         raise VerificationError(
-            f"the chain holds 0x{bytes(raw).hex()} where a binary CID was expected ({exc}); "
+            f"the chain holds a value where a binary CID was expected: {exc}; "
             "the provider published something that is not a CID: ask it to republish"
         ) from exc
-    return str(cid if cid.version == 0 else cid.set(base="base32"))
 
 
 def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
