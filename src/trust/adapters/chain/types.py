@@ -298,7 +298,7 @@ def from_struct(cls: type[_Struct], raw: Any, **given: Any) -> _Struct:
     this package disagree, so rebuild the ABIs or upgrade the package.
     """
     values = dict(given)
-    for name, member, convert in _readers(cls):
+    for name, member, convert in _readers(typing.cast(type, cls)):  # mypy: an unbound type[T] is not Hashable
         if name in given:
             continue
         try:
