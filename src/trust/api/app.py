@@ -32,11 +32,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
-from trust.adapters.chain.deployment import Deployment
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.protocol import Protocol
-from trust.adapters.local.toolchain import Toolchain
 from trust.api.explorer.pages import explorer_router
 from trust.api.gateway.access import AccessControl
 from trust.api.gateway.service import Gateway, GatewayError, GatewayOptions, gateway_router
@@ -173,10 +170,8 @@ def create_app(
         async with AsyncExitStack() as stack:
             stack.push_async_callback(gateway.aclose)
             if explorer:
-                abis = artifacts if artifacts is not None else compile_protocol(Toolchain.discover())
-                chain = await stack.enter_async_context(ChainClient(chain_url, abis))
-                deployment = Deployment.load(settings.deployments_path(Toolchain.discover().root), chain.chain_id)
-                index = ChainIndex(Protocol.bind(chain, deployment))
+                protocol = await stack.enter_async_context(Protocol.connect(settings, chain_url, artifacts=artifacts))
+                index = ChainIndex(protocol)
                 app.include_router(explorer_router(index))
                 app.state.explorer_index = index
             yield

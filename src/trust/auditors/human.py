@@ -32,11 +32,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from trust.auditors.base import AuditRequest, Outcome, Verdict
 from trust.core.graphs.hdag import Tier
+from trust.core.times import utc_text
 from trust.errors import TrustError
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "ReviewRefused",
     "ReviewTask",
     "StatusUpdate",
-    "utc_text",
 ]
 
 DEFAULT_HISTORY_LIMIT = 1_000
@@ -82,11 +81,6 @@ class ReviewRefused(TrustError):
         super().__init__(message)
         self.reason = reason
         self.task_id = task_id
-
-
-def utc_text(unix_seconds: float) -> str:
-    """A unix time as people read it in logs and on the page: "2025-06-01 14:03:22 UTC"."""
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,10 +47,12 @@ from fastapi.templating import Jinja2Templates
 
 from trust.adapters.web import set_security_headers
 from trust.auditors.base import AuditRequest, Outcome, Verdict
-from trust.auditors.human import PastVote, RefusalReason, ReviewQueue, ReviewRefused, ReviewTask, utc_text
+from trust.auditors.human import PastVote, RefusalReason, ReviewQueue, ReviewRefused, ReviewTask
 from trust.core.graphs.cig import AgentTurn
 from trust.core.graphs.hdag import HdagNode
 from trust.core.graphs.refinement import ErrorType
+from trust.core.times import duration_text as unsigned_duration_text
+from trust.core.times import utc_text
 from trust.errors import ConfigError
 from trust.settings import ReviewSettings
 
@@ -102,16 +104,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 
 def duration_text(seconds: float) -> str:
     """Time left as people read it: "2 h 05 min", "4 min 09 s", "12 s"; "passed" when not positive."""
-    if seconds <= 0:
-        return "passed"
-    whole = math.ceil(seconds)
-    hours, rest = divmod(whole, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    if minutes:
-        return f"{minutes} min {secs:02d} s"
-    return f"{secs} s"
+    return "passed" if seconds <= 0 else unsigned_duration_text(math.ceil(seconds))
 
 
 def _node_view(node: HdagNode | AgentTurn) -> dict[str, Any]:

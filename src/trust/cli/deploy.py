@@ -35,9 +35,8 @@ def deploy_cmd(
 ) -> None:
     """Compile and deploy the protocol to any JSON-RPC endpoint, hand it to the governance timelock,
     and write the addresses to deploy/deployments/<chain id>.json."""
-    from trust.adapters.chain.client import ChainClient
-    from trust.adapters.chain.compiler import compile_protocol
     from trust.adapters.chain.deployment import deploy_protocol, hand_to_timelock
+    from trust.adapters.chain.protocol import open_chain
     from trust.adapters.chain.wallets import load_keystore
     from trust.adapters.local.toolchain import Toolchain
 
@@ -47,9 +46,7 @@ def deploy_cmd(
     url = rpc_url or settings.effective_rpc_url
 
     async def run() -> tuple[Path, dict[str, str]]:
-        async with ChainClient(
-            url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds
-        ) as chain:
+        async with open_chain(url, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
             deployment = await deploy_protocol(
                 chain,
                 deployer,

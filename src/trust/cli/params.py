@@ -39,20 +39,13 @@ params_app = typer.Typer(
 def params_show_cmd(rpc_url: RpcOption = None, home: HomeOption = None) -> None:
     """Print the protocol parameters in force on chain (they change only through the timelock)."""
     from trust.adapters.chain.beacon import identify_randomness_source
-    from trust.adapters.chain.client import ChainClient
-    from trust.adapters.chain.compiler import compile_protocol
-    from trust.adapters.chain.deployment import Deployment
     from trust.adapters.chain.protocol import Protocol
-    from trust.adapters.local.toolchain import Toolchain
 
     settings = settings_for(home)
-    toolchain = Toolchain.discover()
-    url = rpc_url or settings.effective_rpc_url
 
     async def run() -> tuple[int, dict[str, int], str]:
-        async with ChainClient(url, compile_protocol(toolchain)) as chain:
-            deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
-            protocol = Protocol.bind(chain, deployment)
+        async with Protocol.connect(settings, rpc_url) as protocol:
+            chain = protocol.chain
             # The source the audit contract reads now (governance may have replaced the deployed one).
             _, _, randomness = await chain.call(protocol.audit.contract.functions.dependencies())
             source = await identify_randomness_source(chain, randomness)

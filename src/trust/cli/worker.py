@@ -20,6 +20,7 @@ from trust.cli.common import (
     settings_for,
 )
 from trust.core.amounts import eth_text
+from trust.core.times import utc_text
 
 if TYPE_CHECKING:
     from trust.services.worker.stake import StakePosition, UnstakeRequest
@@ -209,7 +210,7 @@ def _render_position(position: StakePosition) -> None:
         when = (
             "ready now: `trust worker unstake --execute` withdraws it"
             if position.unbonding_ready
-            else f"ready at {_utc(info.unbonding_ready_at)}, in {describe_duration(position.seconds_to_ready)}"
+            else f"ready at {utc_text(info.unbonding_ready_at)}, in {describe_duration(position.seconds_to_ready)}"
             if position.seconds_to_ready
             else f"ready after block {info.unbonding_reach_block} ({position.blocks_to_ready} more blocks: draws "
             "that counted it may still charge it until then)"
@@ -221,18 +222,12 @@ def _render_position(position: StakePosition) -> None:
     if position.pending_reward_wei:
         console.print(f"  staker reward: {_eth(position.pending_reward_wei)} (`trust worker withdraw` claims it)")
     if position.reward_stream_finish > position.now:
-        until = _utc(position.reward_stream_finish)
+        until = utc_text(position.reward_stream_finish)
         console.print(f"  stakers' share: streaming until {until}; stake earns it for the time it stays staked")
 
 
 def _eth(wei: int) -> str:
     return eth_text(wei)
-
-
-def _utc(unix_seconds: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @worker_app.command("register")
@@ -255,10 +250,11 @@ def worker_register_cmd(
 ) -> None:
     """Register the wallet as an auditor of --tier and stake, without running the worker (`trust worker
     run` then starts without --register). An auditor already registered is reported, nothing sent."""
+    from trust.adapters.chain.protocol import Protocol
     from trust.adapters.chain.wallets import load_keystore
     from trust.core.graphs.hdag import Tier
     from trust.services.worker.identity import AuditorIdentity, parse_tokens, resolve_encryption_key
-    from trust.services.worker.stake import connected, register_auditor, stake_position
+    from trust.services.worker.stake import register_auditor, stake_position
 
     settings = settings_for(home)
     stake_units = None if stake is None else parse_tokens(stake)
@@ -266,7 +262,7 @@ def worker_register_cmd(
     account = load_keystore(keystore, password)
 
     async def run() -> tuple[bool, str, StakePosition]:
-        async with connected(settings, rpc) as protocol:
+        async with Protocol.connect(settings, rpc) as protocol:
             key, source = resolve_encryption_key(
                 account,
                 keystore,
@@ -307,16 +303,17 @@ def worker_stake_cmd(
     home: HomeOption = None,
 ) -> None:
     """Add tokens to a registered auditor's stake (more weight in the draw, more seats it can hold)."""
+    from trust.adapters.chain.protocol import Protocol
     from trust.adapters.chain.wallets import load_keystore
     from trust.services.worker.identity import parse_tokens
-    from trust.services.worker.stake import add_stake, connected
+    from trust.services.worker.stake import add_stake
 
     settings = settings_for(home)
     amount = parse_tokens(add, "--add")
     account = load_keystore(keystore, keystore_password(password_file))
 
     async def run() -> StakePosition:
-        async with connected(settings, rpc) as protocol:
+        async with Protocol.connect(settings, rpc) as protocol:
             return await add_stake(protocol, account, amount)
 
     with console.status("staking"):
@@ -341,9 +338,10 @@ def worker_unstake_cmd(
 ) -> None:
     """Unstake in two steps: --amount N or --all requests it (the tokens leave the draw at once and
     unbond for the registry's delay, slashable meanwhile); --execute withdraws them after the delay."""
+    from trust.adapters.chain.protocol import Protocol
     from trust.adapters.chain.wallets import load_keystore
     from trust.services.worker.identity import parse_tokens
-    from trust.services.worker.stake import connected, describe_duration, execute_unstake, request_unstake
+    from trust.services.worker.stake import describe_duration, execute_unstake, request_unstake
 
     chosen = [
         flag for flag, on in (("--amount", amount is not None), ("--all", unstake_all), ("--execute", execute)) if on
@@ -360,7 +358,7 @@ def worker_unstake_cmd(
     if execute:
 
         async def withdraw_unbonded() -> tuple[int, StakePosition]:
-            async with connected(settings, rpc) as protocol:
+            async with Protocol.connect(settings, rpc) as protocol:
                 return await execute_unstake(protocol, account)
 
         with console.status("withdrawing the unbonded stake"):
@@ -370,7 +368,7 @@ def worker_unstake_cmd(
         return
 
     async def request() -> UnstakeRequest:
-        async with connected(settings, rpc) as protocol:
+        async with Protocol.connect(settings, rpc) as protocol:
             return await request_unstake(protocol, account, units)
 
     with console.status("requesting the unstake"):
@@ -378,7 +376,8 @@ def worker_unstake_cmd(
     after = done.after
     console.print(
         f"unbonding {_tokens_line(done.amount)}: withdraw them with `trust worker unstake --keystore {keystore} "
-        f"--execute` from {_utc(done.ready_at)} (in {describe_duration(after.seconds_to_ready)}, chain time) once the "
+        f"--execute` from {utc_text(done.ready_at)} (in {describe_duration(after.seconds_to_ready)}, chain time) "
+        "once the "
         f"chain is past block {after.info.unbonding_reach_block} (draws on stake snapshots taken before now may still "
         "charge them until then)",
         soft_wrap=True,
@@ -398,15 +397,16 @@ def worker_unstake_cmd(
 def _availability(
     keystore: Path, available: bool, password_file: Path | None, rpc: str | None, home: Path | None
 ) -> None:
+    from trust.adapters.chain.protocol import Protocol
     from trust.adapters.chain.wallets import load_keystore
     from trust.services.worker.runner import state_path
-    from trust.services.worker.stake import AvailabilityChange, connected, set_availability
+    from trust.services.worker.stake import AvailabilityChange, set_availability
 
     settings = settings_for(home)
     account = load_keystore(keystore, keystore_password(password_file))
 
     async def switch() -> AvailabilityChange:
-        async with connected(settings, rpc) as protocol:
+        async with Protocol.connect(settings, rpc) as protocol:
             path = state_path(settings, account.address, protocol.chain.chain_id)
             return await set_availability(protocol, account, available, state_file=path)
 
@@ -470,7 +470,8 @@ def worker_info_cmd(
     and when it can be withdrawn, wallet balances and the pending staker reward."""
     from eth_utils import is_address, to_checksum_address
 
-    from trust.services.worker.stake import connected, stake_position
+    from trust.adapters.chain.protocol import Protocol
+    from trust.services.worker.stake import stake_position
 
     if (keystore is None) == (address is None):
         raise typer.BadParameter("give --keystore or --address (one of them)")
@@ -480,7 +481,7 @@ def worker_info_cmd(
     settings = settings_for(home)
 
     async def read() -> StakePosition:
-        async with connected(settings, rpc) as protocol:
+        async with Protocol.connect(settings, rpc) as protocol:
             return await stake_position(protocol, who)
 
     position = asyncio.run(read())

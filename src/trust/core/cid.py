@@ -20,9 +20,13 @@ Helia node reproduces) turns bytes into a UnixFS file DAG:
 The CID is CIDv1, sha2-256, written in base32 lower case with the `b` multibase prefix. The layout
 was checked against Kubo's published vectors (the `hello world` raw leaves, the empty raw block and
 gateway-conformance's `multiblock.txt`, a 1026-byte file cut into 256-byte chunks) and against the
-local Helia node. The dag-pb and UnixFS protobufs are written by hand (a few varints and
-length-delimited fields): no maintained Python package encodes them; the `multiformats` package
-does the CID itself (multibase, multihash, CIDv0/CIDv1 parsing).
+local Helia node. The dag-pb and UnixFS protobufs are written by hand (a few length-delimited
+fields): no maintained Python package encodes them; the `multiformats` package does the CID itself
+(multibase, multihash, CIDv0/CIDv1 parsing and bytes) and the varints.
+
+This is the project's one CID codec: the Merkle leaves (`trust.core.privacy.merkle.cid_bytes`), the
+chain adapter (binary CIDs in calls and events) and the explorer's index all read and write CIDs here,
+so a CID one of them accepts, every other accepts too.
 
 `digest32` is what the contracts store for a CID: the 32-byte sha2-256 digest inside the CID's
 multihash (of the raw block for a one-chunk blob, of the root dag-pb node otherwise). The codec is
@@ -40,7 +44,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from multiformats import CID, multihash
+from multiformats import CID, multihash, varint
 
 from trust.errors import ConfigError, VerificationError
 
@@ -56,6 +60,7 @@ __all__ = [
     "FileNode",
     "UnixfsDag",
     "UnixfsHasher",
+    "cid_from_bytes",
     "cid_from_digest32",
     "decode_file_node",
     "digest32",
@@ -75,6 +80,11 @@ _SHA2_256_BYTES = 32
 _MAX_CHUNK_SIZE_BYTES = 1_048_576  # the largest block IPFS nodes exchange (bitswap's 1 MiB limit)
 _UNIXFS_FILE = 2
 _CODEC_NAMES = {RAW_CODEC: "raw", DAG_PB_CODEC: "dag-pb"}
+_CIDV1_PREFIX = {
+    codec: varint.encode(1) + varint.encode(codec) + varint.encode(SHA2_256_CODE) + varint.encode(_SHA2_256_BYTES)
+    for codec in _CODEC_NAMES
+}
+"""A sha2-256 CIDv1's bytes before the digest, per codec: `<version><codec><multihash code><length>`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +106,8 @@ class Cid:
         return self.hash_code == SHA2_256_CODE and len(self.digest) == _SHA2_256_BYTES
 
     def to_bytes(self) -> bytes:
-        """The binary CID (as a dag-pb link's Hash holds it)."""
+        """The binary CID (as a dag-pb link's Hash, a Merkle leaf and the contracts hold it; a CIDv0 is
+        its bare multihash)."""
         return bytes(CID.decode(self.text))
 
     def __str__(self) -> str:
@@ -144,6 +155,18 @@ def cid_from_digest32(digest: bytes, *, codec: int = RAW_CODEC) -> str:
     if codec not in _CODEC_NAMES:
         raise VerificationError(f"codec 0x{codec:x} is not a UnixFS codec: use 0x55 (raw) or 0x70 (dag-pb)")
     return _cid_text(codec, digest)
+
+
+def cid_from_bytes(raw: bytes) -> str:
+    """The text form of a binary CID: base32 CIDv1 (`b...`), or `Qm...` for a CIDv0.
+
+    Raises `VerificationError` showing the bytes in hex when they are not a CID.
+    """
+    try:
+        cid = CID.decode(bytes(raw))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:  # multiformats raises one class per layer
+        raise VerificationError(f"0x{bytes(raw).hex()} is not a binary CID ({type(exc).__name__}: {exc})") from exc
+    return str(cid if cid.version == 0 else cid.set(base="base32"))
 
 
 # --- building the DAG -------------------------------------------------------------------------
@@ -260,10 +283,10 @@ class UnixfsHasher:
     def _pack(self) -> str:
         level = self._leaves
         if len(level) == 1:
-            return _cid_bytes_to_text(level[0].cid_bytes)
+            return cid_from_bytes(level[0].cid_bytes)
         while len(level) > 1:
             level = [self._node(level[i : i + self._max_links]) for i in range(0, len(level), self._max_links)]
-        return _cid_bytes_to_text(level[0].cid_bytes)
+        return cid_from_bytes(level[0].cid_bytes)
 
     def _node(self, children: list[_Link]) -> _Link:
         encoded = _encode_file_node(children)
@@ -342,7 +365,7 @@ def decode_file_node(block: bytes) -> FileNode:
         raise VerificationError(f"UnixFS filesize {filesize} differs from the sum of blocksizes {sum(blocksizes)}")
     return FileNode(
         links=tuple(
-            FileLink(_cid_bytes_to_text(raw), tsize, size) for (raw, tsize), size in zip(links, blocksizes, strict=True)
+            FileLink(_link_cid_text(raw), tsize, size) for (raw, tsize), size in zip(links, blocksizes, strict=True)
         ),
         filesize=filesize,
         blocksizes=tuple(blocksizes),
@@ -357,19 +380,19 @@ def _encode_file_node(children: list[_Link]) -> bytes:
     for child in children:
         link = (
             _key(1, 2)
-            + _varint(len(child.cid_bytes))
+            + varint.encode(len(child.cid_bytes))
             + child.cid_bytes
             + _key(2, 2)
             + b"\x00"  # Name: "" (Kubo writes the empty name)
             + _key(3, 0)
-            + _varint(child.tsize)
+            + varint.encode(child.tsize)
         )
-        out += _key(2, 2) + _varint(len(link)) + link
-    unixfs = bytearray(_key(1, 0) + _varint(_UNIXFS_FILE))
-    unixfs += _key(3, 0) + _varint(sum(child.blocksize for child in children))
+        out += _key(2, 2) + varint.encode(len(link)) + link
+    unixfs = bytearray(_key(1, 0) + varint.encode(_UNIXFS_FILE))
+    unixfs += _key(3, 0) + varint.encode(sum(child.blocksize for child in children))
     for child in children:
-        unixfs += _key(4, 0) + _varint(child.blocksize)
-    out += _key(1, 2) + _varint(len(unixfs)) + unixfs
+        unixfs += _key(4, 0) + varint.encode(child.blocksize)
+    out += _key(1, 2) + varint.encode(len(unixfs)) + unixfs
     return bytes(out)
 
 
@@ -412,44 +435,35 @@ def _fields(data: bytes, what: str) -> Iterable[tuple[int, int, int | bytes]]:
 
 
 def _read_varint(data: bytes, position: int, what: str) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 64, 7):
-        if position >= len(data):
-            raise VerificationError(f"{what} is truncated inside a varint")
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-    raise VerificationError(f"{what} has a varint longer than 64 bits")
+    try:
+        value, length, _ = varint.decode_raw(memoryview(data)[position:])
+    except ValueError as exc:  # multiformats: empty, truncated, longer than 9 bytes, or not minimal
+        if all(byte & 0x80 for byte in data[position:]):
+            raise VerificationError(f"{what} is truncated inside a varint at byte {position}") from exc
+        raise VerificationError(f"{what} has a malformed varint at byte {position}: {exc}") from exc
+    return value, position + length
 
 
 def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return varint.encode(field << 3 | wire)
 
 
 def _cid_bytes(codec: int, digest: bytes) -> bytes:
-    return b"\x01" + _varint(codec) + bytes((SHA2_256_CODE, len(digest))) + digest
+    """The binary CIDv1 of a sha2-256 digest: `_CIDV1_PREFIX[codec]` then the digest. Not
+    `bytes(CID(...))`: building a `CID` costs about 120 us (it looks the codec and the multihash up in
+    their tables and type-checks its arguments), and the hasher makes one per chunk."""
+    return _CIDV1_PREFIX[codec] + digest
 
 
 def _cid_text(codec: int, digest: bytes) -> str:
+    """The base32 CIDv1 of a sha2-256 digest under `codec`."""
     return str(CID("base32", 1, codec, multihash.wrap(digest, SHA2_256_CODE)))
 
 
-def _cid_bytes_to_text(raw: bytes) -> str:
+def _link_cid_text(raw: bytes) -> str:
     try:
-        cid = CID.decode(raw)
-        return str(cid if cid.version == 0 else cid.set(base="base32"))
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        return cid_from_bytes(raw)
+    except VerificationError as exc:
         raise VerificationError(f"a dag-pb link holds bytes that are not a CID: {raw.hex()}") from exc
 
 

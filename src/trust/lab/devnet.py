@@ -39,9 +39,8 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 
 from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import compile_protocol
 from trust.adapters.chain.deployment import Deployment, deploy_protocol, hand_to_timelock
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import Protocol, open_chain
 from trust.adapters.chain.wallets import create_keystore, dev_account, load_keystore, write_keystore
 from trust.adapters.local.anvil import AnvilNode, rpc_ready
 from trust.adapters.local.beacon.keys import deal_group, load_group
@@ -354,11 +353,10 @@ async def _fund_beacon_operators(chain: ChainClient, funder: LocalAccount, setti
 async def _bootstrap(
     settings: Settings, toolchain: Toolchain, files: _DevnetFiles, rpc_url: str, auditors: int, progress: Progress
 ) -> tuple[Deployment, Path, list[AuditorAccount], bool]:
-    artifacts = compile_protocol(toolchain)
     d = settings.devnet
     governor = dev_account(d.mnemonic, 0)
     deployments_dir = settings.deployments_path(toolchain.root)
-    async with ChainClient(rpc_url, artifacts, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
+    async with open_chain(rpc_url, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
         # The node mines in mixed mode (`AnvilNode.start(block_seconds=...)`): every transaction at
         # once, an empty block every `block_seconds` while idle, so windows and randomness blocks pass.
         deployed = False
@@ -549,22 +547,19 @@ def _loopback(url: str) -> bool:
 
 async def _fund(settings: Settings, rpc_url: str, address: str, eth_wei: int, tokens: int) -> Funded:
     d = settings.devnet
-    toolchain = Toolchain.discover()
-    async with ChainClient(
-        rpc_url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds
-    ) as chain:
+    async with open_chain(rpc_url, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
         if chain.chain_id != d.chain_id or not _loopback(rpc_url):
             raise DevnetError(
                 f"`trust wallet fund` is the devnet's faucet: {rpc_url} is chain {chain.chain_id}, not the devnet "
                 f"(chain {d.chain_id} at a loopback address). On any other chain, ask whoever holds the funds"
             )
-        deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
-        if not await chain.code_at(deployment.contracts["TrustToken"]):
+        protocol = Protocol.load(chain, settings)
+        token = protocol.deployment.contracts["TrustToken"]
+        if not await chain.code_at(token):
             raise DevnetError(
-                f"no staking token at {deployment.contracts['TrustToken']} on {rpc_url}: the deployment file is of "
+                f"no staking token at {token} on {rpc_url}: the deployment file is of "
                 "another chain; run `trust devnet up`"
             )
-        protocol = Protocol.bind(chain, deployment)
         funder = dev_account(d.mnemonic, 0)
         eth_held = await chain.balance(funder.address)
         tokens_held = await protocol.token.balance_of(funder.address)

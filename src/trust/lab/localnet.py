@@ -35,10 +35,8 @@ from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import compile_protocol
 from trust.adapters.chain.deployment import Deployment, deploy_protocol
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import Protocol, open_chain
 from trust.adapters.chain.wallets import dev_account
 from trust.adapters.local.anvil import AnvilNode
 from trust.adapters.local.beacon.keys import deal_group
@@ -213,7 +211,7 @@ class LocalNetwork:
             if self.randomness == "beacon"
             else None
         )
-        async with ChainClient(self.rpc_url, compile_protocol(toolchain)) as chain:
+        async with open_chain(self.rpc_url) as chain:
             self.deployment = await deploy_protocol(
                 chain,
                 deployer,

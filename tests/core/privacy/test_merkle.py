@@ -10,7 +10,9 @@ from eth_abi import encode
 from eth_hash.auto import keccak
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from multiformats import CID, multihash
 
+from trust.core.cid import parse_cid
 from trust.core.privacy.merkle import (
     CONTEXT_TIER,
     CONTEXT_WEIGHT,
@@ -214,6 +216,24 @@ def test_cid_bytes_decodes_cidv1_base32_and_cidv0() -> None:
     for bad in ("", "zb2rh", "bafy!!", "baaaa"):
         with pytest.raises(GraphError, match="cid"):
             cid_bytes(bad)
+
+
+@pytest.mark.parametrize("base", ["base32", "base58btc", "base36", "base64url"])
+def test_cid_bytes_reads_every_multibase_parse_cid_reads(base: str) -> None:
+    # merkle once decoded only base32 CIDv1 and base58btc CIDv0 by hand, so a base58btc CIDv1
+    # (`z...`), which parse_cid and every IPFS node accept, failed to commit into a leaf.
+    digest = hashlib.sha256(b"hello world\n").digest()
+    cid = CID(base, 1, "raw", multihash.wrap(digest, "sha2-256"))
+    text = str(cid)
+    assert cid_bytes(text) == parse_cid(text).to_bytes() == bytes(cid) == bytes([0x01, 0x55, 0x12, 0x20]) + digest
+
+
+def test_cid_bytes_rejects_what_parse_cid_rejects_with_the_cid_named() -> None:
+    text = str(CID("base58btc", 1, "raw", multihash.wrap(bytes(32), "sha2-256")))[:-3]
+    with pytest.raises(VerificationError):
+        parse_cid(text)
+    with pytest.raises(GraphError, match=f"cid '{text}': .*not a valid CID"):
+        cid_bytes(text)
 
 
 def test_context_leaves_follow_the_segments_in_one_tree_and_commit_tier_0() -> None:

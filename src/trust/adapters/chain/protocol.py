@@ -3,13 +3,18 @@ the registry, the parameter store, the staking token and the governance timelock
 
 Services call these methods, never web3's dynamic `contract.functions.x`. Each write takes the
 signing account explicitly: a worker signs with its own wallet, a provider with its own.
+
+`Protocol.connect(settings)` is the one way in: it finds the contracts' ABIs (`protocol_artifacts`),
+opens the chain client (`open_chain`), loads the deployment file of the chain it reached and binds
+the contracts. It chooses no wallet: callers still pass their signer to each write.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -17,13 +22,13 @@ from typing import Any
 from eth_abi import encode as abi_encode
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak, to_checksum_address
-from multiformats import CID
 from web3.contract.async_contract import AsyncContract
 from web3.exceptions import ContractLogicError, Web3RPCError
 from web3.logs import DISCARD
 from web3.types import BlockIdentifier
 
 from trust.adapters.chain.client import ChainClient, SentTransaction
+from trust.adapters.chain.compiler import Artifact, compile_protocol
 from trust.adapters.chain.deployment import Deployment
 from trust.adapters.chain.types import (
     AuditorInfo,
@@ -38,10 +43,13 @@ from trust.adapters.chain.types import (
     SegmentSpec,
     SessionInfo,
     StakerRewardStream,
+    from_struct,
 )
-from trust.core.cid import parse_cid
+from trust.adapters.local.toolchain import Toolchain
+from trust.core.cid import cid_from_bytes, parse_cid
 from trust.core.privacy.merkle import SegmentLeaf
 from trust.errors import ChainError, ParameterError, VerificationError
+from trust.settings import Settings
 
 __all__ = [
     "AuditContract",
@@ -56,6 +64,8 @@ __all__ = [
     "RegistryContract",
     "SegmentKeysContract",
     "TokenContract",
+    "open_chain",
+    "protocol_artifacts",
 ]
 
 
@@ -119,15 +129,16 @@ class AuditContract:
         return bytes.fromhex(self.contract.encode_abi("slashAuditor", args=args)[2:])
 
     async def session(self, session_id: int) -> SessionInfo:
-        return SessionInfo.from_chain(session_id, await self.chain.call(self.contract.functions.session(session_id)))
+        raw = await self.chain.call(self.contract.functions.session(session_id))
+        return from_struct(SessionInfo, raw, session_id=session_id)
 
     async def segment(self, session_id: int, segment_id: int) -> SegmentInfo:
         raw = await self.chain.call(self.contract.functions.segment(session_id, segment_id))
-        return SegmentInfo.from_chain(segment_id, raw)
+        return from_struct(SegmentInfo, raw, segment_id=segment_id)
 
     async def seat(self, session_id: int, segment_id: int, round_id: int, seat_index: int) -> SeatInfo:
         raw = await self.chain.call(self.contract.functions.seat(session_id, segment_id, round_id, seat_index))
-        return SeatInfo.from_chain(raw)
+        return from_struct(SeatInfo, raw)
 
     async def committee(self, session_id: int, segment_id: int) -> list[str]:
         return list(await self.chain.call(self.contract.functions.committee(session_id, segment_id)))
@@ -515,13 +526,12 @@ def _cid_to_chain(cid: str | bytes) -> bytes:
 def _cid_from_chain(raw: bytes) -> str:
     """The text form of a binary CID read from chain: base32 for CIDv1, base58 `Qm...` for CIDv0."""
     try:
-        cid = CID.decode(bytes(raw))
-    except (ValueError, KeyError, IndexError, TypeError) as exc:  # multiformats raises one class per layer
+        return cid_from_bytes(bytes(raw))
+    except VerificationError as exc:
         raise VerificationError(
-            f"the chain holds 0x{bytes(raw).hex()} where a binary CID was expected ({exc}); "
+            f"the chain holds a value where a binary CID was expected: {exc}; "
             "the provider published something that is not a CID: ask it to republish"
         ) from exc
-    return str(cid if cid.version == 0 else cid.set(base="base32"))
 
 
 def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
@@ -741,7 +751,8 @@ class RegistryContract:
 
     async def auditor(self, account: str) -> AuditorInfo:
         address = to_checksum_address(account)
-        return AuditorInfo.from_chain(address, await self.chain.call(self.contract.functions.auditor(address)))
+        raw = await self.chain.call(self.contract.functions.auditor(address))
+        return from_struct(AuditorInfo, raw, address=address)
 
     async def pending_staker_reward(self, account: str, *, block: BlockIdentifier = "latest") -> int:
         """The stakers' share `account` can claim, streamed up to `block`'s time (wei)."""
@@ -750,7 +761,7 @@ class RegistryContract:
 
     async def staker_reward_stream(self) -> StakerRewardStream:
         """The stakers' reward stream now: rate, period end, what is still streaming or carried."""
-        return StakerRewardStream.from_chain(await self.chain.call(self.contract.functions.stakerRewardStream()))
+        return from_struct(StakerRewardStream, await self.chain.call(self.contract.functions.stakerRewardStream()))
 
     async def reward_per_stake_wad(self, *, block: BlockIdentifier = "latest") -> int:
         """The reward accumulator at the end of `block` (wei per token unit of stake, times 1e18).
@@ -901,6 +912,34 @@ class Protocol:
     timelock: GovernanceTimelock
 
     @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls,
+        settings: Settings,
+        rpc_url: str | None = None,
+        *,
+        deployment: Deployment | None = None,
+        artifacts: dict[str, Artifact] | None = None,
+    ) -> AsyncIterator[Protocol]:
+        """The protocol at `rpc_url` (`settings.effective_rpc_url` when None), for `async with`; the
+        chain client closes on exit.
+
+        `deployment` is the deployment file of the chain reached (`settings.deployments_path`) when
+        None: `DeploymentNotFound` names the file and the fix when there is none. `artifacts` are the
+        contracts' ABIs, `protocol_artifacts()` when None (a caller that connects often passes them
+        to find them once). A chain that is not the deployment's is a `ChainError` (`bind`).
+        """
+        url = rpc_url or settings.effective_rpc_url
+        async with open_chain(url, artifacts=artifacts, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
+            yield cls.bind(chain, deployment) if deployment is not None else cls.load(chain, settings)
+
+    @classmethod
+    def load(cls, chain: ChainClient, settings: Settings) -> Protocol:
+        """The protocol of the deployment file of `chain`'s chain id, bound to `chain` (connected)."""
+        deployments = settings.deployments_path(Toolchain.discover().root)
+        return cls.bind(chain, Deployment.load(deployments, chain.chain_id))
+
+    @classmethod
     def bind(cls, chain: ChainClient, deployment: Deployment) -> Protocol:
         if deployment.chain_id != chain.chain_id:
             raise ChainError(
@@ -917,3 +956,22 @@ class Protocol:
             token=TokenContract(chain, c["TrustToken"]),
             timelock=GovernanceTimelock(chain, c["TimelockController"]),
         )
+
+
+def protocol_artifacts() -> dict[str, Artifact]:
+    """The protocol contracts' ABIs and bytecode, found the one way every connection finds them."""
+    return compile_protocol(Toolchain.discover())
+
+
+def open_chain(
+    rpc_url: str, *, artifacts: dict[str, Artifact] | None = None, tx_timeout_seconds: float | None = None
+) -> ChainClient:
+    """A chain client to `rpc_url` with the protocol's ABIs (`protocol_artifacts()` when `artifacts`
+    is None), not yet connected: use it with `async with`. For a caller that deploys before it binds
+    (`trust deploy`, the devnet, the benchmarks) or holds its deployment but no settings (the
+    standalone explorer); every other caller uses `Protocol.connect`. `tx_timeout_seconds` is
+    `ChainClient`'s default when None."""
+    abis = artifacts if artifacts is not None else protocol_artifacts()
+    if tx_timeout_seconds is None:
+        return ChainClient(rpc_url, abis)
+    return ChainClient(rpc_url, abis, tx_timeout_seconds=tx_timeout_seconds)

@@ -1,15 +1,24 @@
 """Typed values read from and written to the protocol contracts.
 
 Frozen dataclasses mirror the contracts' structs and enums, with units in the field names, so that
-services never handle web3's raw tuples.
+services never handle web3's raw tuples. `from_struct` reads any of them from web3's decoded struct:
+a field is the struct member of the same name in camelCase (`fee_wei` <- `feeWei`), converted to
+the field's type, so a struct gains a field by declaring it once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Sequence
+import functools
+import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic.alias_generators import to_camel
+
+from trust.errors import ChainError
 
 __all__ = [
     "AuditorInfo",
@@ -26,6 +35,7 @@ __all__ = [
     "SessionInfo",
     "SessionStatus",
     "StakerRewardStream",
+    "from_struct",
 ]
 
 
@@ -170,29 +180,6 @@ class SessionInfo:
     """The per-segment verdicts beside the weighted trace verdict: how many segments passed, failed
     and ended undetermined, whatever weights the provider declared."""
 
-    @classmethod
-    def from_chain(cls, session_id: int, raw: Any) -> SessionInfo:
-        return cls(
-            session_id=session_id,
-            provider=raw.provider,
-            status=SessionStatus(raw.status),
-            valid=raw.valid,
-            trace_root=bytes(raw.traceRoot),
-            fee_wei=raw.feeWei,
-            segment_count=raw.segmentCount,
-            registered_count=raw.registeredCount,
-            finalized_count=raw.finalizedCount,
-            randomness_block=raw.randomnessBlock,
-            total_weight=raw.totalWeight,
-            pass_weight=raw.passWeight,
-            critical_failed=raw.criticalFailed,
-            contradictions_confirmed=raw.contradictionsConfirmed,
-            aligned_seats=raw.alignedSeats,
-            segments_passed=raw.segmentsPassed,
-            segments_failed=raw.segmentsFailed,
-            segments_undetermined=raw.segmentsUndetermined,
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
@@ -224,27 +211,6 @@ class SegmentInfo:
     one seat weighing that many units, and a round may have fewer seats than draws. The round is
     complete when `revealed_count` reaches this (not `committee_size`)."""
 
-    @classmethod
-    def from_chain(cls, segment_id: int, raw: Any) -> SegmentInfo:
-        return cls(
-            segment_id=segment_id,
-            tier=raw.tier,
-            weight=raw.weight,
-            critical=raw.critical,
-            contradiction=raw.contradiction,
-            status=SegmentStatus(raw.status),
-            round=raw.round,
-            committee_size=raw.committeeSize,
-            revealed_count=raw.revealedCount,
-            commit_deadline=raw.commitDeadline,
-            reveal_deadline=raw.revealDeadline,
-            randomness_block=raw.randomnessBlock,
-            content_digest=bytes(raw.contentDigest),
-            delivered=raw.delivered,
-            delivery_deadline=raw.deliveryDeadline,
-            seat_count=raw.seatCount,
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class SeatInfo:
@@ -262,19 +228,6 @@ class SeatInfo:
     """Released by `claimUndelivered`: no key envelope reached the seat in time."""
     abstained: bool = False
     """Said in the commit window that it will not vote (`abstain`): settled as silent."""
-
-    @classmethod
-    def from_chain(cls, raw: Any) -> SeatInfo:
-        return cls(
-            auditor=raw.auditor,
-            weight=raw.weight,
-            committed=raw.committed,
-            revealed=raw.revealed,
-            vote=raw.vote,
-            claimed=raw.claimed,
-            undelivered=raw.undelivered,
-            abstained=raw.abstained,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,24 +252,6 @@ class AuditorInfo:
     def reputation(self) -> float:
         return self.reputation_wad / 10**18
 
-    @classmethod
-    def from_chain(cls, address: str, raw: Any) -> AuditorInfo:
-        return cls(
-            address=address,
-            registered=raw.registered,
-            tier=raw.tier,
-            available=raw.available,
-            credentialed=raw.credentialed,
-            stake=raw.stake,
-            locked=raw.locked,
-            unbonding=raw.unbonding,
-            unbonding_ready_at=raw.unbondingReadyAt,
-            unbonding_reach_block=raw.unbondingReachBlock,
-            reputation_wad=raw.reputationWad,
-            encryption_key=bytes(raw.encryptionKey),
-            metadata_uri=raw.metadataURI,
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class StakerRewardStream:
@@ -333,16 +268,6 @@ class StakerRewardStream:
     carried_wei: int
     reward_per_stake_wad: int
 
-    @classmethod
-    def from_chain(cls, raw: Any) -> StakerRewardStream:
-        return cls(
-            rate_wad=int(raw.rateWad),
-            period_finish=int(raw.periodFinish),
-            streaming_wei=int(raw.streamingWei),
-            carried_wei=int(raw.carriedWei),
-            reward_per_stake_wad=int(raw.rewardPerStakeWad),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class CommitteeDrawn:
@@ -356,3 +281,49 @@ class CommitteeDrawn:
     commit_deadline: int
     reveal_deadline: int
     block_number: int
+
+
+_Struct = TypeVar("_Struct")
+
+_MEMBER_NAMES = {"metadata_uri": "metadataURI"}
+"""Fields whose contract member is not their name in camelCase (Solidity keeps the acronym)."""
+
+
+def from_struct(cls: type[_Struct], raw: Any, **given: Any) -> _Struct:
+    """A `cls` (one of the dataclasses above) read from web3's decoded struct `raw`; the fields in
+    `given` (the ids the call was made with, which the struct does not repeat) are taken as they are.
+
+    Raises `ChainError` naming the field and the member when the struct lacks the member or holds a
+    value the field's type refuses (an enum value this code does not know): the contracts' ABI and
+    this package disagree, so rebuild the ABIs or upgrade the package.
+    """
+    values = dict(given)
+    for name, member, convert in _readers(typing.cast(type, cls)):  # mypy: an unbound type[T] is not Hashable
+        if name in given:
+            continue
+        try:
+            value = getattr(raw, member)
+        except AttributeError:
+            raise ChainError(
+                f"{cls.__name__}.{name}: the contract's struct has no member {member!r}; the contracts' ABI "
+                "and this package disagree: rebuild the ABIs or upgrade the package"
+            ) from None
+        try:
+            values[name] = convert(value)
+        except (TypeError, ValueError) as exc:
+            raise ChainError(
+                f"{cls.__name__}.{name}: the contract returned {value!r} as {member!r}, which is not a "
+                f"{getattr(convert, '__name__', convert)} ({exc}); the contracts and this package disagree"
+            ) from exc
+    return cls(**values)
+
+
+@functools.cache
+def _readers(cls: type) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+    """Per field of `cls`: its name, its struct member and the conversion to its type (`int`, `bool`,
+    `str`, `bytes` or an enum: each converts by being called). Computed once per class."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (field.name, _MEMBER_NAMES.get(field.name, to_camel(field.name)), hints[field.name])
+        for field in dataclasses.fields(cls)
+    )

@@ -17,10 +17,11 @@ past the 2^53 that JavaScript numbers hold.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from decimal import Decimal
 
 from trust.core.amounts import TOKEN_DECIMALS, amount_text, decimal_text, require_integer
+from trust.core.times import duration_text as unsigned_duration_text
+from trust.core.times import utc_text
 
 __all__ = [
     "BRIEF_DECIMALS",
@@ -72,22 +73,9 @@ def ratio_text(part: int, whole: int) -> str:
     return f"{Decimal(part) * 100 / whole:.1f}%"
 
 
-def utc_text(unix_seconds: int) -> str:
-    """A unix time as people read it: "2025-06-01 14:03:22 UTC"."""
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def duration_text(seconds: int) -> str:
     """A signed offset: "+0 s", "+14 s", "+2 min 03 s", "-5 s", "+1 h 02 min"."""
-    sign = "-" if seconds < 0 else "+"
-    whole = abs(seconds)
-    hours, rest = divmod(whole, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{sign}{hours} h {minutes:02d} min"
-    if minutes:
-        return f"{sign}{minutes} min {secs:02d} s"
-    return f"{sign}{secs} s"
+    return ("-" if seconds < 0 else "+") + unsigned_duration_text(abs(seconds))
 
 
 def short_hex(text: str) -> str:

@@ -57,11 +57,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.deployment import Deployment
-from trust.adapters.chain.protocol import Protocol
-from trust.adapters.local.toolchain import Toolchain
+from trust.adapters.chain.protocol import Protocol, open_chain
 from trust.adapters.web import set_security_headers
 from trust.api.explorer.charts import ChartPoint, ChartSeries, line_chart_svg
 from trust.api.explorer.formatting import (
@@ -989,9 +987,8 @@ def create_explorer_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        abis = artifacts if artifacts is not None else compile_protocol(Toolchain.discover())
         async with AsyncExitStack() as stack:
-            chain = await stack.enter_async_context(ChainClient(rpc_url, abis))
+            chain = await stack.enter_async_context(open_chain(rpc_url, artifacts=artifacts))
             protocol = Protocol.bind(chain, deployment)
             options: dict[str, Any] = {"confirmations": confirmations}
             if block_range is not None:

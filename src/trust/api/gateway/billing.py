@@ -38,11 +38,9 @@ from typing import Literal
 from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
-from trust.adapters.chain.deployment import Deployment
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.escrow import EscrowContract
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import Protocol, protocol_artifacts
 from trust.adapters.chain.types import SegmentSpec
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.amounts import eth_text
@@ -146,16 +144,15 @@ async def open_escrow(
 ) -> AsyncIterator[tuple[Protocol, EscrowContract]]:
     """The protocol and the escrow of the deployment at `rpc_url` (what `trust gateway deposit` and
     the gateway both use); `BillingUnavailable` when the deployment has no escrow."""
-    abis = artifacts if artifacts is not None else compile_protocol(Toolchain.discover())
-    async with ChainClient(rpc_url, abis, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
-        path = settings.deployments_path(Toolchain.discover().root)
-        deployment = Deployment.load(path, chain.chain_id)
+    async with Protocol.connect(settings, rpc_url, artifacts=artifacts) as protocol:
+        deployment = protocol.deployment
         if deployment.escrow is None:
+            path = settings.deployments_path(Toolchain.discover().root)
             raise BillingUnavailable(
                 f"the deployment at {path} has no ProviderEscrow (it predates billing): redeploy with "
                 "`trust deploy` (a devnet: `trust devnet up`), or run the gateway with --no-billing"
             )
-        yield Protocol.bind(chain, deployment), EscrowContract(chain, deployment.escrow)
+        yield protocol, EscrowContract(protocol.chain, deployment.escrow)
 
 
 def _specs(graph: Hdag | Cig, config: AuditConfig) -> list[SegmentSpec]:
@@ -183,7 +180,7 @@ class Billing:
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[tuple[Protocol, EscrowContract]]:
         if self._artifacts is None:
-            self._artifacts = compile_protocol(Toolchain.discover())
+            self._artifacts = protocol_artifacts()
         async with open_escrow(self.settings, self.rpc_url, self._artifacts) as opened:
             yield opened
 

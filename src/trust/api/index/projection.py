@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eth_utils import to_checksum_address
-from multiformats import CID
 
 from trust.api.index.values import (
     DrawAttempt,
@@ -54,6 +53,8 @@ from trust.api.index.values import (
     TxRef,
     VoteEvent,
 )
+from trust.core.cid import cid_from_bytes
+from trust.errors import VerificationError
 
 __all__ = [
     "AuditorRecord",
@@ -239,10 +240,9 @@ def cid_text(raw: bytes) -> str:
     """The text form of an envelope's binary CID; a value that is no CID is shown as hex (the
     provider chose those bytes, the explorer only reports them)."""
     try:
-        cid = CID.decode(bytes(raw))
-    except (ValueError, KeyError, IndexError, TypeError):
+        return cid_from_bytes(bytes(raw))
+    except VerificationError:
         return "0x" + bytes(raw).hex()
-    return str(cid if cid.version == 0 else cid.set(base="base32"))
 
 
 class Projection:

@@ -22,13 +22,13 @@ segment against the root with its inclusion proof instead of against a registere
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eth_abi import encode as abi_encode
 from eth_hash.auto import keccak
 
+from trust.core.cid import parse_cid
 from trust.errors import GraphError, VerificationError
 
 __all__ = [
@@ -129,47 +129,22 @@ def _describe(value: object) -> str:
 
 
 def cid_bytes(cid: str) -> bytes:
-    """The binary form of a text CID: base32 CIDv1 (`b...`, what `ipfs add --cid-version=1` prints)
-    or base58btc CIDv0 (`Qm...`, whose binary form is the bare multihash).
+    """The binary form of a text CID, read by the one CID codec (`trust.core.cid.parse_cid`): a CIDv1
+    in any multibase (`b...` base32, what `ipfs add --cid-version=1` prints, `z...` base58btc, ...)
+    or a CIDv0 (`Qm...`, whose binary form is the bare multihash).
 
-    Raises `GraphError` naming the CID for any other multibase or a malformed string.
+    Raises `GraphError` naming the CID and the reason for a malformed string or a binary CID longer
+    than `MAX_CID_BYTES`.
     """
     if not isinstance(cid, str) or not cid:
         raise GraphError(f"cid {cid!r}: expected a non-empty CID string")
-    if cid.startswith("Qm") and len(cid) == 46:
-        raw = _base58_decode(cid)
-        if len(raw) != 34 or raw[:2] != b"\x12\x20":
-            raise GraphError(f"cid {cid!r}: not a CIDv0 (sha2-256 multihash)")
-        return raw
-    if cid[0] != "b":
-        raise GraphError(
-            f"cid {cid!r}: multibase prefix {cid[0]!r} is not supported; pass a base32 CIDv1 ('b...') "
-            "or a CIDv0 ('Qm...'), or the binary CID itself"
-        )
-    body = cid[1:].upper()
     try:
-        raw = base64.b32decode(body + "=" * (-len(body) % 8))
-    except ValueError:
-        raise GraphError(f"cid {cid!r}: not valid base32") from None
-    if not raw or raw[0] != 0x01:
-        raise GraphError(f"cid {cid!r}: not a CIDv1 (first byte {raw[:1].hex() or 'missing'})")
+        raw = parse_cid(cid).to_bytes()
+    except VerificationError as exc:
+        raise GraphError(f"cid {cid!r}: {exc}") from exc
     if len(raw) > MAX_CID_BYTES:
         raise GraphError(f"cid {cid!r}: {len(raw)} bytes, above {MAX_CID_BYTES}")
     return raw
-
-
-_B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-
-def _base58_decode(text: str) -> bytes:
-    number = 0
-    for char in text:
-        digit = _B58_ALPHABET.find(char)
-        if digit < 0:
-            raise GraphError(f"cid {text!r}: {char!r} is not a base58 character")
-        number = number * 58 + digit
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    return b"\x00" * (len(text) - len(text.lstrip("1"))) + body
 
 
 def leaf_hash(leaf: SegmentLeaf) -> bytes:

@@ -38,9 +38,15 @@ from rich.table import Table
 
 from trust.adapters.chain.beacon import BeaconContract, RandomnessStatus
 from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.deployment import RANDOMNESS_SOURCES, deploy_protocol, hand_to_timelock
-from trust.adapters.chain.protocol import SETTLEMENT_CHUNK_SEATS, AuditContract, Protocol
+from trust.adapters.chain.protocol import (
+    SETTLEMENT_CHUNK_SEATS,
+    AuditContract,
+    Protocol,
+    open_chain,
+    protocol_artifacts,
+)
 from trust.adapters.chain.types import SeatCommit, SeatReveal, SegmentSpec, SegmentStatus
 from trust.adapters.chain.wallets import dev_account
 from trust.adapters.local.anvil import AnvilNode
@@ -993,7 +999,8 @@ async def _run_attack(
     """Runs one attack on its own fresh chain, deployed as the devnet deploys (timelock included)."""
     devnet = settings.devnet
     with AnvilNode.start(toolchain, mnemonic=devnet.mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
-        async with ChainClient(node.rpc_url, artifacts, tx_timeout_seconds=settings.tx_timeout_seconds) as chain:
+        timeout = settings.tx_timeout_seconds
+        async with open_chain(node.rpc_url, artifacts=artifacts, tx_timeout_seconds=timeout) as chain:
             deployer = dev_account(devnet.mnemonic, 0)
             beacon_dir = Path(tmp) / "beacon"
             group = None
@@ -1042,7 +1049,7 @@ async def run_attacks(
         raise ValueError(f"unknown finding(s) {', '.join(unknown)}: pick from {', '.join(FINDINGS)}")
     say = progress or (lambda _text: None)
     toolchain = Toolchain.discover()
-    artifacts = compile_protocol(toolchain)
+    artifacts = protocol_artifacts()
     report = AttacksReport()
     for name in [n for n in FINDINGS if n in names]:
         if name in OPEN_FINDINGS:

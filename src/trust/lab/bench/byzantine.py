@@ -104,11 +104,9 @@ from rich.console import Console
 from rich.table import Table
 from scipy import stats
 
-from trust.adapters.chain.client import ChainClient, SentTransaction
-from trust.adapters.chain.compiler import compile_protocol
+from trust.adapters.chain.client import SentTransaction
 from trust.adapters.chain.protocol import Protocol
 from trust.adapters.chain.wallets import load_keystore
-from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level, Tier
 from trust.core.theory.consensus import (
     VerdictProbabilities,
@@ -782,8 +780,8 @@ async def run_byzantine_benchmark(
             worker_poll_seconds=WORKER_POLL_SECONDS,
         ) as network:
             run = _Run(network, say, sessions_in_parallel, segments_per_trace)
-            async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as chain:
-                run.protocol = Protocol.bind(chain, network.deployment)
+            async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as bound:
+                run.protocol = bound
                 await run.prepare()
                 rng = random.Random(seed)
                 phases = []
@@ -1501,8 +1499,8 @@ async def run_veto_benchmark(
             worker_env={"TRUST_WORKER__BACKPRESSURE": "false"},
         ) as network:
             run = _Run(network, say, sessions_in_parallel, segments_per_trace)
-            async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as chain:
-                run.protocol = Protocol.bind(chain, network.deployment)
+            async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as bound:
+                run.protocol = bound
                 await run.prepare()
                 return await _veto(run, specs, traces, family_level, seed, started, settings)
 

@@ -31,10 +31,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from trust.adapters.chain.client import ChainClient, SentTransaction
-from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.client import SentTransaction
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.deployment import deploy_protocol
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import Protocol, open_chain, protocol_artifacts
 from trust.adapters.chain.types import EnvelopeSet, SeatCommit, SeatReveal, SegmentSpec
 from trust.adapters.chain.wallets import dev_account
 from trust.adapters.local.anvil import AnvilNode
@@ -175,7 +175,7 @@ async def run_gas_benchmark(
     if any(count < 1 for count in delivery_sets):
         raise ValueError(f"delivery_sets must count at least one set per batch, not {list(delivery_sets)}")
     toolchain = Toolchain.discover()
-    artifacts = compile_protocol(toolchain)
+    artifacts = protocol_artifacts()
     report = GasReport(segments=segments, seats_per_segment=seats, auditors=auditors)
     if delivery_sets:  # first: a batch the contract refuses fails before the longer session runs
         report.delivery = await _measure_delivery(toolchain, artifacts, tuple(delivery_sets))
@@ -197,7 +197,7 @@ async def _measure_delivery(
     devnet = DevnetSettings()
     settings = ProtocolSettings(committee_size_tier1=_DELIVERY_SEATS, max_segments_per_session=segments)
     with AnvilNode.start(toolchain, mnemonic=devnet.mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
-        async with ChainClient(node.rpc_url, artifacts) as chain:
+        async with open_chain(node.rpc_url, artifacts=artifacts) as chain:
             deployer = dev_account(devnet.mnemonic, 0)
             provider = dev_account(devnet.mnemonic, 3)
             protocol = Protocol.bind(chain, await deploy_protocol(chain, deployer, settings, GovernanceSettings()))
@@ -261,7 +261,7 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
     devnet = DevnetSettings()
     protocol_settings = ProtocolSettings(committee_size_tier2=seats, max_segments_per_session=max(segments, 1))
     with AnvilNode.start(toolchain, mnemonic=devnet.mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
-        async with ChainClient(node.rpc_url, artifacts) as chain:
+        async with open_chain(node.rpc_url, artifacts=artifacts) as chain:
             deployer = dev_account(devnet.mnemonic, 0)
             provider = dev_account(devnet.mnemonic, 3)
             deployment = await deploy_protocol(chain, deployer, protocol_settings, GovernanceSettings())

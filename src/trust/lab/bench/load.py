@@ -45,11 +45,8 @@ from fastapi import FastAPI
 from rich.console import Console
 from rich.table import Table
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import compile_protocol
 from trust.adapters.chain.protocol import DrawEventKind, Protocol
 from trust.adapters.chain.wallets import dev_account
-from trust.adapters.local.toolchain import Toolchain
 from trust.adapters.web import serve_in_loop
 from trust.api.app import LOCAL_GATEWAY_INDEX, create_app
 from trust.api.gateway.service import GatewayOptions
@@ -341,8 +338,8 @@ async def run_load_benchmark(
                 options=options,
                 explorer=False,
             )
-            async with ChainClient(network.rpc_url, compile_protocol(Toolchain.discover())) as chain:
-                protocol = Protocol.bind(chain, network.deployment)
+            async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as protocol:
+                chain = protocol.chain
                 first_block = await chain.block_number()
                 async with _serve(app) as url:
                     say(f"gateway at {url}; submitting {traces} traces at once")

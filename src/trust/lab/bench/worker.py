@@ -66,9 +66,9 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
+from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.deployment import deploy_protocol
-from trust.adapters.chain.protocol import KeyEnvelope, Protocol
+from trust.adapters.chain.protocol import KeyEnvelope, Protocol, open_chain, protocol_artifacts
 from trust.adapters.chain.wallets import dev_account, load_keystore
 from trust.adapters.local.anvil import AnvilNode
 from trust.adapters.local.ipfs import IpfsNode
@@ -722,7 +722,7 @@ async def run_pipeline(
     mnemonic = settings.devnet.mnemonic
     label = f"tier-{tier} worker, {seats} seats"
     with AnvilNode.start(toolchain, mnemonic=mnemonic) as node, tempfile.TemporaryDirectory() as tmp:
-        async with ChainClient(node.rpc_url, artifacts) as chain:
+        async with open_chain(node.rpc_url, artifacts=artifacts) as chain:
             say(f"{label}: deploying on a fresh anvil")
             deployer = dev_account(mnemonic, _DEPLOYER_INDEX)
             deployment = await deploy_protocol(chain, deployer, protocol_settings, GovernanceSettings())
@@ -882,7 +882,7 @@ async def run_worker_benchmark(
         pipelines: list[PipelineBench] = []
         if runs:
             toolchain = Toolchain.discover()
-            artifacts = compile_protocol(toolchain)
+            artifacts = protocol_artifacts()
             api_url = ipfs_api_url
             if api_url is None:
                 say("starting a local IPFS node")

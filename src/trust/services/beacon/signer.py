@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trust.adapters.chain.beacon import BeaconContract, RandomnessStatus
-from trust.adapters.chain.client import ChainClient, SentTransaction
-from trust.adapters.chain.compiler import compile_protocol
-from trust.adapters.chain.deployment import Deployment
+from trust.adapters.chain.client import SentTransaction
+from trust.adapters.chain.protocol import Protocol
 from trust.adapters.local.beacon.keys import SignerKey, load_group, load_signer
-from trust.adapters.local.toolchain import Toolchain
 from trust.core.beacon import bls
 from trust.errors import BeaconError, ChainError, ContractReverted
 from trust.settings import Settings
@@ -208,12 +206,9 @@ async def run_signer(settings: Settings, key_file: Path, rpc_url: str, log: Log)
     `BeaconSettings.extra_requesters`; stops on SIGTERM or SIGINT."""
     group = load_group(key_file.parent)
     key = load_signer(key_file, group)
-    toolchain = Toolchain.discover()
     beacon_settings = settings.beacon
-    async with ChainClient(
-        rpc_url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds
-    ) as chain:
-        deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
+    async with Protocol.connect(settings, rpc_url) as protocol:
+        chain, deployment = protocol.chain, protocol.deployment
         address = deployment.contracts.get("ThresholdBeacon")
         if address is None:
             raise BeaconError(

@@ -36,13 +36,10 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import Artifact, compile_protocol
-from trust.adapters.chain.deployment import Deployment
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.compiler import Artifact
+from trust.adapters.chain.protocol import Protocol, protocol_artifacts
 from trust.adapters.chain.types import SegmentSpec
 from trust.adapters.chain.wallets import load_keystore, read_password
-from trust.adapters.local.toolchain import Toolchain
 from trust.adapters.storage.kubo import KuboClient
 from trust.core.amounts import eth_text, tokens_text
 from trust.core.decompose.rules import DecompositionLimits, Trace, decompose
@@ -264,12 +261,8 @@ class TrustClient:
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[tuple[Protocol, KuboClient]]:
         if self._artifacts is None:
-            self._artifacts = compile_protocol(Toolchain.discover())
-        async with ChainClient(
-            self.rpc_url, self._artifacts, tx_timeout_seconds=self.settings.tx_timeout_seconds
-        ) as chain:
-            deployment = Deployment.load(self.settings.deployments_path(Toolchain.discover().root), chain.chain_id)
-            protocol = Protocol.bind(chain, deployment)
+            self._artifacts = protocol_artifacts()
+        async with Protocol.connect(self.settings, self.rpc_url, artifacts=self._artifacts) as protocol:
             async with KuboClient.from_settings(self.settings.ipfs, api_url=self.ipfs_url) as kubo:
                 yield protocol, kubo
 

@@ -19,11 +19,7 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 from pydantic import SecretStr
 
-from trust.adapters.chain.client import ChainClient
-from trust.adapters.chain.compiler import compile_protocol
-from trust.adapters.chain.deployment import Deployment
 from trust.adapters.chain.protocol import Protocol
-from trust.adapters.local.toolchain import Toolchain
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor
 from trust.core.amounts import tokens_text
@@ -59,16 +55,6 @@ def state_path(settings: Settings, address: str, chain_id: int) -> Path:
     """The worker's SQLite file: one per wallet and chain."""
     base = settings.worker.data_dir or settings.home / "worker" / address.lower()
     return base / f"chain-{chain_id}.sqlite3"
-
-
-async def _connect(settings: Settings, stack: AsyncExitStack, rpc_url: str | None) -> Protocol:
-    toolchain = Toolchain.discover()
-    url = rpc_url or settings.effective_rpc_url
-    chain = await stack.enter_async_context(
-        ChainClient(url, compile_protocol(toolchain), tx_timeout_seconds=settings.tx_timeout_seconds)
-    )
-    deployment = Deployment.load(settings.deployments_path(toolchain.root), chain.chain_id)
-    return Protocol.bind(chain, deployment)
 
 
 async def _tier_auditor(
@@ -114,7 +100,7 @@ async def run_worker(
         loop.add_signal_handler(signum, stop.set)
     try:
         async with AsyncExitStack() as stack:
-            protocol = await _connect(settings, stack, options.rpc_url)
+            protocol = await stack.enter_async_context(Protocol.connect(settings, options.rpc_url))
             chain = protocol.chain
             if options.adversary is not None:
                 ensure_local_chain(chain.chain_id, chain.rpc_url)
@@ -191,7 +177,7 @@ async def withdraw(settings: Settings, account: LocalAccount, *, rpc_url: str | 
     auditor (R for each seat released by `claimUndelivered`): (seat rewards, staker reward, credited)
     in wei."""
     async with AsyncExitStack() as stack:
-        protocol = await _connect(settings, stack, rpc_url)
+        protocol = await stack.enter_async_context(Protocol.connect(settings, rpc_url))
         path = state_path(settings, account.address, protocol.chain.chain_id)
         if not path.is_file():
             raise ConfigError(f"no worker state at {path}: this wallet has not run a worker on this chain")

@@ -24,10 +24,7 @@ block's timestamp, which is when a transaction sent now runs.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +33,7 @@ from eth_account.signers.local import LocalAccount
 from trust.adapters.chain.protocol import Protocol
 from trust.adapters.chain.types import AuditorInfo
 from trust.core.graphs.hdag import Tier
+from trust.core.times import utc_text
 from trust.errors import ConfigError, ContractReverted
 from trust.services.worker.identity import (
     AuditorIdentity,
@@ -44,9 +42,7 @@ from trust.services.worker.identity import (
     ensure_registered,
     format_tokens,
 )
-from trust.services.worker.runner import _connect
 from trust.services.worker.store import AVAILABILITY_KEY, WorkerStore
-from trust.settings import Settings
 
 __all__ = [
     "AvailabilityChange",
@@ -55,7 +51,6 @@ __all__ = [
     "UnstakeRequest",
     "add_stake",
     "chain_time",
-    "connected",
     "describe_duration",
     "execute_unstake",
     "register_auditor",
@@ -67,13 +62,6 @@ __all__ = [
 _TIER3 = int(Tier.HUMAN)
 
 
-@asynccontextmanager
-async def connected(settings: Settings, rpc_url: str | None = None) -> AsyncIterator[Protocol]:
-    """The deployed protocol on `rpc_url` (default: the settings' RPC), as the worker connects to it."""
-    async with AsyncExitStack() as stack:
-        yield await _connect(settings, stack, rpc_url)
-
-
 def describe_duration(seconds: int) -> str:
     """`3725` -> "1 h 2 min 5 s": a wait in words a person reads at a glance."""
     seconds = max(0, seconds)
@@ -83,10 +71,6 @@ def describe_duration(seconds: int) -> str:
     parts = [f"{days} d" if days else "", f"{hours} h" if hours else "", f"{minutes} min" if minutes else ""]
     parts.append(f"{secs} s" if secs or not any(parts) else "")
     return " ".join(part for part in parts if part)
-
-
-def _utc(unix_seconds: int) -> str:
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 async def chain_time(protocol: Protocol) -> int:
@@ -282,7 +266,7 @@ def _pending(address: str, amount: int, ready_at: int, now: int) -> ConfigError:
     when = (
         "ready now: run `trust worker unstake --execute` first"
         if now >= ready_at
-        else f"ready at {_utc(ready_at)}, in {describe_duration(ready_at - now)}; execute it then with "
+        else f"ready at {utc_text(ready_at)}, in {describe_duration(ready_at - now)}; execute it then with "
         f"`trust worker unstake --execute`"
     )
     return ConfigError(
@@ -292,8 +276,8 @@ def _pending(address: str, amount: int, ready_at: int, now: int) -> ConfigError:
 
 def _not_ready(address: str, amount: int, ready_at: int, now: int) -> ConfigError:
     return ConfigError(
-        f"the {format_tokens(amount)} tokens unbonding for {address} are ready at {_utc(ready_at)} (chain time), in "
-        f"{describe_duration(ready_at - now)}; run `trust worker unstake --execute` again then"
+        f"the {format_tokens(amount)} tokens unbonding for {address} are ready at {utc_text(ready_at)} (chain time), "
+        f"in {describe_duration(ready_at - now)}; run `trust worker unstake --execute` again then"
     )
 
 
