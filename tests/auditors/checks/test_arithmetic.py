@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 from trust.auditors.base import AuditRequest, Check, Outcome
 from trust.auditors.checks import ArithmeticCheck
-from trust.auditors.checks.arithmetic import find_calculations, judge
+from trust.auditors.checks.arithmetic import judge
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level
 from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.calculations import find_calculations
 
 CHECK = ArithmeticCheck()
 GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
@@ -74,6 +75,9 @@ async def test_reads_the_expression_of_an_hdag_node() -> None:
     assert passed.outcome is Outcome.PASS
     failed = await CHECK.check(operation("Multiply the two counts.", expression="12 * 3 == 37"))
     assert (failed.outcome, failed.expected) == (Outcome.FAIL, "36")
+    # a power in Python syntax is a power, not markdown bold (it was skipped as "2   10")
+    power = await CHECK.check(operation("Raise it.", expression="2 ** 10 == 1025"))
+    assert (power.outcome, power.expected) == (Outcome.FAIL, "1024")
 
 
 async def test_a_cig_turn_is_checked_but_a_tool_turn_is_an_observation() -> None:
@@ -140,7 +144,7 @@ async def test_not_applicable_without_an_exact_calculation(text: str) -> None:
         ("2 + 3 = 5! Great", [(True, None)]),
         ("3 * 8 = 24kg", [(True, None)]),
         ("2 + 2 = 4 => 4 > 3", [(True, None), (True, None)]),
-        ("\\[ 25\\% \\text{ of } \\$2,000.00 = 0.25 \\times 2000 = \\$500.00 \\]", [(True, None)]),
+        ("\\[ 25\\% \\text{ of } \\$2,000.00 = 0.25 \\times 2000 = \\$500.00 \\]", [(True, None), (True, None)]),
         ("\\( \\frac{43}{5} = 8 \\) full pens (with a remainder of 3)", [(True, None)]),
         ("\\( \\frac{43}{5} = 8 \\) pens", [(False, "8.6")]),  # a whole quotient must say so
         ("\\( \\frac{40}{5} = 3 \\) full pens", [(False, "8")]),
@@ -151,6 +155,14 @@ async def test_not_applicable_without_an_exact_calculation(text: str) -> None:
         ("85 ≥ 75", [(True, None)]),
         ("85 < 75", [(False, "85 > 75")]),
         ("3 != 3", [(False, "3 = 3")]),
+        # read by the one calculation finder as the decomposer reads them (trust.core.maths.calculations):
+        # "p% of q" is a product, unit words after a number are dropped, digits cut short allow a unit
+        ("25% of 80 = 20", [(True, None)]),
+        ("25% of 80 = 21", [(False, "20")]),
+        ("2 books × 2 pounds/book = 5", [(False, "4")]),
+        ("180 cups / 110 cups per bag = 1.636... bags", [(True, None)]),
+        ("180 cups / 110 cups per bag = 1.638... bags", [(False, "1.636363636")]),
+        ("2 ** 10 = 1025", [(False, "1024")]),
     ],
 )
 def test_judgements(text: str, expected: list[tuple[bool, str | None]]) -> None:
@@ -168,8 +180,7 @@ def test_judgements(text: str, expected: list[tuple[bool, str | None]]) -> None:
         "Python 3.11.2 = 5",
         "3:30 = 2",
         "v1.2 + 3 = 4",
-        "25% of 80 = 20",  # operands in words
-        "3 times 4 = 12",
+        "3 times 4 = 12",  # operands in words
         "half of 10 + 2 = 7",
         "15 pages x 1/3 = 5 pages",
         "the sum of 2 and 3 = 5",
@@ -178,6 +189,7 @@ def test_judgements(text: str, expected: list[tuple[bool, str | None]]) -> None:
         "`2+2=5` inline",
         "```\n2 + 2 = 5\n```",
         "a -> b 5 -> 6",
+        "25 classmates + his 1 teacher + 1 himself = 27 people",  # the sum began before the words
     ],
 )
 def test_false_positives_are_skipped(text: str) -> None:
@@ -291,4 +303,6 @@ async def test_no_processbench_step_judged_correct_fails() -> None:
     results = [await CHECK.check(operation(step)) for step in steps]
     assert [r.detail for r in results if r.outcome is Outcome.FAIL] == []
     assert len(steps) == 1361
-    assert sum(r.outcome is Outcome.PASS for r in results) == 505  # the rest hold no calculation
+    # the rest hold no calculation; 505 before the check read the decomposer's finder (unit words,
+    # "p% of q", names restated), which finds calculations in 201 more of these steps, all holding
+    assert sum(r.outcome is Outcome.PASS for r in results) == 706

@@ -482,3 +482,11 @@ def test_exponent_towers_are_extracted_but_refused_by_the_checker() -> None:
     assert op.expression == "2 ** 10 ** 10 == 5"
     check = check_expression(op.expression)
     assert check.holds is None and "10000000000" in check.reason
+
+
+def test_a_tilde_fence_is_a_code_block_as_the_checks_read_it() -> None:
+    # one fence pattern (trust.core.maths.text.FENCE) for the decomposer and the checks: a ~~~ block
+    # was prose here (no code operation) while the arithmetic check skipped it as code
+    hdag = from_text("We run the snippet below.\n\n~~~\nassert 2 + 2 == 5\n~~~")
+    operations = {node.id: node.expression for node in hdag.nodes() if node.level is Level.OPERATION}
+    assert operations == {"s2.code1": None}

@@ -5,34 +5,29 @@
 compares it with the value stated. It passes when every calculation it found holds, fails on the
 wrong ones with the exact value as `expected`, and is not applicable when it found none.
 
-What counts as a calculation:
-
-- GSM8K calculator annotations "<<48/2=24>>": always calculations, read as they are;
-- in prose, a run of numbers, operators and relations with at least one operator on one side:
-  "17 × 23 = 391", "Score: 1 + 1 = 2", chains "2 * 3 + 4 = 6 + 4 = 10" (each neighbouring pair),
-  "\\frac{10}{3} = 3.33", "4 x 5 = 20" (an "x" between spaced numbers is a times sign),
-  percentages "50/200 = 25%", and numeric comparisons "58 < 75", "85 ≥ 75" (checked for truth).
+The calculations are those the one calculation finder finds
+(`trust.core.maths.calculations.find_calculations`, which the rule-based decomposer uses too, so
+an operation it cut out of a step is the calculation checked here): calculator annotations
+"<<48/2=24>>", relations between numeric sides in prose ("17 × 23 = 391", chains, "25% of 80 = 20",
+"5 hours × 12 dollars/hour = 60 dollars", "\\frac{10}{3} = 3.33") and numeric comparisons
+("58 < 75", checked for truth). What the finder leaves out (code, variables, labels, ratios,
+versions, operands in words, sides that run into words: see its docstring) is never failed here.
 
 A stated value may be rounded to its own number of decimals: 10/3 = 3.33 and 10/3 = 3.3 hold,
 10/3 = 3.4 does not, and neither does the truncation 2/3 = 0.66 (rounding, as the float
 checker it replaced did; truncation is not accepted), except a whole quotient that the rest of
 its line says is one: "43/5 = 8 full pens (with a remainder of 3)". A percentage holds when it is the value
 (50/200 = 25%) or the value times 100 (0.25 * 100 = 25%). "≈" allows one unit of the last
-significant digit (100/7 ≈ 14.3, 1000/3 ≈ 300).
+significant digit (100/7 ≈ 14.3, 1000/3 ≈ 300), and digits cut short one unit of the last digit
+written (180/110 = 1.636... holds, 1.637... does not): `trust.core.maths.rounding`.
 
-What is skipped, never failed (false positives the prose rules guard against; most were learned
-by the float-based checker of agent logs it replaced):
+What is found but never failed (undecidable, not wrong):
 
-- code blocks (fenced and inline), and anything with a variable ("x = 5", "2x + 3 = 7": the
-  symbolic check's business) or without an exact value (sqrt(2), a division by zero);
-- a run glued to letters or digits outside it ("step2 + 3", "x + 3 = 5", "= 5x"), the tail or head
-  of a longer expression ("n + 2 * 3 = 11", "2 + 3 = 5 + n"), a side after an operator word
-  ("25% of 80 = 20", "3 times 4 = 12");
-- two bare numbers ("1:2 = 3:6" leaves "2 = 3", "Step 1 = ..."): an equation needs an operator;
-- ratios and times (1:2, 3:30), versions (3.11.2), dates and ranges: a wrong result whose side
-  holds an unspaced hyphen between digits ("65-74 = 10") is ambiguous and skipped;
-- list markers ("- ", "1. ") and markdown bold, currency signs, LaTeX delimiters and arrows
-  ("=>", "→": they separate statements);
+- a side without an exact value (sqrt(2), a division by zero, a power beyond the engine's limits);
+- "=" used as "then", a running total ("3/2 = 1.50 + 3.00 = 4.50");
+- percentages of an unstated base ("48 = 100% + 20%");
+- a wrong result whose side holds an unspaced hyphen between digits ("65-74 = 10"): a range or a
+  date, not a subtraction;
 - the output of a tool turn (an observation of the environment, not a claim).
 """
 
@@ -47,99 +42,33 @@ from trust.auditors.base import AuditRequest, CheckResult, Outcome
 from trust.auditors.checks.verdicts import MAX_LISTED, failed, listed
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode
+from trust.core.maths.calculations import Calculation, find_calculations
 from trust.core.maths.expressions import (
     EvaluationError,
     Expr,
     Factorial,
     Negate,
     Number,
-    ParseError,
     Percent,
     Power,
     Product,
     Sum,
     evaluate_exact,
     format_exact,
-    parse_expression,
-    parse_statement,
     render,
-    split_relations,
     subexpressions,
 )
-from trust.core.maths.rounding import decimals, literal, rounds_to, significant_unit
+from trust.core.maths.rounding import decimals, literal, rounds_to, significant_unit, unit
 
 __all__ = [
     "MAX_LISTED",
     "ArithmeticCheck",
-    "Calculation",
     "Judgement",
-    "find_calculations",
     "judge",
 ]
 
-_FENCE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.S)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-_ANNOTATION = re.compile(r"<<([^<>\n]{1,500})>>")
-_ARROWS = re.compile(
-    r"<==>|<=>|⟺|==>|=>|-->|->|→|⇒|⟹|⟶|←|<-(?!\d)|\\implies\b|\\Rightarrow\b|\\rightarrow\b|\\to\b|\\iff\b"
-)
-_LATEX_SPACE = re.compile(r"\\left\b|\\right\b|\\displaystyle\b|\\[,;:! ]|\\q?quad\b|\\\(|\\\)|\\\[|\\\]|&")
-_LATEX_SYMBOLS: Final = (
-    (re.compile(r"\\(?:times|cdot)\b"), "×"),
-    (re.compile(r"\\div\b"), "÷"),
-    (re.compile(r"\\leq?\b"), "≤"),
-    (re.compile(r"\\geq?\b"), "≥"),
-    (re.compile(r"\\neq?\b"), "≠"),
-    (re.compile(r"\\approx\b"), "≈"),
-    (re.compile(r"\\[dt]frac\b"), r"\\frac"),
-)
-_LATEX_TEXT = re.compile(r"\\(?:text|mathrm|textrm|mbox)\s*\{([^{}]*)\}")
-_LATEX_ESCAPE = re.compile(r"\\([$%&#_])")
-_CURRENCY = re.compile(r"[$€£¥]")
-_BOLD = re.compile(r"\*\*|__")
-_SPACED_DASH = re.compile(r"(?<=[\d)])[ \t]+[–—][ \t]+(?=[\d(])")
-_TIMES_LETTER = re.compile(r"(?<=[\d)])[ \t]+[xX][ \t]+(?=[\d(])")
-_LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+", re.M)
-
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d+"
-_TOKEN = rf"(?:{_NUM})|\\frac|[-+*/×·÷^=<>≤≥≠≈%()\[\]{{}}!²³−]"
-_SEGMENT = re.compile(rf"(?:{_TOKEN})(?:[ \t]*(?:{_TOKEN}))*")
-_RELATION = re.compile(r"==|<=|>=|!=|[=<>≤≥≠≈]")
-_RELATION_NAMES: Final = {"==": "=", "<=": "≤", ">=": "≥", "!=": "≠"}
-_WORD_BEFORE = re.compile(r"([A-Za-z]+)[ \t]*$")
-_WORD_AFTER = re.compile(r"^[ \t]*([A-Za-z]+)")
 _RANGE = re.compile(r"\d-\d")
 _WHOLE_QUOTIENT = re.compile(r"\b(?:remainders?|left over|round(?:ed|ing)? down|floor|whole|complete|full)\b", re.I)
-_CONTEXT_CHARS: Final = 160
-
-_OPERATOR_WORDS_BEFORE: Final = frozenset(
-    {"of", "times", "plus", "minus", "by", "over", "divided", "multiplied", "than", "from", "into", "x"}
-)
-"""A number right after these words is an operand of a calculation written in words ("25% of 80",
-"15 pages x 1/3 = 5")."""
-_OPERATOR_WORDS_AFTER: Final = frozenset(
-    {"of", "times", "plus", "minus", "divided", "multiplied", "squared", "cubed", "percent", "to", "x", "more", "less"}
-)
-"""A value right before these words is the start of a longer expression ("= 3 times 4")."""
-
-
-@dataclass(frozen=True, slots=True)
-class Calculation:
-    """One relation between two numeric sides, as found: "17 × 23 = 391" is `left` 17 × 23,
-    `relation` "=", `right` 391. `source` says where: "annotation" (<<...>>), "text" or "expression";
-    `after` is the rest of its line (up to `_CONTEXT_CHARS`), which may say how it rounds."""
-
-    left: Expr
-    relation: str
-    right: Expr
-    left_text: str
-    right_text: str
-    source: str
-    after: str = ""
-
-    @property
-    def text(self) -> str:
-        return f"{self.left_text} {self.relation} {self.right_text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,132 +82,9 @@ class Judgement:
     expected: str | None = None
 
 
-# ---------------------------------------------------------------------------------------------- finding
-
-
-def _normalize(text: str) -> str:
-    """Prose with code, annotations, delimiters, markdown and arrows out of the way (see the module
-    docstring); statements are separated by ";" where an arrow stood."""
-    text = _FENCE.sub("\n", text)
-    text = _INLINE_CODE.sub(" ", text)
-    text = _ANNOTATION.sub("", text)
-    text = _ARROWS.sub(" ; ", text)
-    text = text.replace("\\\\", "\n")
-    text = _LATEX_TEXT.sub(r" \1 ", text)
-    text = _LATEX_ESCAPE.sub(r"\1", text)
-    text = _LATEX_SPACE.sub(" ", text)
-    for pattern, replacement in _LATEX_SYMBOLS:
-        text = pattern.sub(replacement, text)
-    text = _CURRENCY.sub(" ", text)
-    text = _BOLD.sub(" ", text)
-    text = text.replace("−", "-")
-    text = _SPACED_DASH.sub(" - ", text)
-    text = _TIMES_LETTER.sub(" × ", text)
-    return _LIST_MARKER.sub(" ", text)
-
-
 def _is_literal(expr: Expr) -> bool:
     """A number as stated, maybe signed or a percentage: "391", "-3", "25%"."""
     return literal(expr) is not None
-
-
-def _first_side_is_cut(text: str, start: int, side: str, expr: Expr | None) -> bool:
-    """Whether the first side of a run starting at `start` is the tail of something longer."""
-    stripped = side.strip()
-    if not stripped or stripped[0] in "*/^×·÷%)]}!=<>≤≥≠≈":
-        return True
-    before = text[max(0, start - _CONTEXT_CHARS) : start]
-    glued = before[-1:] if before else ""
-    if glued and (glued.isalnum() or glued in "_\\^."):
-        return True  # "step2 + 3", "x2", "\\alpha 2"
-    if glued and glued in ",:/" and before[-2:-1].isdigit():
-        return True  # "1:2 = 3:6", "3,5 + 1"
-    previous = before.rstrip(" \t")
-    if stripped[0] in "+-" and previous and (previous[-1].isalnum() or previous[-1] in ")]}"):
-        return True  # "x + 3 = 5", "n - 2 = 1"
-    word = _WORD_BEFORE.search(before)
-    if word is None:
-        return False
-    # "25% of 80 = 20", "3 times 4 = 12"; "Step 1 = 2 + 2", "Day 3 = ...": a label, not a value
-    return word.group(1).lower() in _OPERATOR_WORDS_BEFORE or (expr is not None and _is_literal(expr))
-
-
-def _last_side_is_cut(text: str, end: int, side: str, expr: Expr | None) -> bool:
-    """Whether the last side of a run ending at `end` is the head of something longer."""
-    stripped = side.strip()
-    if not stripped or stripped[-1] in "+-*/^×·÷(=<>≤≥≠≈−":
-        return True
-    after = text[end : end + _CONTEXT_CHARS]
-    glued = after[:1]
-    if glued.isalpha():
-        unit = re.match(r"[A-Za-z]+", after)
-        # "24kg" keeps its value; "5x" is a product with a variable
-        return not (expr is not None and _is_literal(expr) and unit is not None and len(unit.group()) >= 2)
-    if glued and glued in "_\\":
-        return True
-    if glued and glued in ".,:" and after[1:2].isdigit():
-        return True  # "3.5.1", "1:2", "4,5"
-    word = _WORD_AFTER.match(after)
-    return word is not None and word.group(1).lower() in _OPERATOR_WORDS_AFTER
-
-
-def _parse_side(side: str) -> Expr | None:
-    try:
-        return parse_expression(side.strip())
-    except ParseError:
-        return None
-
-
-def _from_segment(text: str, start: int, end: int, source: str) -> list[Calculation]:
-    segment = text[start:end]
-    while segment.endswith("!"):  # an exclamation, not a factorial: "2 + 3 = 5!"
-        segment = segment[:-1].rstrip()
-        end = start + len(segment)
-    sides, ops = split_relations(segment, _RELATION, _RELATION_NAMES, strict_brackets=True)
-    if not ops:
-        return []
-    parsed: list[Expr | None] = [_parse_side(side) for side in sides]
-    if _first_side_is_cut(text, start, sides[0], parsed[0]):
-        parsed[0] = None
-    if _last_side_is_cut(text, end, sides[-1], parsed[-1]):
-        parsed[-1] = None
-    found: list[Calculation] = []
-    for index, op in enumerate(ops):
-        left, right = parsed[index], parsed[index + 1]
-        if left is None or right is None:
-            continue
-        if op in ("=", "≈") and _is_literal(left) and _is_literal(right):
-            continue  # "1:2 = 3:6" leaves "2 = 3"; "Step 1 = 4": not a calculation
-        texts = (" ".join(sides[index].split()), " ".join(sides[index + 1].split()))
-        after = text[end : end + _CONTEXT_CHARS].split("\n", 1)[0]
-        found.append(Calculation(left, op, right, texts[0], texts[1], source, after))
-    return found
-
-
-def _annotation(content: str) -> list[Calculation]:
-    try:
-        statement = parse_statement(content)
-    except ParseError:
-        return []
-    sides = content.split("=") if statement.ops == ("=",) * len(statement.ops) else []
-    found = []
-    for index, (left, op, right) in enumerate(statement.pairs()):
-        as_written = len(sides) == len(statement.sides)
-        texts = (sides[index], sides[index + 1]) if as_written else (render(left), render(right))
-        found.append(Calculation(left, op, right, texts[0].strip(), texts[1].strip(), "annotation"))
-    return found
-
-
-def find_calculations(text: str, *, source: str = "text") -> list[Calculation]:
-    """Every calculation `text` states: its calculator annotations first, then those of its prose,
-    in order. See the module docstring for what counts and what is skipped."""
-    found: list[Calculation] = []
-    for match in _ANNOTATION.finditer(_INLINE_CODE.sub(" ", _FENCE.sub("\n", text))):
-        found += _annotation(match.group(1))
-    prose = _normalize(text)
-    for match in _SEGMENT.finditer(prose):
-        found += _from_segment(prose, match.start(), match.end(), source)
-    return found
 
 
 # ---------------------------------------------------------------------------------------------- judging
@@ -349,6 +155,8 @@ def judge(calculation: Calculation) -> Judgement | None:
         quotient = isinstance(computed_expr, Product) and computed_expr.rest[-1][0] == "/"
         if quotient and places == 0 and stated == int(computed) and _WHOLE_QUOTIENT.search(calculation.after):
             return Judgement(calculation, True, f"{text} (a whole quotient, as the text says)")
+        if calculation.truncated and stated_expr is calculation.right and abs(computed - stated) <= unit(places):
+            return Judgement(calculation, True, f"{text}... (cut short)")
         if rounds_to(computed, stated, places + (2 if percent else 0)):
             return Judgement(calculation, True, f"{text} (rounded)")
         if percent and rounds_to(computed, stated * 100, places):

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from trust.auditors.base import AuditRequest, CheckResult, Node, Outcome, node_text
 from trust.core.graphs.cig import AgentTurn
 from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.text import CODE_BLOCK
 
-__all__ = ["CODE_BLOCK", "ExecutionCheck", "has_code"]
+__all__ = ["ExecutionCheck", "has_code"]
 
-CODE_BLOCK = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
-"""A fenced code block: group 1 its language tag, group 2 its body."""
 _CODE_LANGUAGES = frozenset({"", "python", "py", "python3", "sh", "bash", "shell", "console", "javascript", "js"})
 _EXECUTION_FAILED = re.compile(
     r"exitcode:\s*(?P<code>-?[1-9]\d*)|\(execution failed\)|Traceback \(most recent call last\)", re.I

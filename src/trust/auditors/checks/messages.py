@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from trust.auditors.base import AuditLayer, AuditRequest, CheckResult, Node, Outcome, node_text
-from trust.auditors.checks.execution import CODE_BLOCK
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.text import CODE_BLOCK
 
 __all__ = [
     "FIDELITY_FAILURES",

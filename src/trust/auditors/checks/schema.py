@@ -23,7 +23,6 @@ is named by its JSON path ("$.items[0].price: -1 is less than the minimum of 0")
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,6 +34,7 @@ from jsonschema.validators import validator_for
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.refinement import ErrorType
+from trust.core.maths.text import CODE_BLOCK
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -55,7 +55,6 @@ _MAX_OBJECT_STARTS: Final = 200
 """How many "{" of a question are tried as the start of a JSON Schema."""
 _PREVIEW_CHARS: Final = 80
 
-_FENCED = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
 _JSON_LANGUAGES: Final = frozenset({"", "json", "jsonc"})
 
 
@@ -97,7 +96,7 @@ def json_output(text: str) -> tuple[Any, str] | None:
     parsed, value = _loads(text.strip())
     if parsed:
         return value, "bare"
-    for block in _FENCED.finditer(text):
+    for block in CODE_BLOCK.finditer(text):
         if block.group(1).lower() in _JSON_LANGUAGES:
             parsed, value = _loads(block.group(2))
             if parsed:
@@ -134,7 +133,7 @@ def schema_in_question(question: str) -> dict[str, Any] | None:
 
 def schema_in_text(text: str) -> dict[str, Any] | None:
     """The JSON object of the first ```json-schema fenced block of a text; None when there is none."""
-    for block in _FENCED.finditer(text):
+    for block in CODE_BLOCK.finditer(text):
         if block.group(1).lower() == "json-schema":
             parsed, value = _loads(block.group(2))
             if parsed and isinstance(value, dict):

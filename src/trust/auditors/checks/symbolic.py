@@ -80,6 +80,7 @@ from trust.core.maths.expressions import (
     to_sympy,
 )
 from trust.core.maths.rounding import decimals, half_unit, literal, significant_unit
+from trust.core.maths.text import ANNOTATION, ARROWS, FENCE, INLINE_CODE
 from trust.errors import GraphError
 
 __all__ = [
@@ -185,13 +186,9 @@ def _merge_into(mine: dict[str, T], theirs: dict[str, T], ambiguous: set[str]) -
 
 # ---------------------------------------------------------------------------------------------- finding statements
 
-_FENCE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.S)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-_ANNOTATION = re.compile(r"<<[^<>\n]{1,500}>>")
 _DELIMITERS = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\$")
 _LATEX_SPACING = re.compile(r"\\[,;:! ]|&")
 _LATEX_BREAKS = re.compile(r"\\\\|\\q?quad\b|\\text\s*\{[^{}]*\}|\\implies\b|\\Rightarrow\b|\\iff\b")
-_ARROWS = re.compile(r"<==>|<=>|⟺|==>|=>|-->|->|→|⇒|⟹|⟶")
 _INTEGRAL_WORDS = re.compile(r"\b(?:the\s+)?(?:(?:in)?definite\s+)?(?:integral|antiderivative)\s+of\b", re.I)
 _BREAK = re.compile(  # after a digit, a point ends a clause only at the end of the text ("3.5", "3. Then")
     r"\n|;|,\s|(?<!\d)\.(?=\s|$)|(?<=\d)\.\Z|:\s|\s(?:and|so|then|thus|hence|therefore|giving|gives|yields|where|with|since|because"
@@ -217,11 +214,11 @@ class _Found:
 
 
 def _prepare(text: str) -> str:
-    text = _FENCE.sub("\n", text)
-    text = _INLINE_CODE.sub(" ", text)
-    text = _ANNOTATION.sub(" ", text)
+    text = FENCE.sub("\n", text)
+    text = INLINE_CODE.sub(" ", text)
+    text = ANNOTATION.sub(" ", text)
     text = _LATEX_BREAKS.sub("\n", text)
-    text = _ARROWS.sub("\n", text)
+    text = ARROWS.sub("\n", text)
     text = _DELIMITERS.sub(" ", text)
     text = _LATEX_SPACING.sub(" ", text)
     return _INTEGRAL_WORDS.sub("∫", text)

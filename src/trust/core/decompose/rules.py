@@ -49,25 +49,19 @@ hangs under is demoted to a step, because the paper requires leaves at step or o
 
 Operations and `expression`: only closed numeric arithmetic becomes an operation, written in Python
 syntax that a tier-1 checker evaluates exactly (`trust.core.maths.arithmetic.check_expression`):
-"12 * 3 = 36" gives "12 * 3 == 36". This module only finds where a calculation's sides start and
-end in prose; each side is read by the project's one maths engine (`trust.core.maths.expressions`,
-with its abuse limits) and written back with its `to_python`, and a rounded result's tolerance comes
-from `trust.core.maths.rounding`. Handled: `$` and thousands commas (dropped), x and the
-multiplication signs (x between numbers, ×, ·, LaTeX `\\times`, `\\cdot`), ÷ and `\\div`,
-`\\frac{a}{b}` as a quotient, `^` as `**`, percentages as `(p / 100)` and "p% of q" or "a/b of q" as
-a product ("x * 100 = p%" keeps p as the number: the % names the unit of the result); brackets are
-kept where needed or nested as written ("(3 / 5) * 30"), not around a lone number. Unit words
-after a number ("5 hours * 12 dollars/hour = 60 dollars" gives "5 * 12 == 60") and labels in
-parentheses ("$100 (Carmen)"), chains ("a = b = c" gives one operation per `=`), and a name
-restated with a new value ("Total = 20 + 4*25", then "Total = 120" gives "20 + 4 * 25 == 120"; only
-when the earlier value is a calculation). A decimal
-result is taken as rounded at the precision written: "6 * 0.75 = 4.50" gives
-"abs(6 * 0.75 - 4.50) <= 0.005" (half a unit of the last digit), and a result cut short ("1.636...")
-allows a whole unit of the last digit. Left alone on purpose: equations with unknowns ("2x + 3 = 7" is
-a constraint, not a checkable fact), unit conversions ("5 quarters = 5 * 25"), a number that is the
-argument of words ("one-third of 27 = 27 / 3"), approximations (≈), and any expression whose left or
-right end runs into words (cutting it would check the wrong thing). Decision where the paper is vague:
-algebra with variables stays inside its step for a tier-2 auditor.
+"12 * 3 = 36" gives "12 * 3 == 36". The calculations are those the project's one calculation
+finder finds (`trust.core.maths.calculations.find_calculations`, which the tier-1 arithmetic check
+uses too, after the one LaTeX and code clean-up of `trust.core.maths.text`): see it for where a
+calculation starts and ends in prose (unit words, "p% of q", labels in parentheses, chains, a name
+restated with a new value) and what it leaves out (code, labels, operands in words, sides that run
+into words, two bare numbers, conversions such as "5 quarters = 5 * 25 cents", variables). An
+operation is each "=" it finds that Python syntax spells, written with the engine's `to_python`
+("x * 100 = p%" keeps p as the number: the % names the unit of the result); approximations (≈),
+comparisons and factorials stay in their step. A decimal result is taken as rounded at the
+precision written (`trust.core.maths.rounding`): "6 * 0.75 = 4.50" gives
+"abs(6 * 0.75 - 4.50) <= 0.005" (half a unit of the last digit), and a result cut short
+("1.636...") allows a whole unit of the last digit. Decision where the paper is vague: algebra
+with variables stays inside its step for a tier-2 auditor.
 
 Difficulty (2.1.4 step 2) is a score of four cues: formal notation beyond arithmetic (+1, +2 when
 heavy), a specialist domain (+1), length (+1 over 80 words, +2 over 200), logical connectives
@@ -86,29 +80,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level
 from trust.core.graphs.routing import check_domain, route_tier, stakes_for_domain
 from trust.core.graphs.validation import validate
 from trust.core.maths import rounding
-from trust.core.maths.expressions import (
-    NUMBER,
-    NUMBER_PATTERN,
-    EvaluationError,
-    Expr,
-    Number,
-    ParseError,
-    Percent,
-    Power,
-    Product,
-    Sum,
-    format_exact,
-    parse_expression,
-    subexpressions,
-    to_python,
-)
+from trust.core.maths.calculations import find_calculations
+from trust.core.maths.expressions import NUMBER, EvaluationError, Number, Percent, format_exact, to_python
+from trust.core.maths.text import FENCE, plain_maths
 from trust.errors import GraphError
 
 __all__ = [
@@ -163,308 +144,50 @@ class Operation:
 
 # ============================================================================ arithmetic extraction
 
-_WORD_RE = r"[A-Za-z_][A-Za-z0-9_']*(?:/[A-Za-z][A-Za-z']*)*"
-_TOKEN_RE = re.compile(
-    rf"(?P<num>{NUMBER_PATTERN})|(?P<word>{_WORD_RE})|(?P<op>\*\*|[-+*/^×÷])|(?P<lp>\()|(?P<rp>\))"
-    r"|(?P<pct>%)|(?P<eq>=)|(?P<ws>\s+)|(?P<other>.)",
-    re.DOTALL,
-)
-_STOP_WORDS = frozenset(
-    "a an and or is are was were be to then so which that we it the gives give get gets got has have had "
-    "for from by with in at on as than if but not equals equal makes make total".split()
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Tok:
-    kind: str  # num, word, op, lp, rp, pct, of, other
-    text: str
-    start: int
-    end: int
-    space_before: bool
-
-
-def _fraction(match: re.Match[str]) -> str:
-    return f"(({match.group(1).strip()})/({match.group(2).strip()}))"
-
-
-def _normalize_math(text: str) -> str:
-    """Plain-text arithmetic from LaTeX and typographic notation (see the module docstring)."""
-    s = text.replace("\\$", "").replace("$", "")
-    s = re.sub(r"\\(?:left|right)\b", "", s)
-    s = s.replace("\\[", "\n").replace("\\]", "\n").replace("\\(", " ").replace("\\)", " ")
-    s = re.sub(r"\\(?:text|mathrm|textbf|mathbf|operatorname|boxed)\s*\{([^{}]*)\}", r" \1 ", s)
-    for _ in range(8):  # innermost first; nested fractions need a few passes
-        new = re.sub(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", _fraction, s)
-        if new == s:
-            break
-        s = new
-    s = re.sub(r"\\(?:times|cdot|ast)\b", " × ", s)
-    s = re.sub(r"\\div\b", " ÷ ", s)
-    s = s.replace("\\%", "%")
-    s = re.sub(r"\\[,;:! ]", " ", s)
-    s = re.sub(r"\\[A-Za-z]+", " § ", s)  # any other command breaks an expression
-    s = s.replace("{", "(").replace("}", ")")
-    s = s.replace("−", "-").replace("∗", "*")
-    s = re.sub(r"(?<=\d)(?:\.\.\.|…)", "…", s)  # "1.636...": digits cut short, not a sentence end
-    s = re.sub(r"[·⋅∙]", " × ", s)
-    s = re.sub(r"(?<=[\d%)])[ \t]*[xX][ \t]*(?=[\d(.])", " × ", s)
-    # a label in parentheses after a number ("$100 (Carmen) + $125 (Samantha)") is not a factor
-    s = re.sub(r"(?<=[\d%])\s+\(\s*[A-Za-z][A-Za-z'\-]+(?:\s+[A-Za-z'\-]+)*\s*\)", " ", s)
-    return s
-
-
-def _clauses(text: str) -> list[str]:
-    """Clause-sized pieces: a calculation never spans a sentence end, a `;`, `:` or `, `."""
-    pattern = r"\n|;|:|\?|!|(?<!\d)\.(?!\d)|\.(?=\s)|,(?=\s)|\s-\s+(?=[A-Z])|≈|≤|≥|≠|<|>"
-    return [c for c in re.split(pattern, text) if c.strip()]
-
-
-def _tokenize(piece: str) -> list[_Tok]:
-    tokens: list[_Tok] = []
-    space = False
-    for match in _TOKEN_RE.finditer(piece):
-        kind = match.lastgroup or "other"
-        text = match.group()
-        if kind == "ws":
-            space = True
-            continue
-        if kind == "word" and text.lower() == "of":
-            kind = "of"
-        tokens.append(_Tok(kind, text, match.start(), match.end(), space))
-        space = False
-    return tokens
-
-
-def _arith_mask(tokens: Sequence[_Tok]) -> list[str]:
-    """Per token: "a" arithmetic, "u" a unit word after a number (dropped), "" not arithmetic."""
-    mask = [""] * len(tokens)
-    for i, tok in enumerate(tokens):
-        if tok.kind in ("num", "op", "lp", "rp", "pct"):
-            mask[i] = "a"
-        elif tok.kind == "of":
-            before = tokens[i - 1] if i else None
-            after = tokens[i + 1] if i + 1 < len(tokens) else None
-            fraction = (
-                before is not None
-                and before.kind == "num"
-                and i >= 2
-                and tokens[i - 2].kind == "op"
-                and tokens[i - 2].text == "/"
-            )
-            if (
-                before is not None
-                and (before.kind in ("pct", "rp") or fraction)
-                and after is not None
-                and after.kind in ("num", "lp")
-            ):
-                mask[i] = "a"
-    # unit words: up to three lower-case words after a number (with a space), then an operator,
-    # a closing parenthesis or the end of the piece
-    i = 0
-    while i < len(tokens):
-        if tokens[i].kind in ("num", "pct") and mask[i] == "a":
-            j = i + 1
-            while (
-                j < len(tokens)
-                and j - i <= 3
-                and tokens[j].kind == "word"
-                and tokens[j].space_before
-                and re.fullmatch(r"[a-z][a-z'/]+", tokens[j].text) is not None
-                and tokens[j].text not in _STOP_WORDS
-            ):
-                j += 1
-            if j > i + 1 and (j == len(tokens) or tokens[j].kind in ("op", "rp")):
-                for k in range(i + 1, j):
-                    mask[k] = "u"
-            i = max(j, i + 1)
-        else:
-            i += 1
-    return mask
-
-
-@dataclass(frozen=True, slots=True)
-class _Side:
-    expr: Expr  # as the maths engine reads it
-    expression: str  # in Python syntax (`to_python`)
-    binary_ops: int
-    start: int
-    end: int
-    number: str | None  # the plain number when the side is one
-    units: bool  # unit words were dropped ("5 quarters")
-    truncated: bool = False  # "1.636...": the digits written stop short of the value
-
-
-def _binary_ops(expr: Expr) -> int:
-    """How many binary operations `expr` writes (+ - * / ^, "of", implicit products)."""
-    return sum(
-        len(node.rest) if isinstance(node, Sum | Product) else int(isinstance(node, Power))
-        for node in subexpressions(expr)
-    )
-
-
-def _parse_side(tokens: Sequence[_Tok]) -> _Side | None:
-    """The side as the maths engine reads it, once unit words are dropped and "of" is a product."""
-    arithmetic = [t for t in tokens if t.kind != "word"]
-    if not arithmetic:
-        return None
-    try:
-        expr = parse_expression(" ".join("*" if t.kind == "of" else t.text for t in arithmetic))
-        expression = to_python(expr)
-    except (ParseError, EvaluationError):
-        return None
-    number = expression if len(arithmetic) == 1 and arithmetic[0].kind == "num" else None
-    units = len(arithmetic) < len(tokens)
-    return _Side(expr, expression, _binary_ops(expr), tokens[0].start, tokens[-1].end, number, units)
-
-
-def _suffix(tokens: Sequence[_Tok]) -> _Side | None:
-    """The arithmetic expression that ends `tokens` (the left side of an `=`), if it is whole."""
-    mask = _arith_mask(tokens)
-    k = len(tokens)
-    while k > 0 and mask[k - 1]:
-        k -= 1
-    run = list(range(k, len(tokens)))
-    if not run:
-        return None
-    if k > 0 and tokens[k - 1].kind == "of":
-        return None  # "one-third of 27 =": the number is the argument of words, not the whole side
-    if k > 0 and tokens[k - 1].text in ",." and not tokens[k].space_before:
-        return None  # "1,2345 + 1 =": the side starts inside a number written in a way no reader agrees on
-    first = tokens[k]
-    if first.kind in ("op", "of") or mask[k] == "u":
-        # "Herb's house - 22,800 =": the expression goes on into words; checking its tail would be wrong
-        if not (first.kind == "op" and first.text == "-" and (k == 0 or tokens[k - 1].kind == "other")):
-            return None
-    while run and tokens[run[0]].kind == "rp":  # a parenthesis closed from outside the expression
-        run.pop(0)
-    if not run:
-        return None
-    return _parse_side([tokens[i] for i in run])
-
-
-def _prefix(tokens: Sequence[_Tok]) -> _Side | None:
-    """The arithmetic expression that starts `tokens` (the right side of an `=`), if it is whole."""
-    mask = _arith_mask(tokens)
-    k = 0
-    while k < len(tokens) and mask[k]:
-        k += 1
-    run = list(range(k))
-    if not run:
-        return None
-    last = tokens[k - 1]
-    if last.kind in ("op", "of"):
-        return None  # "= 12 + the rest": the expression continues into words
-    if k < len(tokens) and tokens[k].kind == "word" and not tokens[k].space_before:
-        return None  # "3O_c", "4x": a coefficient of an unknown, not a number
-    while run and (tokens[run[-1]].kind == "lp" or mask[run[-1]] == "u"):
-        run.pop()
-    if not run:
-        return None
-    side = _parse_side([tokens[i] for i in run])
-    if side is not None and k < len(tokens) and tokens[k].text == "…" and run[-1] == k - 1:
-        side = replace(side, truncated=True)
-    return side
-
-
-def _name(tokens: Sequence[_Tok]) -> tuple[str, ...] | None:
-    """A quantity's name on the left of an `=` ("Total Cost", "x"), when the side is only a name."""
-    if not tokens or len(tokens) > 6 or any(t.kind not in ("word", "of", "other") for t in tokens):
-        return None
-    if any(t.kind == "other" and t.text not in "'§-" for t in tokens):
-        return None
-    name = tuple(t.text.lower() for t in tokens if t.kind != "other")
-    return name or None
-
-
-def _same_name(earlier: tuple[str, ...], later: tuple[str, ...]) -> bool:
-    """ "x" then "This simplifies to x": the later name ends with the earlier one."""
-    return len(later) >= len(earlier) and later[len(later) - len(earlier) :] == earlier
-
 
 def extract_operations(text: str, *, limit: int | None = None) -> list[Operation]:
     """The closed numeric calculations written in `text`, in order, without duplicates.
 
-    See the module docstring for what is recognised. `limit` caps how many are returned.
+    The calculations are those `trust.core.maths.calculations.find_calculations` finds; an operation
+    is each "=" among them that Python syntax spells (see the module docstring). `limit` caps how
+    many are returned.
     """
     found: list[Operation] = []
     seen: set[str] = set()
-
-    def add(text_: str, left: _Side, right: _Side) -> None:
-        if left.binary_ops == 0 and right.binary_ops == 0:
-            return  # "12 = 12" or a bare restatement: nothing to check
-        if left.binary_ops == 0 and left.units:
-            return  # "5 quarters = 5 * 25": a conversion into other units, not an equality of numbers
-        stated, right_expression = right.expr, right.expression
-        if isinstance(stated, Percent) and isinstance(stated.operand, Number) and left.expression.endswith("* 100"):
-            stated = stated.operand  # "0.2 * 100 = 20%": % names the unit of the result
-            right_expression = to_python(stated)
-        expression = f"{left.expression} == {right_expression}"
+    for calculation in find_calculations(text):
+        if calculation.relation != "=":
+            continue  # approximations and comparisons stay in their step
+        stated = calculation.right
+        if isinstance(stated, Percent) and isinstance(stated.operand, Number):
+            try:
+                hundredfold = to_python(calculation.left).endswith("* 100")
+            except EvaluationError:
+                continue
+            if hundredfold:
+                stated = stated.operand  # "0.2 * 100 = 20%": % names the unit of the result
+        try:
+            left, right = to_python(calculation.left), to_python(stated)
+        except EvaluationError:
+            continue  # a factorial, a function, a variable: not arithmetic Python syntax spells
+        expression = f"{left} == {right}"
         places = rounding.decimals(stated) if isinstance(stated, Number) else 0
-        if right.truncated or places:
+        if calculation.truncated or places:
             # a decimal result is written at some precision (trust.core.maths.rounding): rounded there
             # (half a unit of its last decimal), or cut short before "..." (a whole unit)
-            tolerance = rounding.unit(places) if right.truncated else rounding.half_unit(places)
-            expression = f"abs({left.expression} - {right_expression}) <= {format_exact(tolerance)}"
+            tolerance = rounding.unit(places) if calculation.truncated else rounding.half_unit(places)
+            expression = f"abs({left} - {right}) <= {format_exact(tolerance)}"
         if expression in seen:
-            return
-        seen.add(expression)
-        found.append(Operation(" ".join(text_.split()), expression, right.number))
-
-    last_named: tuple[tuple[str, ...], _Side, str] | None = None
-    for clause in _clauses(_normalize_math(text)):
-        tokens = _tokenize(clause)
-        cuts = [i for i, t in enumerate(tokens) if t.kind == "eq"]
-        if not cuts:
             continue
-        pieces: list[list[_Tok]] = []
-        start = 0
-        for cut in cuts:
-            pieces.append(list(tokens[start:cut]))
-            start = cut + 1
-        pieces.append(list(tokens[start:]))
-        named_here = False
-        for i in range(len(pieces) - 1):
-            left = _suffix(pieces[i])
-            right = _prefix(pieces[i + 1])
-            if left is not None and right is not None:
-                add(clause[left.start : right.end], left, right)
-            if i == 0 and left is None and right is not None:
-                name = _name(pieces[0])
-                if name is not None:
-                    # the value this name now holds: the last whole side of the chain
-                    value = right
-                    for j in range(1, len(pieces)):
-                        side = _prefix(pieces[j]) if j == len(pieces) - 1 else _whole(pieces[j])
-                        if side is None:
-                            break
-                        value = side
-                    if last_named is not None and _same_name(last_named[0], name) and last_named[1].binary_ops > 0:
-                        add(f"{last_named[2]} = {clause[right.start : right.end]}", last_named[1], right)
-                    last_named = (
-                        name if last_named is None or not _same_name(last_named[0], name) else last_named[0],
-                        value,
-                        clause[value.start : value.end],
-                    )
-                    named_here = True
-        if not named_here:
-            last_named = None
+        seen.add(expression)
+        number = right if isinstance(calculation.right, Number) else None
+        found.append(Operation(calculation.written, expression, number))
         if limit is not None and len(found) >= limit:
-            return found[:limit]
+            break
     return found
-
-
-def _whole(tokens: Sequence[_Tok]) -> _Side | None:
-    """The piece as one arithmetic expression (a middle link of a chain), or None."""
-    mask = _arith_mask(tokens)
-    if not tokens or not all(mask):
-        return None
-    return _parse_side(tokens)
 
 
 # ============================================================================ cues
 
-_CODE_FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
 _STRATEGY_RE = re.compile(
     r"\b(?:we(?:'ll| will| can| could| should| shall) (?:use|apply|try|solve|approach|tackle|break)"
     r"|i(?:'ll| will| can) (?:use|apply|try|solve|approach|tackle|break)"
@@ -606,7 +329,7 @@ def _protect_fences(text: str) -> tuple[str, list[str]]:
         blocks.append(match.group())
         return f"\x00{len(blocks) - 1}\x00"
 
-    return _CODE_FENCE.sub(keep, text), blocks
+    return FENCE.sub(keep, text), blocks
 
 
 def _restore(text: str, blocks: Sequence[str]) -> str:
@@ -675,7 +398,7 @@ def _value(number: str) -> Fraction:
 
 
 def _numbers(text: str) -> set[Fraction]:
-    return {_value(m.group()) for m in NUMBER.finditer(_normalize_math(text))}
+    return {_value(m.group()) for m in NUMBER.finditer(plain_maths(text))}
 
 
 def _check_limits(chars: int, units: int, limits: DecompositionLimits) -> None:

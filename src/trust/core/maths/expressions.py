@@ -38,8 +38,10 @@ more than `MAX_EXACT_BITS` bits (2^10^10 is refused at once instead of hanging),
 
 The engine is the project's only arithmetic parser: the tier-1 checks, the rule-based decomposer
 (`trust.core.decompose.rules`, which writes what it extracts with `to_python`) and the evaluation of
-an operation's `expression` (`trust.core.maths.arithmetic`) all read maths through it, and
-`trust.core.maths.rounding` holds the one rule for a value written rounded.
+an operation's `expression` (`trust.core.maths.arithmetic`) all read maths through it;
+`trust.core.maths.calculations` is the one finder of calculations in prose, `trust.core.maths.text`
+the one home of code, annotation and arrow patterns and of LaTeX normalization, and
+`trust.core.maths.rounding` the one rule for a value written rounded.
 
 The two evaluators: `evaluate_exact` computes a variable-free, function-free expression exactly
 with `fractions.Fraction` (an irrational value, such as sqrt(2) or pi, raises `EvaluationError`
