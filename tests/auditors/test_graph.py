@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,7 +19,9 @@ from trust.core.graphs.agent_log import build_cig, parse_log
 from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, ReplyContract, Role, turn_id
 from trust.core.graphs.hdag import Tier
+from trust.core.graphs.localize import RootCause, RootReason, localize_audit
 from trust.core.graphs.refinement import ErrorType
+from trust.core.graphs.status import NodeStatus
 from trust.settings import SandboxSettings
 
 CODE = "Here is the script:\n```python\nprint(1 / 0)\n```"
@@ -103,6 +106,31 @@ async def test_tier1_edge_checks_say_whether_protocol_or_fidelity_failed() -> No
     only_values.add_turn(AgentTurn("t1", 1, "W", Role.EXPERT, "Seattle: 737,000"))
     only_values.add_edge("t0", "t1", EdgeOrigin.OVERLAP)
     assert (await audit_cig(only_values, [TIER1])).edges[("t0", "t1")].score == EdgeScore(1.0, 0.0)
+
+
+@pytest.mark.parametrize("sender_valid", [True, False])
+async def test_one_broken_json_reply_is_one_fault_charged_to_its_edge(sender_valid: bool) -> None:
+    """Paper 2.2.4: a prose reply to a JSON contract is a protocol failure of the edge (Layer 2), so
+    the node layer stays silent about it and Algorithm 1 makes the receiver Invalid_Root for a
+    breach at its boundary (line 6), naming the sender, even when the sender is invalid itself."""
+    task = "What is 2 + 2? Reply in JSON." if sender_valid else "2 + 2 = 5, so check it. Reply in JSON."
+    cig = Cig()
+    cig.add_turn(AgentTurn("t0", 0, "Planner", Role.PLANNER, task, contract=ReplyContract("json", ("answer",))))
+    cig.add_turn(AgentTurn("t1", 1, "Solver", Role.EXPERT, "The answer is 4."))
+    cig.add_edge("t0", "t1", EdgeOrigin.SEQUENCE)
+    audit = await audit_cig(cig, [TIER1])
+    reported = [c for n in audit.nodes.values() for c in n.critique] + [
+        f for e in audit.edges.values() for f in e.findings
+    ]
+    assert [r for r in reported if "JSON" in r] == ["contract: t0 asked for JSON; t1 answered in prose"]
+    assert audit.nodes["t1"].score == 1.0 and audit.nodes["t1"].critique == ()
+    assert audit.edges[("t0", "t1")].score == EdgeScore(protocol=0.0, fidelity=1.0)
+    found = localize_audit(cig, audit, tau_node=0.8, tau_edge=0.8)
+    assert found.status("t0") is (NodeStatus.VALID if sender_valid else NodeStatus.INVALID_ROOT)
+    assert found.status("t1") is NodeStatus.INVALID_ROOT
+    assert found.root_causes[-1] == RootCause(
+        "t1", "Solver", 1, NodeStatus.INVALID_ROOT, RootReason.EDGE_FAILURE, ("t0",)
+    )
 
 
 async def test_only_the_named_nodes_are_audited() -> None:

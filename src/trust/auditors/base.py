@@ -28,11 +28,12 @@ strict: unknown fields, a wrong kind or a malformed node are a `GraphError` nami
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role
 from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
@@ -52,6 +53,7 @@ __all__ = [
     "CheckResult",
     "Outcome",
     "Verdict",
+    "all_or_nothing",
     "default_question",
     "dumps_request",
     "loads_request",
@@ -408,3 +410,28 @@ def dumps_request(request: AuditRequest) -> str:
         indent=2,
         ensure_ascii=False,
     )
+
+
+_T = TypeVar("_T")
+
+
+async def all_or_nothing(awaitables: Sequence[Awaitable[_T]], *, concurrency: int | None = None) -> list[_T]:
+    """Every result, in order, at most `concurrency` at once (None: no limit). When one fails, the
+    others are cancelled (and awaited) before the failure is raised, so no request an auditor sent
+    outlives the audit that asked it: a verdict is whole or there is none."""
+    gate = asyncio.Semaphore(concurrency) if concurrency is not None else None
+
+    async def run(awaitable: Awaitable[_T]) -> _T:
+        if gate is None:
+            return await awaitable
+        async with gate:
+            return await awaitable
+
+    tasks = [asyncio.ensure_future(run(a)) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

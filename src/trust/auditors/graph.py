@@ -27,11 +27,9 @@ with its error: a turn it could not judge must not pass silently.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
-from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict
+from trust.auditors.base import AuditLayer, Auditor, AuditRequest, Outcome, Verdict, all_or_nothing
 from trust.auditors.checks.messages import FIDELITY_FAILURES
 from trust.core.graphs.audit import CigAudit, EdgeAudit, EdgeScore, NodeAudit, observations, rejects
 from trust.core.graphs.cig import Cig, CigEdge, Role
@@ -41,27 +39,6 @@ __all__ = ["DEFAULT_CONCURRENCY", "audit_cig", "edge_audit", "node_audit"]
 
 DEFAULT_CONCURRENCY = 4
 """Audits (of a turn or an edge) in flight at once."""
-
-_T = TypeVar("_T")
-
-
-async def _gated(awaitables: Sequence[Awaitable[_T]], concurrency: int) -> list[_T]:
-    """Every result, in order, at most `concurrency` at once; when one fails, the others are
-    cancelled (and awaited) before the failure is raised."""
-    gate = asyncio.Semaphore(concurrency)
-
-    async def run(awaitable: Awaitable[_T]) -> _T:
-        async with gate:
-            return await awaitable
-
-    tasks = [asyncio.ensure_future(run(a)) for a in awaitables]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 async def _verdicts(auditors: Sequence[Auditor], request: AuditRequest) -> list[tuple[str, Verdict]]:
@@ -130,7 +107,7 @@ async def audit_cig(
         )
         for turn in audited
     ]
-    node_verdicts = await _gated([_verdicts(auditors, r) for r in node_requests], concurrency)
+    node_verdicts = await all_or_nothing([_verdicts(auditors, r) for r in node_requests], concurrency=concurrency)
     edges = [e for e in cig.edges() if nodes is None or e.target in nodes]
     edge_requests = [
         AuditRequest(
@@ -142,7 +119,7 @@ async def audit_cig(
         )
         for edge in edges
     ]
-    edge_verdicts = await _gated([_verdicts(auditors, r) for r in edge_requests], concurrency)
+    edge_verdicts = await all_or_nothing([_verdicts(auditors, r) for r in edge_requests], concurrency=concurrency)
     by_edge = {(e.source, e.target): edge_audit(e, v) for e, v in zip(edges, edge_verdicts, strict=True)}
     by_node = {turn.id: node_audit(cig, turn.id, v) for turn, v in zip(audited, node_verdicts, strict=True)}
     return CigAudit(

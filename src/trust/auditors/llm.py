@@ -101,11 +101,11 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, node_text
+from trust.auditors.base import AuditLayer, AuditRequest, Node, Outcome, Verdict, all_or_nothing, node_text
 from trust.core.chat import ChatMessage, ChatModel
 from trust.core.graphs.cig import CONTEXT_ROLES, AgentTurn, Role
 from trust.core.graphs.hdag import HdagNode, Level, Tier
@@ -441,22 +441,6 @@ def parse_answer(reply: str, layer: AuditLayer, context: CritiqueContext | None 
     return answer
 
 
-_T = TypeVar("_T")
-
-
-async def _all_or_nothing(awaitables: Sequence[Awaitable[_T]]) -> list[_T]:
-    """Every result, in order; when one fails, the others are cancelled (and awaited) before the
-    failure is raised, so no request outlives the audit that asked it."""
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
 def _clip(text: str, limit: int) -> str:
     """`text`, or its head and tail around a marker when it is longer than `limit` characters."""
     if len(text) <= limit:
@@ -655,7 +639,7 @@ class LlmAuditor:
             return Verdict(Outcome.NOT_APPLICABLE, None, skipped)
         # One gate per audit: a semaphore binds to the event loop it first waits on.
         gate = asyncio.Semaphore(self._concurrency)
-        judged = await _all_or_nothing([self._judge(request, q, gate) for q in self._questions(request)])
+        judged = await all_or_nothing([self._judge(request, q, gate) for q in self._questions(request)])
         return self._combine(request, judged)
 
     # ---------------------------------------------------------------------------------- the prompts
@@ -764,7 +748,7 @@ class LlmAuditor:
     # ----------------------------------------------------------------------------------- the asking
 
     async def _judge(self, request: AuditRequest, question: _Question, gate: asyncio.Semaphore) -> _Judged:
-        first, second = await _all_or_nothing(
+        first, second = await all_or_nothing(
             [
                 self._ask(request, question, question.forward, "context first", gate),
                 self._ask(request, question, question.reordered, "node first, context reversed", gate),

@@ -322,6 +322,20 @@ def _templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
+def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int, path: str) -> None:
+    """Every cookie of the page is set here: HttpOnly, SameSite=Strict, and Secure when the page is
+    served over https (a Secure cookie never comes back over the plain http of loopback)."""
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path=path,
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
+
+
 def _security_headers(response: Response, nonce: str) -> None:
     set_security_headers(
         response,
@@ -386,19 +400,16 @@ def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_a
     def sign_in_page(request: Request, status_code: int = 200, error: str = "") -> HTMLResponse:
         token = secrets.token_urlsafe(_TOKEN_BYTES)
         response = render(request, "sign_in.html", None, status_code, sign_in_csrf=token, error=error)
-        response.set_cookie(
-            SIGN_IN_COOKIE,
-            token,
-            max_age=SIGN_IN_COOKIE_SECONDS,
-            path="/sign-in",
-            secure=request.url.scheme == "https",
-            httponly=True,
-            samesite="strict",
-        )
+        _set_cookie(response, request, SIGN_IN_COOKIE, token, SIGN_IN_COOKIE_SECONDS, "/sign-in")
         return response
 
-    async def signed_form(request: Request, session: _Session) -> dict[str, str] | HTMLResponse:
-        """The form of a signed-in POST, or the page refusing it (bad body, missing or wrong CSRF)."""
+    async def signed_form(request: Request) -> tuple[_Session, dict[str, str]] | Response:
+        """The session and form of a POST that changes something, or the answer refusing it: no
+        session (the sign-in page), a bad body, a missing or wrong CSRF token. Both checks are made
+        here, together, so that no such POST can skip one."""
+        session = current(request)
+        if session is None:
+            return to_sign_in()
         try:
             form = await _read_form(request)
         except _FormRefused as exc:
@@ -414,7 +425,7 @@ def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_a
                 link="/queue",
                 label="queue",
             )
-        return form
+        return session, form
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -453,26 +464,15 @@ def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_a
         sessions.close(request.cookies.get(SESSION_COOKIE))
         token, _ = sessions.open()
         response = RedirectResponse("/queue", status_code=303)
-        response.set_cookie(
-            SESSION_COOKIE,
-            token,
-            max_age=math.ceil(sessions.lifetime_seconds),
-            path="/",
-            secure=request.url.scheme == "https",
-            httponly=True,
-            samesite="strict",
-        )
+        _set_cookie(response, request, SESSION_COOKIE, token, math.ceil(sessions.lifetime_seconds), "/")
         response.delete_cookie(SIGN_IN_COOKIE, path="/sign-in")
         return response
 
     @app.post("/sign-out", response_model=None)
     async def sign_out(request: Request) -> Response:
-        session = current(request)
-        if session is None:
-            return to_sign_in()
-        form = await signed_form(request, session)
-        if isinstance(form, HTMLResponse):
-            return form
+        signed = await signed_form(request)
+        if isinstance(signed, Response):
+            return signed
         sessions.close(request.cookies.get(SESSION_COOKIE))
         response = to_sign_in()
         response.delete_cookie(SESSION_COOKIE, path="/")
@@ -555,12 +555,10 @@ def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_a
 
     @app.post("/review/{task_id}", response_model=None)
     async def vote(request: Request, task_id: str) -> Response:
-        session = current(request)
-        if session is None:
-            return to_sign_in()
-        form = await signed_form(request, session)
-        if isinstance(form, HTMLResponse):
-            return form
+        signed = await signed_form(request)
+        if isinstance(signed, Response):
+            return signed
+        session, form = signed
         task = queue.pending_task(task_id)
         verdict, errors = parse_vote(form)
         if task is not None and verdict is None:

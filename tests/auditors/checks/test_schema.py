@@ -1,9 +1,10 @@
-"""The schema check (`trust.auditors.checks.schema`): reply contracts and JSON Schemas.
+"""The schema check (`trust.auditors.checks.schema`): JSON Schemas, on the node layer.
 
-A turn that answers a JSON contract in prose fails with "format mismatch", one that lacks a field
-with "missing required field(s)"; a JSON Schema in the question or in a parent's ```json-schema
-block is applied with jsonschema (the declared draft, else 2020-12), each violation named by its
-JSON path; nothing asked, nothing checked.
+A JSON Schema in the question or in a parent's ```json-schema block is applied with jsonschema (the
+declared draft, else 2020-12), each violation named by its JSON path; prose where JSON was asked is
+a "format mismatch"; nothing asked, nothing checked. What a CIG turn's parents ask of its reply (a
+reply contract, a schema block) is the edge layer's (`tests/auditors/checks/test_messages.py`), so
+the node layer leaves it alone: one broken reply is one fault.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import json
 
 import pytest
 
-from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome, loads_request
+from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome
 from trust.auditors.checks import SchemaCheck
 from trust.auditors.checks.schema import json_output, schema_in_question, schema_in_text
-from trust.core.graphs.cig import AgentTurn, Cig, ReplyContract, Role
+from trust.core.graphs.cig import AgentTurn, ReplyContract, Role
 from trust.core.graphs.hdag import HdagNode, Level
 from trust.core.graphs.refinement import ErrorType
 
@@ -57,74 +58,33 @@ def test_it_is_a_check() -> None:
     assert isinstance(CHECK, Check) and CHECK.name == "schema"
 
 
-# ------------------------------------------------------------------------------ reply contracts
-
-
-@pytest.mark.parametrize(
-    ("output", "how"),
-    [
-        ('{"name": "Ann Lee", "age": 71}', "bare"),
-        ('  {"name": "Ann Lee", "age": 71, "ward": "B"}\n', "bare"),
-        ('Here is the record:\n```json\n{"name": "Ann Lee", "age": 71}\n```\nAnything else?', "fenced"),
-        ('```\n{"name": "Ann Lee", "age": 71}\n```', "fenced"),
-    ],
-)
-async def test_a_json_reply_with_the_required_fields_passes(output: str, how: str) -> None:
-    result = await reply(output)
-    assert result.outcome is Outcome.PASS
-    assert result.detail == f"the output is JSON ({how}) and meets t0's contract (fields name, age)"
+# ------------------------------------------------------------------------------ replies
 
 
 @pytest.mark.parametrize(
     "output",
-    [
-        "The patient is Ann Lee, 71 years old.",
-        'Here is the record: {"name": "Ann Lee", "age": 71}',  # JSON inside prose is not a JSON reply
-        '```python\nprint({"name": "Ann Lee", "age": 71})\n```',
-        '{"name": "Ann Lee", "age": 71',
-    ],
+    ["The patient is Ann Lee, 71 years old.", '{"name": "Ann Lee", "ward": "B"}', '[{"name": "Ann Lee"}]'],
 )
-async def test_prose_where_json_was_asked_is_a_format_mismatch(output: str) -> None:
+async def test_a_reply_contract_is_not_the_node_layers(output: str) -> None:
     result = await reply(output)
-    assert (result.outcome, result.fault, result.error_type) == (Outcome.FAIL, "format mismatch", ErrorType.PROTOCOL)
-    assert result.detail.startswith("t0's reply contract asks for JSON; the output is prose: ")
-    assert result.expected == "JSON, bare or in a ```json block"
+    assert result.outcome is Outcome.NOT_APPLICABLE
+    assert result.detail == (
+        "no JSON Schema was given: neither the question nor a parent holds one (what a parent's message "
+        "asks of this reply is judged on the edge layer)"
+    )
 
 
-async def test_a_missing_field_is_named_by_its_path() -> None:
-    result = await reply('{"name": "Ann Lee", "ward": "B"}')
-    assert (result.outcome, result.fault) == (Outcome.FAIL, "missing required field(s)")
-    assert result.detail == "the JSON reply lacks $.age, required by t0's reply contract (it has name, ward)"
-    assert result.expected == "name, age"
-
-
-async def test_json_of_the_wrong_kind_is_a_format_mismatch() -> None:
-    result = await reply('[{"name": "Ann Lee", "age": 71}]')
-    assert (result.outcome, result.fault) == (Outcome.FAIL, "format mismatch")
-    assert "the output is an array" in result.detail
-
-
-async def test_contracts_without_fields_and_text_contracts() -> None:
-    any_json = AgentTurn("t0", 0, "Planner", Role.PLANNER, "Reply in JSON.", contract=ReplyContract("json"))
-    assert (await reply('{"ok": true}', parent=any_json)).outcome is Outcome.PASS
-    text = AgentTurn("t0", 0, "Planner", Role.PLANNER, "Reply as you like.", contract=ReplyContract("text"))
-    assert (await reply("Fine.", parent=text)).outcome is Outcome.NOT_APPLICABLE
-
-
-async def test_a_tool_turn_is_not_held_to_the_contract_of_the_message_it_runs() -> None:
-    assert (await reply("exitcode: 0", role=Role.TOOL)).outcome is Outcome.NOT_APPLICABLE
-
-
-async def test_a_segment_read_from_json_carries_the_contract() -> None:
-    cig = Cig()
-    cig.add_turn(PLANNER)
-    cig.add_turn(AgentTurn("t1", 1, "Clerk", Role.EXPERT, "Ann Lee, 71"))
-    cig.add_edge("t0", "t1")
-    from trust.auditors.base import dumps_request, request_for
-
-    request = loads_request(dumps_request(request_for(cig, "t1")))
-    result = await CHECK.check(request)
-    assert (result.outcome, result.fault) == (Outcome.FAIL, "format mismatch")
+async def test_a_parents_schema_binds_a_tool_turn_but_not_a_reply() -> None:
+    caller = AgentTurn(
+        "t0", 0, "Planner", Role.PLANNER, f"Call the API; it answers:\n```json-schema\n{json.dumps(ORDER_SCHEMA)}\n```"
+    )
+    assert (await reply('{"items": [{"price": -1}]}', parent=caller)).outcome is Outcome.NOT_APPLICABLE
+    tool = await reply('{"items": [{"price": -1}]}', role=Role.TOOL, parent=caller)
+    assert (tool.outcome, tool.fault) == (Outcome.FAIL, "schema violation")
+    assert tool.detail == "1 violation(s) of the JSON Schema of t0: $.items[0].price: -1 is less than the minimum of 0"
+    question = f"Does the reply match {json.dumps(ORDER_SCHEMA)}?"
+    asked = await CHECK.check(AuditRequest(AgentTurn("t1", 1, "Clerk", Role.EXPERT, "prose"), (caller,), question))
+    assert (asked.outcome, asked.fault) == (Outcome.FAIL, "format mismatch")  # the auditor's own question binds
 
 
 # ------------------------------------------------------------------------------ JSON Schema
@@ -177,7 +137,7 @@ async def test_nothing_asked_is_not_applicable() -> None:
     for question in ("", "Is this step correct?", 'The config is {"a": 1}.'):
         result = await answer('{"a": 1}', question)
         assert result.outcome is Outcome.NOT_APPLICABLE
-        assert result.detail.startswith("no format was asked for")
+        assert result.detail.startswith("no JSON Schema was given")
 
 
 # ------------------------------------------------------------------------------ the readers

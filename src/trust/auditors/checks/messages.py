@@ -6,10 +6,17 @@ Both judge an edge-layer request: the node is the receiver, and each audited sen
 of section 2.2.4 it shows (`PROTOCOL_FAILURES`, `FIDELITY_FAILURES`), which is how an audit of a
 whole CIG (`trust.auditors.graph`) tells a protocol score from a fidelity score.
 
-- `ContractCheck` (protocol): a message that asks for JSON (declared by the log's `expects`, or
-  said in words: "respond in JSON", "return only JSON") answered by prose (format_mismatch), or by
-  a JSON object that lacks a required field (schema_violation). Only replies are held to it: not a
-  receiver that reuses content of the message (an overlap edge), nor a tool that executes it.
+- `ContractCheck` (protocol): what a message asks of the reply's format, checked once, here. A
+  message asks for JSON by the log's `expects` (`ReplyContract`, format "json" with its required
+  fields), in words ("respond in JSON", "return only JSON", with the fields it names), or with a
+  ```json-schema block. The reply must be JSON as `trust.auditors.checks.schema.json_output` reads
+  it (the whole reply, or a ```json or plain fenced block; JSON buried in prose is prose), else
+  format_mismatch; a contract or a worded request wants an object (another kind: format_mismatch)
+  holding every required field (else schema_violation); a schema is applied with jsonschema
+  (violations: schema_violation, each by its JSON path). Only replies are held to it: not a
+  receiver that reuses content of the message (an overlap edge), nor a tool that executes it. The
+  node layer never checks a reply's format (`SchemaCheck` says why), so one broken reply is one
+  failed edge and its receiver is Invalid_Root for a protocol breach at its boundary.
 - `ValueFidelityCheck` (fidelity): a labelled value ("Seattle population: 737,015", "author = Jane
   Doe") restated by the receiver under the same label with another value (value_corruption);
   rounding to fewer decimals is not corruption. Not applicable when the receiver restates none.
@@ -17,13 +24,13 @@ whole CIG (`trust.auditors.graph`) tells a protocol score from a fidelity score.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from trust.auditors.base import AuditLayer, AuditRequest, CheckResult, Node, Outcome, node_text
+from trust.auditors.checks.schema import json_kind, json_output, schema_in_text, schema_violations
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.refinement import ErrorType
 from trust.core.maths.text import CODE_BLOCK
@@ -33,7 +40,6 @@ __all__ = [
     "PROTOCOL_FAILURES",
     "ContractCheck",
     "ValueFidelityCheck",
-    "json_object",
     "json_request",
     "labelled_values",
 ]
@@ -78,28 +84,23 @@ def json_request(text: str) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(name.strip() for name in _QUOTED_NAME.findall(fields.group(1))))
 
 
-def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a reply holds: the whole text, a fenced block, or the outermost braces."""
-    candidates = [text.strip()]
-    candidates += [block.group(2) for block in CODE_BLOCK.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+@dataclass(frozen=True, slots=True)
+class _Demand:
+    """What one message asks of its reply: JSON, an object with `fields` when `fields` is not None,
+    meeting `schema` when there is one."""
+
+    fields: tuple[str, ...] | None
+    schema: dict[str, Any] | None
 
 
-def _required(sender: Node) -> tuple[str, ...] | None:
-    """The fields a reply to `sender` must hold, or None when it asks for no JSON."""
+def _demand(sender: Node) -> _Demand | None:
+    """What a reply to `sender` must be; None when it asks for no JSON (a "text" contract asks none)."""
+    text = node_text(sender)
+    schema = schema_in_text(text)
     if isinstance(sender, AgentTurn) and sender.contract is not None:
-        return sender.contract.required if sender.contract.format == "json" else None
-    return json_request(node_text(sender))
+        return _Demand(sender.contract.required, schema) if sender.contract.format == "json" else None
+    fields = json_request(text)
+    return None if fields is None and schema is None else _Demand(fields, schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,30 +118,50 @@ class ContractCheck:
         if not request.replies:
             return CheckResult(self.name, Outcome.NOT_APPLICABLE, "the receiver reuses this message, it does not reply")
         receiver = request.node
-        asked = [(sender, fields) for sender in request.senders if (fields := _required(sender)) is not None]
+        asked = [(sender, demand) for sender in request.senders if (demand := _demand(sender)) is not None]
         if not asked:
             return CheckResult(self.name, Outcome.NOT_APPLICABLE, "no message asks for a JSON reply")
-        reply = json_object(node_text(receiver))
-        for sender, fields in asked:
-            if reply is None:
-                return CheckResult(
-                    self.name,
-                    Outcome.FAIL,
+        found = json_output(node_text(receiver))
+        undecided: list[str] = []
+        for sender, demand in asked:
+            if found is None:
+                return self._fail(
+                    "format_mismatch",
                     f"{sender.id} asked for JSON; {receiver.id} answered in prose",
-                    fault="format_mismatch",
-                    error_type=ErrorType.PROTOCOL,
+                    "JSON, bare or in a ```json block",
                 )
-            missing = [name for name in fields if name not in reply]
-            if missing:
-                listed = ", ".join(map(repr, missing))
-                return CheckResult(
-                    self.name,
-                    Outcome.FAIL,
-                    f"{receiver.id}'s JSON reply lacks required field(s) {listed}",
-                    fault="schema_violation",
-                    error_type=ErrorType.PROTOCOL,
-                )
+            value = found[0]
+            if demand.fields is not None:
+                if not isinstance(value, dict):
+                    return self._fail(
+                        "format_mismatch",
+                        f"{sender.id} asked for a JSON object; {receiver.id} answered with {json_kind(value)}",
+                        "a JSON object",
+                    )
+                missing = [name for name in demand.fields if name not in value]
+                if missing:
+                    return self._fail(
+                        "schema_violation",
+                        f"{receiver.id}'s JSON reply lacks required field(s) {', '.join(map(repr, missing))}, "
+                        f"asked for by {sender.id} (it has {', '.join(sorted(map(str, value))) or 'no fields'})",
+                        ", ".join(demand.fields),
+                    )
+            if demand.schema is not None:
+                violated = schema_violations(demand.schema, f"the JSON Schema of {sender.id}", value)
+                if violated is not None:
+                    outcome, detail = violated
+                    if outcome is Outcome.FAIL:
+                        return self._fail("schema_violation", f"{receiver.id}'s JSON reply: {detail}", None)
+                    if demand.fields is None:  # JSON was all it asked for, by a schema that cannot judge
+                        undecided.append(detail)
+        if len(undecided) == len(asked):
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "; ".join(undecided))
         return CheckResult(self.name, Outcome.PASS, f"{receiver.id} replied in the JSON asked for")
+
+    def _fail(self, fault: str, detail: str, expected: str | None) -> CheckResult:
+        return CheckResult(
+            self.name, Outcome.FAIL, detail, fault=fault, error_type=ErrorType.PROTOCOL, expected=expected
+        )
 
 
 # ---------------------------------------------------------------------------------------------- fidelity

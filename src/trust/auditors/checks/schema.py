@@ -1,23 +1,27 @@
-"""The schema check: does a node's output respect the format it was asked for (paper 2.2.4 Layer 2,
-protocol compliance; 3.1.1: tier-1 auditors "validate data formats, confirm API response schemas").
+"""The schema check: does a node's output meet the JSON Schema it was given (paper 3.1.1: tier-1
+auditors "validate data formats, confirm API response schemas").
 
-Two kinds of demand are checked, and `SchemaCheck` is not applicable when neither is made:
+A JSON Schema is given in the audit question (a JSON object in its text with "$schema", or with
+"type" and "properties") or in a parent's text inside a ```json-schema fenced block. The output must
+then be JSON: the whole output, or a fenced block (```json or a plain ```) anywhere in it. A JSON
+value buried in prose without a fence is prose ("Here it is: {...}"): a consumer that parses the
+output fails on it. The value is validated with the `jsonschema` library: the draft the schema
+declares in "$schema", Draft 2020-12 when it declares none, with format assertions on ("format":
+"date" is checked). A schema that is itself invalid is not the node's fault: the check says so and
+does not decide. `SchemaCheck` is not applicable when no schema is given.
 
-(a) a reply contract: a CIG turn replies to a parent whose `contract` (`trust.core.graphs.cig.ReplyContract`)
-    has format "json". The output must then be JSON, as the contract defines it: the whole output,
-    or a fenced block (```json or a plain ```) anywhere in it. A JSON object buried in prose
-    without a fence is prose ("Here it is: {...}"): a consumer that parses the reply fails on it.
-    A JSON reply must be an object and hold every `required` field. A tool turn is not held to the
-    format of the message it executes.
-(b) a JSON Schema: given in the audit question (a JSON object in its text with "$schema", or with
-    "type" and "properties") or in a parent's text inside a ```json-schema fenced block. The output's
-    JSON is validated with the `jsonschema` library: the draft the schema declares in "$schema",
-    Draft 2020-12 when it declares none, with format assertions on ("format": "date" is checked).
-    A schema that is itself invalid is not the node's fault: the check says so and does not decide.
+Which layer judges a format a parent asks for (decision, from the paper's 2.2.4 and Algorithm 1): a
+CIG turn's reply to a message is Layer 2, protocol compliance of the edge, so a reply contract
+(the log's `expects`), a worded request for JSON and a parent's ```json-schema block are all the
+edge-layer `trust.auditors.checks.messages.ContractCheck`'s, never this check's: one broken reply is
+one fault, charged to the edge it crossed (its receiver becomes Invalid_Root for a protocol breach at
+its boundary, even below an invalid parent). Here a parent's schema binds only what sends no reply:
+an HDAG node (its parents are steps, not messages) and a CIG tool turn (it executes what it is sent;
+its output, an API response, is judged against the schema its caller gave).
 
-Failures are protocol errors (`ErrorType.PROTOCOL`): "format mismatch" (prose where JSON was
-asked, or JSON of the wrong kind), "missing required field(s)", "schema violation". Each violation
-is named by its JSON path ("$.items[0].price: -1 is less than the minimum of 0").
+Failures are protocol errors (`ErrorType.PROTOCOL`): "format mismatch" (prose where JSON was asked)
+and "schema violation", each violation named by its JSON path ("$.items[0].price: -1 is less than
+the minimum of 0"). The JSON readers and `schema_violations` are shared with `ContractCheck`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
-from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.auditors.base import AuditRequest, CheckResult, Node, Outcome, node_text
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.refinement import ErrorType
 from trust.core.maths.text import CODE_BLOCK
@@ -40,9 +44,11 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SCHEMA_ERRORS",
     "SchemaCheck",
+    "json_kind",
     "json_output",
     "schema_in_question",
     "schema_in_text",
+    "schema_violations",
 ]
 
 MAX_SCHEMA_ERRORS: Final = 10
@@ -146,7 +152,8 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 3] + "..."
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What kind of JSON value `value` is, as a sentence names it ("an object", "an array", ...)."""
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -158,99 +165,85 @@ def _kind(value: Any) -> str:
     return "null" if value is None else "a number"
 
 
+def schema_violations(schema: dict[str, Any], source: str, value: Any) -> tuple[Outcome, str] | None:
+    """Whether `value` meets `schema` (named `source` in the detail): None when it does; (FAIL, the
+    violations, each by its JSON path, at most `MAX_SCHEMA_ERRORS` listed) when it does not;
+    (NOT_APPLICABLE, why) when the schema itself is invalid, which is not the output's fault."""
+    validator_class = validator_for(schema, default=Draft202012Validator)
+    try:
+        validator_class.check_schema(schema)
+    except SchemaError as exc:
+        where = exc.json_path if hasattr(exc, "json_path") else "$"
+        return (
+            Outcome.NOT_APPLICABLE,
+            f"{source} is not a valid JSON Schema ({where}: {exc.message}); the output cannot be judged by it",
+        )
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    errors = sorted(
+        validator.iter_errors(value), key=lambda error: (list(map(str, error.absolute_path)), error.message)
+    )
+    if not errors:
+        return None
+    listed = "; ".join(f"{error.json_path}: {error.message}" for error in errors[:MAX_SCHEMA_ERRORS])
+    more = f"; and {len(errors) - MAX_SCHEMA_ERRORS} more" if len(errors) > MAX_SCHEMA_ERRORS else ""
+    return Outcome.FAIL, f"{len(errors)} violation(s) of {source}: {listed}{more}"
+
+
+def _replies(node: Node) -> bool:
+    """Whether `node` replies to its parents' messages (a CIG turn other than a tool), so that what
+    they ask of its format is judged on the edge layer (see the module docstring)."""
+    return isinstance(node, AgentTurn) and node.role is not Role.TOOL
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaCheck:
-    """Checks a node's output against the reply contracts of its parents and a JSON Schema; see
-    the module docstring."""
+    """Checks a node's output against the JSON Schema of the question or of a parent; see the
+    module docstring."""
 
     @property
     def name(self) -> str:
         return "schema"
 
     async def check(self, request: AuditRequest) -> CheckResult:
-        node = request.node
-        contracts: list[AgentTurn] = []
-        if isinstance(node, AgentTurn) and node.role is not Role.TOOL:
-            contracts = [
-                parent
-                for parent in request.parents
-                if isinstance(parent, AgentTurn) and parent.contract is not None and parent.contract.format == "json"
-            ]
-        schema, schema_source = self._schema(request)
-        if not contracts and schema is None:
+        schema, source = self._schema(request)
+        if schema is None:
             return CheckResult(
                 self.name,
                 Outcome.NOT_APPLICABLE,
-                "no format was asked for: no parent has a JSON reply contract, and neither the question nor a "
-                "parent gives a JSON Schema",
+                "no JSON Schema was given: neither the question nor a parent holds one"
+                + (
+                    " (what a parent's message asks of this reply is judged on the edge layer)"
+                    if _replies(request.node)
+                    else ""
+                ),
             )
-        askers = [f"{parent.id}'s reply contract" for parent in contracts] + ([schema_source] if schema else [])
         found = json_output(request.text)
         if found is None:
             return self._fail(
                 "format mismatch",
-                f"{' and '.join(askers)} {'asks' if len(askers) == 1 else 'ask'} for JSON; "
-                f"the output is prose: {_preview(request.text)!r}",
+                f"{source} asks for JSON; the output is prose: {_preview(request.text)!r}",
                 "JSON, bare or in a ```json block",
             )
         value, how = found
-        checked: list[str] = []
-        for parent in contracts:
-            assert parent.contract is not None
-            if not isinstance(value, dict):
-                return self._fail(
-                    "format mismatch",
-                    f"{parent.id}'s reply contract asks for a JSON object; the output is {_kind(value)}",
-                    "a JSON object",
-                )
-            missing = [field for field in parent.contract.required if field not in value]
-            if missing:
-                paths = ", ".join(f"$.{field}" for field in missing)
-                return self._fail(
-                    "missing required field(s)",
-                    f"the JSON reply lacks {paths}, required by {parent.id}'s reply contract "
-                    f"(it has {', '.join(sorted(map(str, value))) or 'no fields'})",
-                    ", ".join(parent.contract.required),
-                )
-            fields = ", ".join(parent.contract.required)
-            checked.append(f"{parent.id}'s contract" + (f" (fields {fields})" if fields else ""))
-        if schema is not None:
-            result = self._validate(schema, schema_source, value)
-            if result is not None:
-                return result
-            checked.append(f"{schema_source}")
-        return CheckResult(self.name, Outcome.PASS, f"the output is JSON ({how}) and meets {' and '.join(checked)}")
+        violated = schema_violations(schema, source, value)
+        if violated is None:
+            return CheckResult(self.name, Outcome.PASS, f"the output is JSON ({how}) and meets {source}")
+        outcome, detail = violated
+        if outcome is Outcome.NOT_APPLICABLE:
+            return CheckResult(self.name, outcome, detail)
+        return self._fail("schema violation", detail, None)
 
     def _schema(self, request: AuditRequest) -> tuple[dict[str, Any] | None, str]:
         schema = schema_in_question(request.question)
         if schema is not None:
             return schema, "the JSON Schema of the question"
+        if _replies(request.node):
+            return None, ""
         for parent in request.parents:
             schema = schema_in_text(node_text(parent))
             if schema is not None:
                 return schema, f"the JSON Schema of {parent.id}"
         return None, ""
-
-    def _validate(self, schema: dict[str, Any], source: str, value: Any) -> CheckResult | None:
-        validator_class = validator_for(schema, default=Draft202012Validator)
-        try:
-            validator_class.check_schema(schema)
-        except SchemaError as exc:
-            where = exc.json_path if hasattr(exc, "json_path") else "$"
-            return CheckResult(
-                self.name,
-                Outcome.NOT_APPLICABLE,
-                f"{source} is not a valid JSON Schema ({where}: {exc.message}); the output cannot be judged by it",
-            )
-        validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
-        errors = sorted(
-            validator.iter_errors(value), key=lambda error: (list(map(str, error.absolute_path)), error.message)
-        )
-        if not errors:
-            return None
-        listed = "; ".join(f"{error.json_path}: {error.message}" for error in errors[:MAX_SCHEMA_ERRORS])
-        more = f"; and {len(errors) - MAX_SCHEMA_ERRORS} more" if len(errors) > MAX_SCHEMA_ERRORS else ""
-        return self._fail("schema violation", f"{len(errors)} violation(s) of {source}: {listed}{more}", None)
 
     def _fail(self, fault: str, detail: str, expected: str | None) -> CheckResult:
         return CheckResult(
