@@ -1,4 +1,5 @@
-"""`trust.auditors.base.all_or_nothing`: how the auditors await several questions at once."""
+"""`trust.auditors.base`: how the auditors await several questions at once (`all_or_nothing`) and what
+a seat of the network answers (`audit_seat`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import asyncio
 
 import pytest
 
-from trust.auditors.base import all_or_nothing
+from trust.auditors.base import AuditLayer, AuditRequest, Outcome, Verdict, all_or_nothing, audit_seat, request_for
+from trust.auditors.tiers import computational_auditor
+from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, ReplyContract, Role
+from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
+from trust.settings import SandboxSettings
+
+TIER1 = computational_auditor(SandboxSettings(timeout_seconds=5, cpu_seconds=5))
 
 
 async def test_results_come_in_order_with_at_most_concurrency_in_flight() -> None:
@@ -50,3 +57,76 @@ async def test_a_failure_cancels_the_others_before_it_is_raised() -> None:
             await all_or_nothing([waits(0), fails(), waits(2)], concurrency=concurrency)
         assert 0 in cancelled and set(cancelled) <= {0, 2}
         assert asyncio.all_tasks() == {asyncio.current_task()}  # nothing outlives the call
+
+
+# ---------------------------------------------------------------- audit_seat: what a network seat answers
+
+
+def _json_request_answered_in_prose() -> Cig:
+    cig = Cig()
+    task = "What is 2 + 2? Reply in JSON."
+    cig.add_turn(AgentTurn("t0", 0, "Planner", Role.PLANNER, task, contract=ReplyContract("json", ("answer",))))
+    cig.add_turn(AgentTurn("t1", 1, "Solver", Role.EXPERT, "The answer is 4."))
+    cig.add_edge("t0", "t1", EdgeOrigin.SEQUENCE)
+    return cig
+
+
+async def test_a_tier1_seat_on_a_turn_fails_it_for_a_broken_incoming_message() -> None:
+    """The network has no edge seats: the receiver's tier-1 seat judges its incoming messages too, so
+    a prose reply to a JSON contract fails the turn there (offline it fails the edge instead)."""
+    request = request_for(_json_request_answered_in_prose(), "t1")
+    assert (await TIER1.audit(request)).vote is not Outcome.FAIL  # the node layer alone says nothing
+    verdict = await audit_seat(TIER1, request)
+    assert verdict.vote is Outcome.FAIL and verdict.score == 0.0
+    assert verdict.critique.startswith("incoming messages: ") and "t0 asked for JSON; t1 answered in prose" in (
+        verdict.critique
+    )
+    assert verdict.error_type is not None
+    assert "contract" in {check.check for check in verdict.checks}
+
+
+async def test_a_seat_on_a_turn_with_a_kept_contract_passes_and_says_what_it_verified() -> None:
+    cig = _json_request_answered_in_prose()
+    kept = Cig()
+    kept.add_turn(cig.turn("t0"))
+    kept.add_turn(AgentTurn("t1", 1, "Solver", Role.EXPERT, '{"answer": 4}'))
+    kept.add_edge("t0", "t1", EdgeOrigin.SEQUENCE)
+    verdict = await audit_seat(TIER1, request_for(kept, "t1"))
+    assert verdict.vote is Outcome.PASS and "incoming messages: " in verdict.critique
+
+
+async def test_a_node_without_parents_and_an_hdag_node_get_the_node_verdict_only() -> None:
+    first = request_for(_json_request_answered_in_prose(), "t0")
+    assert await audit_seat(TIER1, first) == await TIER1.audit(first)
+    hdag = Hdag()
+    hdag.add_node(HdagNode("n0", Level.OPERATION, "12 * 3 = 37"))
+    node = request_for(hdag, "n0")
+    assert await audit_seat(TIER1, node) == await TIER1.audit(node)
+
+
+class _Counting:
+    """A tier-2 auditor that counts the questions it is asked (the model call a seat pays for)."""
+
+    def __init__(self) -> None:
+        self.layers: list[AuditLayer] = []
+
+    @property
+    def tier(self) -> Tier:
+        return Tier.LLM
+
+    @property
+    def name(self) -> str:
+        return "counting"
+
+    async def unavailable(self) -> str | None:
+        return None
+
+    async def audit(self, request: AuditRequest) -> Verdict:
+        self.layers.append(request.layer)
+        return Verdict(Outcome.PASS, 1.0, "fine")
+
+
+async def test_a_tier2_seat_is_asked_the_node_layer_once() -> None:
+    counting = _Counting()
+    verdict = await audit_seat(counting, request_for(_json_request_answered_in_prose(), "t1"))
+    assert verdict == Verdict(Outcome.PASS, 1.0, "fine") and counting.layers == [AuditLayer.NODE]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -54,6 +54,7 @@ __all__ = [
     "Outcome",
     "Verdict",
     "all_or_nothing",
+    "audit_seat",
     "default_question",
     "dumps_request",
     "loads_request",
@@ -435,3 +436,44 @@ async def all_or_nothing(awaitables: Sequence[Awaitable[_T]], *, concurrency: in
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+async def audit_seat(auditor: Auditor, request: AuditRequest) -> Verdict:
+    """What a seat of the network answers on `request`: the auditor's verdict on the node and, for a
+    tier-1 auditor and a CIG turn with parents, on what reached it too.
+
+    The network seats one committee per node and none per edge, so the edge layer (paper 2.2.4:
+    protocol compliance and information fidelity of the messages a turn received) has no seat of
+    its own. Algorithm 1 makes a turn whose incoming edge failed Invalid_Root, exactly what its own
+    seat failing makes it, so the turn's tier-1 seat judges its incoming messages as well: a prose
+    reply to a JSON contract fails the turn in the network as it fails the edge offline. Offline
+    (`trust.auditors.graph.audit_cig`) the two layers are asked apart and attributed apart, so no
+    fault is counted twice there. Tiers 2 and 3 answer the node layer only: a second model call or
+    a second review per seat would double their cost for what tier 1 checks exactly.
+
+    The combination: FAIL when either layer fails (every failure listed, the node's first);
+    otherwise PASS when either passed; otherwise the node's NOT_APPLICABLE.
+    """
+    verdict = await auditor.audit(request)
+    if (
+        auditor.tier is not Tier.COMPUTATIONAL
+        or request.layer is not AuditLayer.NODE
+        or not isinstance(request.node, AgentTurn)
+        or not request.parents
+    ):
+        return verdict
+    edges = await auditor.audit(replace(request, layer=AuditLayer.EDGE))
+    checks = verdict.checks + edges.checks
+    failed = [v for v in (verdict, edges) if v.vote is Outcome.FAIL]
+    if failed:
+        first = failed[0]
+        critique = "; ".join(v.critique if v is verdict else f"incoming messages: {v.critique}" for v in failed)
+        return Verdict(Outcome.FAIL, 0.0, critique, first.error_type, first.expected, checks)
+    if verdict.vote is Outcome.PASS or edges.vote is Outcome.PASS:
+        critique = "; ".join(
+            v.critique if v is verdict else f"incoming messages: {v.critique}"
+            for v in (verdict, edges)
+            if v.vote is Outcome.PASS
+        )
+        return Verdict(Outcome.PASS, 1.0, critique, checks=checks)
+    return replace(verdict, checks=checks)

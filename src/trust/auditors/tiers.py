@@ -24,7 +24,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
+from trust.auditors.base import Auditor, AuditRequest, Check, Verdict, audit_seat
 from trust.auditors.computational import ComputationalAuditor
 from trust.core.graphs.hdag import Tier
 from trust.errors import ConfigError
@@ -213,9 +213,10 @@ async def human_auditor(
 
 
 async def audit_once(request: AuditRequest, tier: int, settings: Settings) -> Verdict:
-    """One segment audited by `tier`'s auditor, outside any session (`trust audit-segment`)."""
+    """One segment audited by `tier`'s auditor, outside any session (`trust audit-segment`), with the
+    verdict a seat of the network would give (`audit_seat`)."""
     if tier == Tier.COMPUTATIONAL:
-        return await computational_auditor(settings.worker.sandbox).audit(request)
+        return await audit_seat(computational_auditor(settings.worker.sandbox), request)
     if tier == Tier.LLM:
         async with AsyncExitStack() as stack:
             return await (await llm_auditor(settings, stack, share_server=False)).audit(request)

@@ -58,7 +58,7 @@ from eth_utils import to_checksum_address
 from trust.adapters.chain.protocol import Protocol
 from trust.adapters.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
 from trust.adapters.storage.kubo import KuboClient
-from trust.auditors.base import Auditor, Verdict, request_from_plaintexts
+from trust.auditors.base import Auditor, Verdict, audit_seat, request_from_plaintexts
 from trust.core.amounts import eth_text
 from trust.core.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, open_envelope
 from trust.core.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, seal_report
@@ -796,7 +796,7 @@ class Worker:
             window = asyncio.timeout(max(0.0, seat.commit_deadline - self._chain_now()))
             try:
                 async with window:
-                    verdict = await self.auditor.audit(request)
+                    verdict = await audit_seat(self.auditor, request)
             except JudgmentError as exc:
                 # The model answered and kept answering no judgment: asking again in a minute would
                 # spend the seat's attempts (and the shared model's time) for the same answers.
