@@ -115,9 +115,12 @@ def test_the_wheel_carries_the_protocol_compiled_from_contracts_src(wheel: Path,
         names = archive.namelist()
         shipped = tmp_path / "contracts.json"
         shipped.write_bytes(archive.read("trust/adapters/chain/abi/contracts.json"))
-    assert {"trust/py.typed", "trust/auditors/templates/review.html", "trust/api/explorer/templates/base.html"} <= set(
-        names
-    )
+    assert {
+        "trust/py.typed",
+        "trust/adapters/web_templates/layout.html",
+        "trust/auditors/templates/review.html",
+        "trust/api/explorer/templates/base.html",
+    } <= set(names)
     # Nothing of the checkout beyond the package: no sources, no tests, no caches.
     assert all(name.startswith(("trust/", "trust_audit-")) for name in names), names
     assert not any("__pycache__" in name or name.endswith(".sol") for name in names)

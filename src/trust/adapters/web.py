@@ -1,6 +1,6 @@
-"""What every HTML page this project serves sends with it (the explorer, the tier-3 review page), and
-an app served in the caller's own event loop (benchmarks and tests that drive the gateway or the
-explorer over real HTTP)."""
+"""What every HTML page this project serves shares (the explorer, the tier-3 review page): the
+templates' frame and environment, and the headers sent with them; and an app served in the caller's
+own event loop (benchmarks and tests that drive the gateway or the explorer over real HTTP)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,36 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
+import jinja2
 import uvicorn
 from starlette.responses import Response
+from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp
 
-__all__ = ["serve_in_loop", "set_security_headers"]
+__all__ = ["LAYOUT_DIR", "page_templates", "serve_in_loop", "set_security_headers"]
+
+LAYOUT_DIR = Path(__file__).with_name("web_templates")
+"""Where `layout.html` lies: the frame (head, shared style, header, main) that each app's own
+`base.html` extends."""
+
+
+def page_templates(directory: Path) -> Jinja2Templates:
+    """The templates of an app whose own pages lie in `directory`, over the shared `layout.html`.
+
+    Autoescaped everywhere (the pages show chain data and submitted text); an undefined name is an
+    error rather than an empty string; block tags leave no blank lines. A name in `directory` wins
+    over the same name in the shared folder.
+    """
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(directory), jinja2.FileSystemLoader(LAYOUT_DIR)]),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return Jinja2Templates(env=env)
 
 
 def set_security_headers(response: Response, content_security_policy: str) -> None:

@@ -39,13 +39,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl
 
-import jinja2
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
-from fastapi.templating import Jinja2Templates
 
-from trust.adapters.web import set_security_headers
+from trust.adapters.web import page_templates, set_security_headers
 from trust.auditors.base import AuditRequest, Outcome, Verdict
 from trust.auditors.human import PastVote, RefusalReason, ReviewQueue, ReviewRefused, ReviewTask
 from trust.core.graphs.cig import AgentTurn
@@ -311,17 +309,6 @@ def _same(given: str, expected: str) -> bool:
 # ---------------------------------------------------------------------------------------- the app
 
 
-def _templates() -> Jinja2Templates:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return Jinja2Templates(env=env)
-
-
 def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int, path: str) -> None:
     """Every cookie of the page is set here: HttpOnly, SameSite=Strict, and Secure when the page is
     served over https (a Secure cookie never comes back over the plain http of loopback)."""
@@ -356,7 +343,7 @@ def create_review_app(queue: ReviewQueue, settings: ReviewSettings, *, auditor_a
         )
     password = settings.password.get_secret_value()
     sessions = _Sessions(settings.session_hours * _SECONDS_PER_HOUR)
-    templates = _templates()
+    templates = page_templates(TEMPLATES_DIR)
     app = FastAPI(title="TRUST review", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,9 +18,23 @@ from trust.cli.common import (
     settings_for,
 )
 
+if TYPE_CHECKING:
+    from rich.status import Status
+
 __all__ = ["bench_app"]
 
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+
+
+@contextlib.contextmanager
+def _measuring(what: str, *, param_hint: str | None = None) -> Iterator[Status]:
+    """A spinner saying `what` on stderr while a benchmark runs (its `update` is the benchmark's
+    progress); a ValueError from inside (an option value the benchmark refuses) becomes a usage error."""
+    try:
+        with err_console.status(what) as status:
+            yield status
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 @bench_app.command("gas")
@@ -50,13 +66,8 @@ def bench_attacks_cmd(
     from trust.lab.bench.attacks import render, run_attacks
 
     settings = settings_for(home)
-    try:
-        with err_console.status("replaying the attacks on fresh chains") as status:
-            report = asyncio.run(
-                run_attacks(settings, only=[name.upper() for name in only or []], progress=status.update)
-            )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--only") from None
+    with _measuring("replaying the attacks on fresh chains", param_hint="--only") as status:
+        report = asyncio.run(run_attacks(settings, only=[name.upper() for name in only or []], progress=status.update))
     render(report, console, json_only=json_only)
     if not report.all_defended:
         raise typer.Exit(1)
@@ -93,17 +104,14 @@ def bench_refinement_cmd(
     from trust.lab.bench.refinement import render, run_refinement_benchmark
 
     settings = settings_for(home)
-    try:
-        with err_console.status("refining balanced trees") as status:
-            bench = run_refinement_benchmark(
-                branching,
-                depth,
-                audit_settings=settings.audit,
-                refinement_settings=settings.refinement,
-                progress=status.update,
-            )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    with _measuring("refining balanced trees") as status:
+        bench = run_refinement_benchmark(
+            branching,
+            depth,
+            audit_settings=settings.audit,
+            refinement_settings=settings.refinement,
+            progress=status.update,
+        )
     render(bench, console)
 
 
@@ -119,17 +127,14 @@ def bench_graphs_cmd(
     from trust.lab.bench.graphs import DEFAULT_SIZES, render, run_graphs_benchmark
 
     audit = settings_for(home).audit
-    try:
-        with err_console.status("timing the graph core") as status:
-            bench = run_graphs_benchmark(
-                tuple(size) if size else DEFAULT_SIZES,
-                tau_node=audit.tau_node,
-                tau_edge=audit.tau_edge,
-                repeat=repeat,
-                progress=status.update,
-            )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    with _measuring("timing the graph core") as status:
+        bench = run_graphs_benchmark(
+            tuple(size) if size else DEFAULT_SIZES,
+            tau_node=audit.tau_node,
+            tau_edge=audit.tau_edge,
+            repeat=repeat,
+            progress=status.update,
+        )
     render(bench, console)
 
 
@@ -170,18 +175,15 @@ def bench_privacy_cmd(
     )
     with err_console.status("decomposing traces") as status:
         traces = load_traces(processbench, who_when, limit=limit, progress=status.update)
-    try:
-        with err_console.status("drawing committees") as status:
-            bench = run_privacy_benchmark(
-                traces,
-                np.random.default_rng(seed),
-                auditors=tuple(auditors) if auditors else DEFAULT_AUDITORS,
-                committee_sizes=sizes,
-                draws=draws,
-                progress=status.update,
-            )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    with _measuring("drawing committees") as status:
+        bench = run_privacy_benchmark(
+            traces,
+            np.random.default_rng(seed),
+            auditors=tuple(auditors) if auditors else DEFAULT_AUDITORS,
+            committee_sizes=sizes,
+            draws=draws,
+            progress=status.update,
+        )
     render(bench, console)
 
 
@@ -261,21 +263,18 @@ def bench_worker_cmd(
     from trust.lab.bench.worker import DEFAULT_PIPELINE_SEATS, render, run_worker_benchmark
 
     settings = settings_for(home)
-    try:
-        with err_console.status("benchmarking the worker") as status:
-            bench = asyncio.run(
-                run_worker_benchmark(
-                    settings,
-                    tier2_segments=tier2_segments,
-                    pipeline_seats=tuple(seats or DEFAULT_PIPELINE_SEATS),
-                    tier2_pipeline_seats=tier2_seats,
-                    through_finalize=through_finalize,
-                    poll_seconds=poll_seconds,
-                    progress=status.update,
-                )
+    with _measuring("benchmarking the worker") as status:  # ParameterError included: a bad combination of options
+        bench = asyncio.run(
+            run_worker_benchmark(
+                settings,
+                tier2_segments=tier2_segments,
+                pipeline_seats=tuple(seats or DEFAULT_PIPELINE_SEATS),
+                tier2_pipeline_seats=tier2_seats,
+                through_finalize=through_finalize,
+                poll_seconds=poll_seconds,
+                progress=status.update,
             )
-    except ValueError as exc:  # ParameterError included: a bad combination of options
-        raise typer.BadParameter(str(exc)) from None
+        )
     render(bench, console)
 
 

@@ -31,6 +31,8 @@ worker_app = typer.Typer(
     help="The auditor worker: audits its seats with its own wallet and votes in time.", no_args_is_help=True
 )
 
+AuditorKeystoreOption = Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")]
+
 
 def _worker_logging(verbose: bool) -> logging.Logger:
     logging.basicConfig(
@@ -143,7 +145,7 @@ def worker_status_cmd(
 
 @worker_app.command("withdraw")
 def worker_withdraw_cmd(
-    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    keystore: AuditorKeystoreOption,
     rpc: Annotated[
         str | None, typer.Option("--rpc", help="JSON-RPC endpoint (default: TRUST_RPC_URL or the devnet)")
     ] = None,
@@ -296,7 +298,7 @@ def worker_register_cmd(
 
 @worker_app.command("stake")
 def worker_stake_cmd(
-    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    keystore: AuditorKeystoreOption,
     add: Annotated[str, typer.Option("--add", help="tokens to add to the stake, in whole tokens")],
     password_file: PasswordFileOption = None,
     rpc: WorkerRpcOption = None,
@@ -324,7 +326,7 @@ def worker_stake_cmd(
 
 @worker_app.command("unstake")
 def worker_unstake_cmd(
-    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    keystore: AuditorKeystoreOption,
     amount: Annotated[str | None, typer.Option("--amount", help="tokens to unstake, in whole tokens")] = None,
     unstake_all: Annotated[
         bool, typer.Option("--all", help="unstake everything: leave the draw (the wallet stays registered)")
@@ -432,7 +434,7 @@ def _availability(
 
 @worker_app.command("pause")
 def worker_pause_cmd(
-    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    keystore: AuditorKeystoreOption,
     password_file: PasswordFileOption = None,
     rpc: WorkerRpcOption = None,
     home: HomeOption = None,
@@ -444,7 +446,7 @@ def worker_pause_cmd(
 
 @worker_app.command("resume")
 def worker_resume_cmd(
-    keystore: Annotated[Path, typer.Option("--keystore", help="the auditor's keystore file")],
+    keystore: AuditorKeystoreOption,
     password_file: PasswordFileOption = None,
     rpc: WorkerRpcOption = None,
     home: HomeOption = None,

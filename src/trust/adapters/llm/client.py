@@ -44,6 +44,8 @@ from typing import Any
 
 import httpx
 
+from trust.adapters.http import OwnedHttpClient
+from trust.core.backoff import backoff_delay
 from trust.core.chat import ChatMessage
 from trust.errors import ConfigError, LlmError, excerpt
 from trust.settings import LlmSettings
@@ -65,7 +67,7 @@ class StructuredOutput(StrEnum):
     PROMPT = "prompt"
 
 
-class LlmClient:
+class LlmClient(OwnedHttpClient):
     """An async chat-completions client for one endpoint and model (see the module docstring)."""
 
     def __init__(
@@ -101,18 +103,6 @@ class LlmClient:
         if self._closed:
             raise LlmError("LlmClient is closed: create a new client")
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self._http.aclose()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @property
     def model(self) -> str:
@@ -215,7 +205,7 @@ class LlmClient:
                 return min(max(float(retry_after), 0.0), self._max_backoff)
             except ValueError:
                 pass  # an HTTP date: fall back to our own schedule
-        return float(min(self._backoff * 2**attempt, self._max_backoff))
+        return backoff_delay(self._backoff, attempt, self._max_backoff)
 
     def _reply_text(self, response: httpx.Response) -> str:
         try:

@@ -42,6 +42,8 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trust.adapters.http import OwnedHttpClient
+from trust.core.backoff import backoff_delay
 from trust.core.cid import CHUNK_SIZE_BYTES, MAX_LINKS, Cid, UnixfsHasher, parse_cid
 from trust.errors import ContentNotFound, IpfsError, VerificationError, excerpt
 from trust.settings import IpfsSettings, Settings
@@ -205,7 +207,7 @@ class _Upload:
             )
 
 
-class KuboClient:
+class KuboClient(OwnedHttpClient):
     """An async Kubo RPC API client for one node (see the module docstring)."""
 
     def __init__(
@@ -273,18 +275,6 @@ class KuboClient:
     async def __aenter__(self) -> KuboClient:
         self._check_open("open")
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self._http.aclose()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     # --- commands ---------------------------------------------------------------------------
 
@@ -520,7 +510,7 @@ class KuboClient:
         raise AssertionError("unreachable: the last attempt yields or raises")
 
     def _delay(self, attempt: int) -> float:
-        return float(min(self._backoff * 2**attempt, self._max_backoff))
+        return backoff_delay(self._backoff, attempt, self._max_backoff)
 
     def _unreachable(self, command: str, attempts: int, exc: Exception) -> IpfsError:
         return IpfsError(

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import jinja2
 import markupsafe
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi import Path as PathParam
@@ -60,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trust.adapters.chain.compiler import Artifact
 from trust.adapters.chain.deployment import Deployment
 from trust.adapters.chain.protocol import Protocol, open_chain
-from trust.adapters.web import set_security_headers
+from trust.adapters.web import page_templates, set_security_headers
 from trust.api.explorer.charts import ChartPoint, ChartSeries, line_chart_svg
 from trust.api.explorer.formatting import (
     amount_text,
@@ -518,41 +517,27 @@ def auditor_charts(detail: AuditorDetail) -> dict[str, str]:
         _series("earned", history, lambda p: p.earnings_wei, eth, _EARNED_COLOUR),
         _series("claimed", history, lambda p: p.claimed_wei, eth, _CLAIMED_COLOUR, "6 4"),
     ]
+    charts = (
+        ("stake", "Stake (TRUST)", stake, False),
+        ("reputation", "Reputation", reputation, False),
+        ("earnings", "Earnings, cumulative (ETH)", earnings, True),
+    )
     return {
-        "stake": line_chart_svg(
-            title="Stake (TRUST)",
-            series=stake,
+        name: line_chart_svg(
+            title=title,
+            series=series,
             value_text=decimal_text,
             x_end=end,
-            element_id="chart-stake",
-            include_zero=False,
-        ),
-        "reputation": line_chart_svg(
-            title="Reputation",
-            series=reputation,
-            value_text=decimal_text,
-            x_end=end,
-            element_id="chart-reputation",
-            include_zero=False,
-        ),
-        "earnings": line_chart_svg(
-            title="Earnings, cumulative (ETH)",
-            series=earnings,
-            value_text=decimal_text,
-            x_end=end,
-            element_id="chart-earnings",
-        ),
+            element_id=f"chart-{name}",
+            include_zero=include_zero,
+        )
+        for name, title, series, include_zero in charts
     }
 
 
 def _templates() -> Jinja2Templates:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    templates = page_templates(TEMPLATES_DIR)
+    env = templates.env
     env.filters.update(
         eth=lambda wei: amount_text(int(wei), "ETH"),
         tokens=lambda units: amount_text(int(units), "TRUST"),
@@ -565,7 +550,7 @@ def _templates() -> Jinja2Templates:
         hex=lambda b: "0x" + bytes(b).hex(),
     )
     env.globals.update(ratio=ratio_text, duration=duration_text)
-    return Jinja2Templates(env=env)
+    return templates
 
 
 def _security_headers(response: Response, nonce: str | None) -> None:

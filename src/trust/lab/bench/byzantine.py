@@ -89,11 +89,12 @@ rounds' seats as `Tally._withEarlierRounds` does (`SegmentRecord.settlements`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -616,8 +617,7 @@ class ByzantineBench:
 
     @property
     def level(self) -> float:
-        """The level of each interval: 1 - (1 - family_level) / comparisons (Bonferroni)."""
-        return 1.0 - (1.0 - self.family_level) / self.comparisons_count
+        return _bonferroni_level(self.family_level, self.comparisons_count)
 
     def comparisons(self) -> list[Comparison]:
         return [row for phase in self.phases for row in phase.comparisons(self.level)]
@@ -711,6 +711,17 @@ class ByzantineBench:
 # ---------------------------------------------------------------------------------------- the run
 
 
+def _check_family_level(family_level: float) -> None:
+    if not 0 < family_level < 1:
+        raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
+
+
+def _bonferroni_level(family_level: float, comparisons: int) -> float:
+    """The level of each of `comparisons` intervals: 1 - (1 - family_level) / comparisons
+    (Bonferroni), so that all of them hold together with probability `family_level`."""
+    return 1.0 - (1.0 - family_level) / comparisons
+
+
 def _adversary_counts(rhos: Sequence[float], pool: int) -> list[int]:
     if pool < COMMITTEE_SIZE:
         raise ConfigError(f"pool = {pool}: a committee of {COMMITTEE_SIZE} needs at least {COMMITTEE_SIZE} auditors")
@@ -748,8 +759,7 @@ async def run_byzantine_benchmark(
         raise ConfigError(
             f"segments_per_rho = {segments_per_rho}, sessions_in_parallel = {sessions_in_parallel}: both must be >= 1"
         )
-    if not 0 < family_level < 1:
-        raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
+    _check_family_level(family_level)
     traces_per_rho = math.ceil(segments_per_rho / segments_per_trace)
     say = progress or (lambda _message: None)
     honest_workers, adversarial_workers = pool - min(counts), max(counts)
@@ -779,10 +789,7 @@ async def run_byzantine_benchmark(
             seat_capacity=SEAT_CAPACITY,
             worker_poll_seconds=WORKER_POLL_SECONDS,
         ) as network:
-            run = _Run(network, say, sessions_in_parallel, segments_per_trace)
-            async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as bound:
-                run.protocol = bound
-                await run.prepare()
+            async with _Run.bound(network, say, sessions_in_parallel, segments_per_trace) as run:
                 rng = random.Random(seed)
                 phases = []
                 for rho, adversaries in zip(rhos, counts, strict=True):
@@ -815,6 +822,19 @@ class _Run:
     sat_in: dict[str, list[float]] = field(init=False, default_factory=dict)
     segments: list[SegmentRecord] = field(init=False, default_factory=list)
     params: dict[str, int] = field(init=False, default_factory=dict)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def bound(
+        cls, network: LocalNetwork, say: Callable[[str], None], sessions_in_parallel: int, segments_per_trace: int
+    ) -> AsyncIterator[_Run]:
+        """A run on `network`: its protocol bound for as long as the run lasts, the auditors' wallets
+        and roles, the parameters and every balance before the first audit read."""
+        run = cls(network, say, sessions_in_parallel, segments_per_trace)
+        async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as protocol:
+            run.protocol = protocol
+            await run.prepare()
+            yield run
 
     async def prepare(self) -> None:
         password = (self.network.folder / "keystore-password").read_text().strip()
@@ -1048,6 +1068,16 @@ def _trace_record(
 # ---------------------------------------------------------------------------------------- output
 
 
+def _observation_cells(row: Comparison) -> tuple[str, str, str]:
+    """A comparison's last three table cells: the observed rate, its interval, whether they agree."""
+    observed = row.observed
+    return (
+        f"{observed.successes}/{observed.trials} = {observed.rate:.4f}",
+        f"[{observed.low:.4f}, {observed.high:.4f}]",
+        "yes" if row.agrees else "NO",
+    )
+
+
 def render(bench: ByzantineBench, console: Console) -> None:
     """The comparison table (rho, predicted, observed with its interval, agreement), the committees'
     compositions, and the money by role."""
@@ -1068,9 +1098,7 @@ def render(bench: ByzantineBench, console: Console) -> None:
                 row.quantity,
                 f"{row.predicted:.4f}",
                 "-" if row.iid is None else f"{row.iid:.4f}",
-                f"{row.observed.successes}/{row.observed.trials} = {row.observed.rate:.4f}",
-                f"[{row.observed.low:.4f}, {row.observed.high:.4f}]",
-                "yes" if row.agrees else "NO",
+                *_observation_cells(row),
             )
     console.print(table)
 
@@ -1259,8 +1287,7 @@ class VetoBench:
 
     @property
     def level(self) -> float:
-        """The level of each interval: 1 - (1 - family_level) / comparisons (Bonferroni)."""
-        return 1.0 - (1.0 - self.family_level) / self.comparisons_count
+        return _bonferroni_level(self.family_level, self.comparisons_count)
 
     @property
     def vetoer_share(self) -> float:
@@ -1452,8 +1479,7 @@ async def run_veto_benchmark(
     of a model, so tier 2 must decide exactly (epsilon = 0 in both tiers)."""
     if segments < 1 or sessions_in_parallel < 1:
         raise ConfigError(f"segments = {segments}, sessions_in_parallel = {sessions_in_parallel}: both must be >= 1")
-    if not 0 < family_level < 1:
-        raise ConfigError(f"family_level = {family_level}: must be in (0, 1)")
+    _check_family_level(family_level)
     if not honest_stakes or any(m < 1 for m in (*honest_stakes, vetoer_stake)):
         raise ConfigError(
             f"honest_stakes = {tuple(honest_stakes)}, vetoer_stake = {vetoer_stake}: tier 1 needs an honest auditor "
@@ -1498,10 +1524,7 @@ async def run_veto_benchmark(
             # The pool is the model's: no worker leaves the draw on its own (the windows are long).
             worker_env={"TRUST_WORKER__BACKPRESSURE": "false"},
         ) as network:
-            run = _Run(network, say, sessions_in_parallel, segments_per_trace)
-            async with Protocol.connect(network.settings, network.rpc_url, deployment=network.deployment) as bound:
-                run.protocol = bound
-                await run.prepare()
+            async with _Run.bound(network, say, sessions_in_parallel, segments_per_trace) as run:
                 return await _veto(run, specs, traces, family_level, seed, started, settings)
 
 
@@ -1606,9 +1629,7 @@ def render_veto(bench: VetoBench, console: Console) -> None:
         table.add_row(
             row.quantity,
             f"{row.predicted:.4f}",
-            f"{row.observed.successes}/{row.observed.trials} = {row.observed.rate:.4f}",
-            f"[{row.observed.low:.4f}, {row.observed.high:.4f}]",
-            "yes" if row.agrees else "NO",
+            *_observation_cells(row),
         )
     console.print(table)
 

@@ -28,6 +28,7 @@ import aiohttp
 import httpx
 from web3.exceptions import ProviderConnectionError, RequestTimedOut
 
+from trust.core.backoff import backoff_delay
 from trust.errors import ContentNotFound, IpfsError, SessionInterrupted, VerificationError, excerpt
 from trust.services.sdk.progress import ProgressCallback, ProgressEvent
 from trust.settings import ProviderSettings
@@ -123,7 +124,10 @@ class Outage:
         budget = self.settings.outage_seconds
         if elapsed >= budget:
             raise stopped(service, _cause(exc), elapsed) from None
-        delay = min(self.settings.backoff_seconds * 2**self.tries, self.settings.max_backoff_seconds, budget - elapsed)
+        delay = min(
+            backoff_delay(self.settings.backoff_seconds, self.tries, self.settings.max_backoff_seconds),
+            budget - elapsed,
+        )
         self.tries += 1
         name = "RPC" if service == RPC else "IPFS node"
         self._say(elapsed, f"{name} unreachable, retrying in {delay:.0f} s")

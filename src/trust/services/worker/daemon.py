@@ -60,6 +60,7 @@ from trust.adapters.chain.types import Phase, ReportRef, SeatCommit, SeatReveal,
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor, Verdict, audit_seat, request_from_plaintexts
 from trust.core.amounts import eth_text
+from trust.core.backoff import backoff_delay
 from trust.core.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, open_envelope
 from trust.core.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, seal_report
 from trust.errors import (
@@ -238,8 +239,8 @@ class Worker:
                     if not _transient(exc):
                         raise
                     failures += 1
-                    delay = min(
-                        self.settings.backoff_seconds * 2 ** min(failures, 16), self.settings.max_backoff_seconds
+                    delay = backoff_delay(
+                        self.settings.backoff_seconds, min(failures, 16), self.settings.max_backoff_seconds
                     )
                     self.log.warning("chain or IPFS unavailable (%s); retrying in %.1f s", exc, delay)
                     await _sleep_or_stop(stop, delay)
@@ -885,7 +886,7 @@ class Worker:
     def _retry_delay(self, attempts: int) -> float:
         """Seconds before the next try of a step that failed `attempts` times: `backoff_seconds`,
         doubled per failure, at most `max_backoff_seconds`."""
-        return min(self.settings.backoff_seconds * 2 ** (attempts - 1), self.settings.max_backoff_seconds)
+        return backoff_delay(self.settings.backoff_seconds, attempts - 1, self.settings.max_backoff_seconds)
 
     def _vote_unreadable(
         self, seat: SeatRecord, detail: str, node_id: str | None = None, reply_key: bytes | None = None
