@@ -368,7 +368,9 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
                         seat.auditor,
                         lock,
                         terms.beneficiary,
-                        seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus"
+                        seat.outcome == SeatOutcome.Silent ? "no reveal" : "vote against consensus",
+                        au.stake,
+                        au.unbonding
                     );
                     // Only a forfeit changes the stake, and with it the draw weight.
                     if (!loaded) {
@@ -407,7 +409,7 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
         au.unbonding -= uint96(amount - fromStake); // checked: amount - fromStake <= unbonding
         _claimableTokens[beneficiary] += amount;
         _sync(account, au, _params.params());
-        emit StakeForfeited(account, amount, beneficiary, reason);
+        emit StakeForfeited(account, amount, beneficiary, reason, au.stake, au.unbonding);
     }
 
     /// @inheritdoc IAuditorRegistry
@@ -715,7 +717,9 @@ contract AuditorRegistry is IAuditorRegistry, Initializable, UUPSUpgradeable, Ow
             Auditor storage au = _auditors[account];
             au.unbonding -= lock; // _fill checked unbonding >= lock
             _claimableTokens[beneficiary] += lock;
-            emit StakeForfeited(account, lock, beneficiary, "unbonded after the draw's snapshot");
+            emit StakeForfeited(
+                account, lock, beneficiary, "unbonded after the draw's snapshot", au.stake, au.unbonding
+            );
         }
     }
 

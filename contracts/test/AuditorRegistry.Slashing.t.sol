@@ -29,7 +29,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
 
     function test_slash_takesUnlockedStakeForTheInsuranceFund() public {
         vm.expectEmit(true, true, true, true, address(registry));
-        emit IAuditorRegistry.StakeForfeited(alice, 50e18, insurance, "governance");
+        emit IAuditorRegistry.StakeForfeited(alice, 50e18, insurance, "governance", 150e18, 0);
         vm.expectEmit(true, true, true, true, address(audit));
         emit ITRUSTAudit.AuditorSlashed(0, alice, 50e18);
         slash(alice, 50e18);
@@ -43,6 +43,9 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
     function test_slash_takesUnbondingAfterUnlockedStake() public {
         vm.prank(alice);
         registry.requestUnstake(50e18); // stake 150, unbonding 50
+        // The event says where the tokens came from: the stake and unbonding left after it.
+        vm.expectEmit(true, true, true, true, address(registry));
+        emit IAuditorRegistry.StakeForfeited(alice, 170e18, insurance, "governance", 0, 30e18);
         slash(alice, 170e18);
         IAuditorRegistry.AuditorInfo memory a = info(alice);
         assertEq(a.stake, 0);
@@ -77,7 +80,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
         // Free stake is 150 - 24 = 126, unbonding 50: at most 176, whatever is asked (issue L3:
         // the slash takes what is there rather than reverting).
         vm.expectEmit(true, true, true, true, address(registry));
-        emit IAuditorRegistry.StakeForfeited(alice, 176e18, insurance, "governance");
+        emit IAuditorRegistry.StakeForfeited(alice, 176e18, insurance, "governance", 3 * PENALTY, 0);
         vm.expectEmit(true, true, true, true, address(audit));
         emit ITRUSTAudit.AuditorSlashed(0, alice, 176e18);
         slash(alice, 193e18);
@@ -104,7 +107,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
     /// @notice Asked for more than its stake and unbonding stake, a slash takes all of both.
     function test_slash_takesWhatIsThereWhenAskedForMore() public {
         vm.expectEmit(true, true, true, true, address(registry));
-        emit IAuditorRegistry.StakeForfeited(alice, 200e18, insurance, "governance");
+        emit IAuditorRegistry.StakeForfeited(alice, 200e18, insurance, "governance", 0, 0);
         vm.expectEmit(true, true, true, true, address(audit));
         emit ITRUSTAudit.AuditorSlashed(0, alice, 200e18);
         slash(alice, 200e18 + 1);
@@ -187,8 +190,9 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
         assertCommittee(members, units, 3);
         toRevealEnd(sessionId, 0);
         for (uint256 i; i < members.length; ++i) {
+            uint256 stakeAfter = registry.stakeOf(members[i]) - units[i] * PENALTY;
             vm.expectEmit(true, true, true, true, address(registry));
-            emit IAuditorRegistry.StakeForfeited(members[i], units[i] * PENALTY, insurance, "no reveal");
+            emit IAuditorRegistry.StakeForfeited(members[i], units[i] * PENALTY, insurance, "no reveal", stakeAfter, 0);
         }
         for (uint256 i; i < members.length; ++i) {
             vm.expectEmit(true, true, true, true, address(audit));
@@ -219,7 +223,7 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
         assertEq(info(alice).locked, 3 * PENALTY);
         toRevealEnd(sessionId, 0);
         vm.expectEmit(true, true, true, true, address(registry));
-        emit IAuditorRegistry.StakeForfeited(alice, 3 * PENALTY, insurance, "no reveal");
+        emit IAuditorRegistry.StakeForfeited(alice, 3 * PENALTY, insurance, "no reveal", 200e18 - 3 * PENALTY, 0);
         vm.expectEmit(true, true, true, true, address(audit));
         emit ITRUSTAudit.AuditorSlashed(sessionId, alice, 3 * PENALTY);
         audit.finalizeSegment(sessionId, 0);
@@ -262,7 +266,12 @@ contract AuditorRegistrySlashingTest is AuditorRegistryDrawBase {
             if (forfeits[k]) {
                 vm.expectEmit(true, true, true, true, address(registry));
                 emit IAuditorRegistry.StakeForfeited(
-                    alice, 3 * PENALTY, insurance, k == 1 ? "no reveal" : "vote against consensus"
+                    alice,
+                    3 * PENALTY,
+                    insurance,
+                    k == 1 ? "no reveal" : "vote against consensus",
+                    stakeNow - 3 * PENALTY,
+                    0
                 );
             }
             vm.prank(address(audit));

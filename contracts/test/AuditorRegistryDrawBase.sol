@@ -174,6 +174,24 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
         (members, weights) = registry.drawCommittee(request);
     }
 
+    /// @dev Expects each charged deserter's `StakeForfeited`: `lock` out of its unbonding stake
+    ///      alone (its stake stays), with the stake and unbonding left after it.
+    function expectDeserterCharges(
+        address[] memory members,
+        uint256[] memory charged,
+        uint256[] memory unbondingBefore,
+        uint96 lock
+    ) internal {
+        for (uint256 k; k < charged.length; ++k) {
+            address deserter = members[charged[k]];
+            uint256 stake = info(deserter).stake;
+            vm.expectEmit(true, true, true, true, address(registry));
+            emit IAuditorRegistry.StakeForfeited(
+                deserter, lock, insurance, "unbonded after the draw's snapshot", stake, unbondingBefore[charged[k]] - lock
+            );
+        }
+    }
+
     /// @dev Draws `request` over `members` (tree order, seen as `pool`) with `members[excludedIndex]`
     ///      excluded (nobody past the end), and holds the draw to the model exactly: the members in
     ///      the order of their first draw and their units, or no committee and
@@ -196,12 +214,7 @@ abstract contract AuditorRegistryDrawBase is AuditorRegistryBase {
             unbondingBefore[i] = info(members[i]).unbonding;
         }
         uint256 insuranceBefore = registry.claimableTokens(insurance);
-        for (uint256 k; k < m.charged.length; ++k) {
-            vm.expectEmit(true, true, true, true, address(registry));
-            emit IAuditorRegistry.StakeForfeited(
-                members[m.charged[k]], request.lockPerSeat, insurance, "unbonded after the draw's snapshot"
-            );
-        }
+        expectDeserterCharges(members, m.charged, unbondingBefore, request.lockPerSeat);
         if (fails) {
             vm.expectEmit(true, true, true, true, address(registry));
             emit IAuditorRegistry.CommitteeUnavailable(request.tier, request.size, m.unitsDrawn);

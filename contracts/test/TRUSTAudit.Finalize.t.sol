@@ -300,7 +300,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         uint256 totalStakeBefore = registry.totalStake();
 
         vm.expectEmit(address(registry));
-        emit IAuditorRegistry.StakeForfeited(c, PENALTY, insurance, "no reveal");
+        emit IAuditorRegistry.StakeForfeited(c, PENALTY, insurance, "no reveal", ONE_UNIT - PENALTY, 0);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.AuditorSlashed(id, c, PENALTY);
         vm.expectEmit(address(audit));
@@ -515,7 +515,7 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         uint256 totalStakeBefore = registry.totalStake();
 
         vm.expectEmit(address(registry));
-        emit IAuditorRegistry.StakeForfeited(a, 2 * PENALTY, insurance, "no reveal");
+        emit IAuditorRegistry.StakeForfeited(a, 2 * PENALTY, insurance, "no reveal", stakeFor(2) - 2 * PENALTY, 0);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.AuditorSlashed(id, a, 2 * PENALTY);
         vm.expectEmit(address(audit));
@@ -563,7 +563,9 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
             bool slash = roll < pSlashBps(r, 9_900, 10_000);
             if (slash) {
                 vm.expectEmit(address(registry));
-                emit IAuditorRegistry.StakeForfeited(m, 2 * PENALTY, insurance, "vote against consensus");
+                emit IAuditorRegistry.StakeForfeited(
+                    m, 2 * PENALTY, insurance, "vote against consensus", stakeBefore - 2 * PENALTY, 0
+                );
                 vm.expectEmit(address(audit));
                 emit ITRUSTAudit.AuditorSlashed(id, m, 2 * PENALTY);
             }
@@ -671,7 +673,9 @@ contract TRUSTAuditFinalizeTest is TRUSTAuditBase {
         uint256 roll = uint256(keccak256(abi.encode(entropyOf(id, 0, addrs(judge)), uint256(0), noIndex))) % BPS;
         assertLt(roll, pSlashBps(0.5e18, 9_900, 10_000), "this seed slashes the misaligned seat");
         vm.expectEmit(address(registry));
-        emit IAuditorRegistry.StakeForfeited(no, 2 * PENALTY, insurance, "vote against consensus");
+        emit IAuditorRegistry.StakeForfeited(
+            no, 2 * PENALTY, insurance, "vote against consensus", stakeFor(2) - 2 * PENALTY, 0
+        );
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.AuditorSlashed(id, no, 2 * PENALTY);
         assertTrue(audit.finalizeSegment(id, 0));

@@ -794,7 +794,7 @@ contract TRUSTAuditRewardsTest is TRUSTAuditBase {
     function test_slashAuditor_takesStakeForTheInsuranceFund() public {
         uint256 totalBefore = registry.totalStake();
         vm.expectEmit(address(registry));
-        emit IAuditorRegistry.StakeForfeited(a, 100e18, insurance, "plagiarised reasoning");
+        emit IAuditorRegistry.StakeForfeited(a, 100e18, insurance, "plagiarised reasoning", 900e18, 0);
         vm.expectEmit(address(audit));
         emit ITRUSTAudit.AuditorSlashed(0, a, 100e18);
         audit.slashAuditor(a, 100e18, "plagiarised reasoning");

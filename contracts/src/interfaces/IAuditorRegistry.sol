@@ -53,7 +53,18 @@ interface IAuditorRegistry {
     event CredentialRevoked(address indexed auditor);
     event AuditContractChanged(address previous, address current);
     event ReputationUpdated(address indexed auditor, uint256 reputationWad);
-    event StakeForfeited(address indexed auditor, uint256 amount, address indexed beneficiary, string reason);
+    /// @notice `amount` of the auditor's stake went to `beneficiary` (a seat's lock, a deserter's
+    ///         unbonding tokens, or a governance slash of free then unbonding stake); `stake` and
+    ///         `unbonding` are the auditor's amounts after it, so that a reader never has to work
+    ///         out which of the two the tokens came from.
+    event StakeForfeited(
+        address indexed auditor,
+        uint256 amount,
+        address indexed beneficiary,
+        string reason,
+        uint256 stake,
+        uint256 unbonding
+    );
     /// @notice The stakers' share of a fee arrived (`amountWei`): with the rest of the running
     ///         period and what was carried, `streamingWei` is now paid out at `rateWad` (wei per
     ///         second, times 1e18) until `periodFinish`; `rewardPerStakeWad` is the accumulator now.

@@ -56,7 +56,9 @@ contract H2UnbackedWeightTest is TRUSTAuditBase {
         assertEq(registry.drawWeightAt(whale, b), WHALE, "counted in full at the snapshot");
 
         vm.expectEmit(address(registry));
-        emit IAuditorRegistry.StakeForfeited(whale, PENALTY, insurance, "unbonded after the draw's snapshot");
+        emit IAuditorRegistry.StakeForfeited(
+            whale, PENALTY, insurance, "unbonded after the draw's snapshot", HONEST, WHALE - HONEST - PENALTY
+        );
         audit.assignAuditors(id, 0);
         (address[] memory members, uint256[] memory units) = seatsOf(id);
         assertFalse(contains(members, whale), "passed over: 99.96% of the snapshot's weight, no seat");
