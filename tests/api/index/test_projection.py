@@ -50,7 +50,6 @@ def test_a_batch_finalization_gives_each_segment_the_slashes_emitted_right_befor
     first, second = (projection.sessions[1].segments[g].current for g in (0, 1))
     assert first.forfeited == {A: 60}
     assert second.forfeited == {B: 60, C: 120}
-    assert projection.closing_txs == {"0x03"}
 
 
 def test_slashes_of_another_transaction_and_governance_slashes_are_not_a_segments() -> None:

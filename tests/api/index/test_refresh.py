@@ -351,3 +351,47 @@ async def test_a_seat_that_won_several_draws_votes_locks_earns_and_is_claimed_as
     after = await index.auditor(whale)
     assert [(c.units, c.amount_wei) for c in after.claims if c.session_id == session_id] == [(3, 3 * per_seat)]
     assert after.auditor.rewards_claimable_wei == 0
+
+
+async def test_a_deserters_charge_comes_out_of_its_unbonding_tokens_in_the_explorers_history(
+    net: Net, anvil: AnvilNode, artifacts: dict[str, Artifact], tmp_path: Path
+) -> None:
+    """An auditor counted in a draw's snapshot that unstakes part of its stake before the draw is a
+    deserter (issue M2): the draw passes it over and charges P from its unbonding tokens, its stake
+    untouched. The explorer's history must show that split (stake 100, unbonding 40 of 100); the
+    replay took the charge for a governance slash and the free stake first (40 and 100).
+
+    A deployment of its own on the module's chain: with this auditor alone in the pool the draw
+    lands on it whatever the seed (the module's deployment holds auditors of every tier)."""
+    deployment = await deploy_protocol(net.chain, net.deployer, PROTOCOL, GovernanceSettings())
+    protocol = Protocol.bind(net.chain, deployment)
+    params = PROTOCOL.to_params()
+    penalty, minimum = params["penaltyPerSeat"], PROTOCOL.min_stake(1)
+    stake, unbond = 2 * minimum, minimum  # 200 tokens, 100 of them unstaked after the snapshot
+    (account,) = await provision_auditors(
+        protocol, net.deployer, [1], tmp_path, PASSWORD, first_index=20, stake_for=lambda _i, _t: stake,
+        scrypt_n=2**10,
+    )  # fmt: skip
+    deserter, wallet = account.address, load_keystore(Path(account.keystore), PASSWORD)
+    specs = [SegmentSpec(tier=1, weight=1, content_digest=b"\x0d" * 32)]
+    session_id, _ = await protocol.audit.create_session(net.provider, b"\x0d" * 32, specs)
+    snapshot = (await protocol.audit.session(session_id)).randomness_block
+    while await net.chain.block_number() <= snapshot:
+        await net.chain.rpc("evm_mine", [])
+    await protocol.registry.request_unstake(wallet, unbond)  # after the snapshot that counts 200
+    await protocol.audit.assign_auditors(net.provider, session_id, [0])
+    info = await protocol.registry.auditor(deserter)
+    assert (info.stake, info.locked, info.unbonding) == (stake - unbond, 0, unbond - penalty)
+    assert await protocol.audit.committee(session_id, 0) == []  # passed over: nobody else to draw
+
+    app = create_explorer_app(anvil.rpc_url, deployment, artifacts=artifacts)
+    async with serve(app) as url, httpx.AsyncClient(base_url=url) as client:
+        page = (await client.get(f"/explorer/api/auditors/{deserter}")).json()
+    split = [(p["event"], int(p["stake_units"]), int(p["unbonding_units"])) for p in page["history"]]
+    assert split[-2:] == [
+        ("unstake requested", stake - unbond, unbond),
+        ("forfeit", stake - unbond, unbond - penalty),  # 100 and 40, as the registry says
+    ]
+    assert [(f["amount_units"], f["reason"]) for f in page["forfeits"]] == [
+        (str(penalty), "unbonded after the draw's snapshot")
+    ]

@@ -11,6 +11,9 @@ Attribution that events leave implicit, and how it is made:
   `CommitteeUnavailable` and the envelope events name their round; `RandomnessRefreshed` does not,
   and belongs to the segment's current round (only a round waiting for its draw asks for fresh
   randomness).
+- `StakeForfeited` carries the auditor's stake and unbonding tokens after the forfeit, so the
+  auditor's history takes them as they are: nothing here works out whether a forfeit came out of
+  locked, free or unbonding stake.
 - `AuditorSlashed` names the session (zero for a governance slash, which shows only in the
   auditor's forfeits, `StakeForfeited`) but not the segment, round or seat: finalizing a segment
   emits one per forfeited seat right before its `SegmentFinalized` or `SegmentEscalated`, in the same
@@ -32,7 +35,7 @@ Attribution that events leave implicit, and how it is made:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eth_utils import to_checksum_address
@@ -68,7 +71,6 @@ __all__ = [
     "SessionRecord",
     "Stale",
     "cid_text",
-    "released_seq",
 ]
 
 SeatKey = tuple[int, int, int, int]
@@ -99,8 +101,6 @@ class RoundRecord:
     revealed: dict[str, tuple[bool, TxRef]] = field(default_factory=dict)
     undelivered: dict[str, TxRef] = field(default_factory=dict)
     """Seats released by `claimUndelivered` (no key envelope in time), settled at the claim."""
-    undelivered_seq: dict[str, int] = field(default_factory=dict)
-    """The chain-order position of each `claimUndelivered`: where the seat's lock was returned."""
     forfeited: dict[str, int] = field(default_factory=dict)
     slash_order: list[tuple[str, int]] = field(default_factory=list)
     """The forfeits that settled the round, in the order they were emitted: those of its settlement
@@ -113,8 +113,6 @@ class RoundRecord:
     result: RoundResult | None = None
     verdict: RoundResult | None = None
     """For an escalated round: the segment's final verdict once known, which judges its revealed seats."""
-    drawn_seq: int = -1
-    closed_seq: int | None = None
 
     def seat_of(self, auditor: str) -> int:
         return self.members.index(auditor) if auditor in self.members else -1
@@ -135,18 +133,6 @@ class RoundRecord:
         if judged_by is RoundResult.UNDETERMINED:
             return SeatOutcome.RELEASED
         return SeatOutcome.ALIGNED if revealed[0] == (judged_by is RoundResult.PASSED) else SeatOutcome.MISALIGNED
-
-
-def released_seq(segment: SegmentRecord, round_: RoundRecord, auditor: str) -> int | None:
-    """Where the lock of `auditor`'s seat in `round_` came back (None: not yet): at its
-    `claimUndelivered`; for a seat revealed in a round that escalated, when the round that decided
-    the segment closed (issue M1: it waits for the verdict); otherwise when its round closed."""
-    if auditor in round_.undelivered_seq:
-        return round_.undelivered_seq[auditor]
-    if round_.result is RoundResult.ESCALATED and auditor in round_.revealed:
-        final = segment.rounds[-1]
-        return final.closed_seq if final.result not in (None, RoundResult.ESCALATED) else None
-    return round_.closed_seq
 
 
 @dataclass(slots=True)
@@ -198,13 +184,19 @@ class SessionRecord:
 class LedgerEntry:
     """A registry event of one auditor, in chain order (`seq`), for the replay of its history.
     `amount` is the event's amount (or the reputation for "reputation"); `stake_after` the stake the
-    event reports, when it reports one (Staked, UnstakeRequested)."""
+    event reports, when it reports one (Staked, UnstakeRequested, StakeForfeited), and
+    `unbonding_after` the unbonding tokens (StakeForfeited). `governance` marks the forfeit of a
+    governance slash (`AuditorSlashed` of session zero right after it): the registry checkpoints the
+    stakers' share for it even when only unbonding tokens were taken, and never for a deserter's
+    charge (the one other forfeit that leaves the stake as it was)."""
 
     seq: int
     at: TxRef
     event: str
     amount: int
     stake_after: int | None = None
+    unbonding_after: int | None = None
+    governance: bool = False
 
 
 @dataclass(slots=True)
@@ -248,8 +240,7 @@ def cid_text(raw: bytes) -> str:
 class Projection:
     """The model, and the handler of every event it reads (`handlers`, by contract and name).
 
-    `seq` is the chain-order position of the event being applied; `closing_txs` the transactions
-    that settled a round (their forfeits are seat penalties); `notifications` the stakers' reward
+    `seq` is the chain-order position of the event being applied; `notifications` the stakers' reward
     notifications (seq, at, `rewardPerStakeWad` after); `initial_reputations` (seq, before, after)
     per `ParamsUpdated`. `unresolved` holds the segments that ended "not passed" with a committee,
     whose Failed or Undetermined the segment view says (`settle_undetermined`).
@@ -260,7 +251,6 @@ class Projection:
         self.auditors: dict[str, AuditorRecord] = {}
         self.unresolved: set[tuple[int, int]] = set()
         self.seq = 0
-        self.closing_txs: set[str] = set()
         self.notifications: list[tuple[int, TxRef, int]] = []
         self.stream_finish = 0
         """The stakers' reward period's end (unix seconds), from the last notification."""
@@ -396,7 +386,6 @@ class Projection:
         round_.commit_deadline = int(args["commitDeadline"])
         round_.reveal_deadline = int(args["revealDeadline"])
         round_.drawn = at
-        round_.drawn_seq = self.seq
         segment.state = SegmentState.VOTING
         for auditor in round_.members:
             state = self.auditors.get(auditor)
@@ -438,9 +427,17 @@ class Projection:
         round_.events.append(VoteEvent("reveal", auditor, round_.seat_of(auditor), vote, at))
 
     def _on_auditor_slashed(self, args: Mapping[str, Any], at: TxRef) -> None:
+        auditor = to_checksum_address(args["auditor"])
         if int(args["sessionId"]) == 0:
-            return  # a governance slash: the auditor's `StakeForfeited` records it
-        self._pending_slashes[1].append((to_checksum_address(args["auditor"]), int(args["amount"])))
+            # A governance slash: the auditor's `StakeForfeited`, emitted right before it in the same
+            # transaction, records it; marked for the stakers' share checkpoint (see `LedgerEntry`).
+            state = self.auditors.get(auditor)
+            if state is not None and state.ledger:
+                last = state.ledger[-1]
+                if last.event == "forfeit" and last.at.tx_hash == at.tx_hash:
+                    state.ledger[-1] = replace(last, governance=True)
+            return
+        self._pending_slashes[1].append((auditor, int(args["amount"])))
 
     def _on_seat_undelivered(self, args: Mapping[str, Any], at: TxRef) -> None:
         segment = self._segment(args)
@@ -449,7 +446,6 @@ class Projection:
         round_ = segment.round(int(args["round"]))
         auditor = to_checksum_address(args["auditor"])
         round_.undelivered[auditor] = at
-        round_.undelivered_seq[auditor] = self.seq
         self._touch((auditor,))  # its lock was returned
 
     def _on_settlement_progress(self, args: Mapping[str, Any], at: TxRef) -> None:
@@ -462,15 +458,12 @@ class Projection:
         round_ = segment.round(int(args["round"]))
         round_.step_slashes += self._pending_slashes[1]
         self._pending_slashes = (at.tx_hash, [])
-        self.closing_txs.add(at.tx_hash)
         self._touch(round_.members)
 
     def _close_round(self, segment: SegmentRecord, at: TxRef, result: RoundResult) -> RoundRecord:
         round_ = segment.current
         round_.closed = at
-        round_.closed_seq = self.seq
         round_.result = result
-        self.closing_txs.add(at.tx_hash)
         round_.slash_order = round_.step_slashes + self._pending_slashes[1]
         for auditor, amount in round_.slash_order:
             round_.forfeited[auditor] = round_.forfeited.get(auditor, 0) + amount
@@ -589,13 +582,19 @@ class Projection:
         self._touch([address])
 
     def _ledger(
-        self, args: Mapping[str, Any], at: TxRef, event: str, amount: int, stake_after: int | None = None
+        self,
+        args: Mapping[str, Any],
+        at: TxRef,
+        event: str,
+        amount: int,
+        stake_after: int | None = None,
+        unbonding_after: int | None = None,
     ) -> None:
         """Records a registry event of an auditor for its history; its cached views are stale."""
         address = to_checksum_address(args["auditor"])
         state = self.auditors.get(address)
         if state is not None:
-            state.ledger.append(LedgerEntry(self.seq, at, event, amount, stake_after))
+            state.ledger.append(LedgerEntry(self.seq, at, event, amount, stake_after, unbonding_after))
         self._touch([address])
 
     def _on_staked(self, args: Mapping[str, Any], at: TxRef) -> None:
@@ -630,7 +629,7 @@ class Projection:
         address = to_checksum_address(args["auditor"])
         if address in self.auditors:
             self.auditors[address].forfeits.append(Forfeit(int(args["amount"]), str(args["reason"]), at))
-        self._ledger(args, at, "forfeit", int(args["amount"]))
+        self._ledger(args, at, "forfeit", int(args["amount"]), int(args["stake"]), int(args["unbonding"]))
 
     def _on_staker_reward_claimed(self, args: Mapping[str, Any], at: TxRef) -> None:
         address = to_checksum_address(args["auditor"])

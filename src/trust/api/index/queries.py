@@ -23,12 +23,12 @@ from trust.adapters.chain.types import AuditorInfo, SegmentInfo
 from trust.api.index.ingest import DEFAULT_LOG_BLOCK_RANGE, DEFAULT_VIEW_CONCURRENCY, Ingest, bounded
 from trust.api.index.projection import (
     AuditorRecord,
+    LedgerEntry,
     Projection,
     RoundRecord,
     SeatKey,
     SegmentRecord,
     SessionRecord,
-    released_seq,
 )
 from trust.api.index.values import (
     AuditorDetail,
@@ -47,7 +47,6 @@ from trust.api.index.values import (
     SessionDetail,
     SessionPage,
     SessionSummary,
-    TxRef,
     UnknownEntity,
     parse_address,
 )
@@ -569,24 +568,22 @@ class ChainIndex:
         """The auditor's figures after each event that changed them, replayed as the registry keeps
         them (see `AuditorHistoryPoint`).
 
-        Stake: `Staked` and `UnstakeRequested` report the stake after them; a seat's forfeit (in a
-        transaction that settled a round) comes out of the stake; a governance slash takes the free
-        stake first (stake less the locks of the seats open at that moment) and the rest from the
-        unbonding tokens, as `AuditorRegistry.slash` does. Stakers' share: the registry's
-        accumulator times the stake, checkpointed (rounded down) before every stake change, as
-        `_checkpoint` does. The accumulator streams with time (each notification is paid out over
-        the reward period), so it is read at each point's block (`rewardPerStakeWad`; it advances
+        Stake: `Staked` and `UnstakeRequested` report the stake after them, `StakeForfeited` the stake
+        and unbonding tokens after it (a seat's lock, a deserter's unbonding tokens or a governance
+        slash's free and unbonding stake: the event says, nothing is worked out). Stakers' share: the
+        registry's accumulator times the stake, checkpointed (rounded down) before every stake
+        change and at every governance slash, as `_checkpoint` does (a deserter's charge, which
+        leaves the stake as it was, is no checkpoint). The accumulator streams with time (each
+        notification is paid out over the reward period), so it is read at each point's block
+        (`rewardPerStakeWad`; it advances
         once per block time, before any stake change in that block, so every event of a block sees
         the same value): a point equals `pendingStakerReward` at its block plus the claims.
         Reputation: the initial reputation of the parameters in force at registration, then every
         `ReputationUpdated`.
         """
-        items: list[tuple[int, TxRef, str, int, int | None]] = [
-            (state.registered_seq, state.registered, "registered", 0, None)
-        ]
-        items += [(e.seq, e.at, e.event, e.amount, e.stake_after) for e in state.ledger]
+        items = [LedgerEntry(state.registered_seq, state.registered, "registered", 0), *state.ledger]
         items += [
-            (seq, at, "stakers' reward", acc, None)
+            LedgerEntry(seq, at, "stakers' reward", acc)
             for seq, at, acc in self._model.notifications
             if seq > state.registered_seq
         ]
@@ -594,10 +591,10 @@ class ChainIndex:
             session = self._sessions[session_id]
             if session.fee_split is not None:
                 earned = aligned * session.fee_split.per_seat_wei
-                items.append((session.distributed_seq, session.fee_split.at, "rewards distributed", earned, None))
-        items.sort(key=lambda item: item[0])
+                items.append(LedgerEntry(session.distributed_seq, session.fee_split.at, "rewards distributed", earned))
+        items.sort(key=lambda item: item.seq)
 
-        blocks = sorted({at.block_number for _, at, _, _, _ in items})
+        blocks = sorted({item.at.block_number for item in items})
         registry = self.protocol.registry
         reads = [partial(registry.reward_per_stake_wad, block=b) for b in blocks]
         accumulators = dict(zip(blocks, await bounded(self.view_concurrency, reads), strict=True))
@@ -605,9 +602,13 @@ class ChainIndex:
         accrued = stake = unbonding = seat_rewards = staker_claimed = claimed = 0
         reputation = await self._initial_reputation(state.registered_seq)
         points: list[AuditorHistoryPoint] = []
-        for seq, at, event, amount, stake_after in items:
+        for item in items:
+            at, event, amount, stake_after = item.at, item.event, item.amount, item.stake_after
             acc = accumulators[at.block_number]
-            if event in ("staked", "unstake requested", "forfeit", "stakers' share claimed"):
+            checkpoints = event in ("staked", "unstake requested", "stakers' share claimed") or (
+                event == "forfeit" and (stake_after != stake or item.governance)
+            )
+            if checkpoints:
                 accrued += stake * (acc - paid) // WAD  # the registry's _checkpoint, rounding down
                 paid = acc
             if event == "staked" and stake_after is not None:
@@ -616,13 +617,8 @@ class ChainIndex:
                 stake, unbonding = stake_after, amount
             elif event == "unstaked":
                 unbonding = 0  # executeUnstake pays out everything unbonding
-            elif event == "forfeit":
-                if at.tx_hash in self._model.closing_txs:
-                    stake -= amount  # a seat's penalty: locked stake, always covered by it
-                else:
-                    free = max(stake - await self._locked_at(state, seq), 0)
-                    taken = min(amount, free)
-                    stake, unbonding = stake - taken, unbonding - (amount - taken)
+            elif event == "forfeit" and stake_after is not None and item.unbonding_after is not None:
+                stake, unbonding = stake_after, item.unbonding_after
             elif event == "reputation":
                 reputation = amount
             elif event == "stakers' share claimed":
@@ -636,19 +632,6 @@ class ChainIndex:
             share = staker_claimed + accrued + stake * (acc - paid) // WAD
             points.append(AuditorHistoryPoint(at, event, stake, unbonding, reputation, seat_rewards, share, claimed))
         return tuple(points)
-
-    async def _locked_at(self, state: AuditorRecord, seq: int) -> int:
-        """The stake the auditor's open seats locked just before the event at `seq`: the session's
-        penalty P times the seat's units for every seat drawn before it and not settled before it."""
-        locked = 0
-        for key in state.seats:
-            segment, round_ = self._model.round_of(key)
-            released = released_seq(segment, round_, state.address)
-            if round_.drawn_seq < seq and (released is None or released > seq):
-                seat = (*key, round_.seat_of(state.address))
-                units = (await self._units([seat]))[seat]
-                locked += (await self._params(key[0]))["penaltyPerSeat"] * units
-        return locked
 
     async def _initial_reputation(self, seq: int) -> int:
         """The initial reputation in force at the event at `seq`: the `previous` parameters of the
