@@ -89,3 +89,23 @@ def test_events_mark_the_views_they_change_stale_until_taken() -> None:
     apply(projection, "0x07", "registry", "StakerRewardNotified", {"rewardPerStakeWad": 1, "periodFinish": 9})
     assert projection.take_stale().all_auditors
     assert projection.take_stale() == type(stale)()
+
+
+def test_a_forfeit_carries_the_stake_and_unbonding_after_it_and_a_governance_slash_is_marked() -> None:
+    """`StakeForfeited` says the stake and unbonding tokens after it; the `AuditorSlashed` of session
+    zero right after it in the same transaction marks it a governance slash (the registry checkpoints
+    the stakers' share there, not at a deserter's charge, which no `AuditorSlashed` follows)."""
+    projection = Projection()
+    registered = {"auditor": A, "tier": 1, "encryptionKey": b"\x01" * 32, "metadataURI": ""}
+    apply(projection, "0x01", "registry", "AuditorRegistered", registered)
+    reason = "unbonded after the draw's snapshot"
+    charge = {"auditor": A, "amount": 60, "beneficiary": B, "reason": reason, "stake": 100, "unbonding": 40}
+    apply(projection, "0x02", "registry", "StakeForfeited", charge)
+    slash = {"auditor": A, "amount": 30, "beneficiary": B, "reason": "late", "stake": 70, "unbonding": 40}
+    apply(projection, "0x03", "registry", "StakeForfeited", slash)
+    apply(projection, "0x03", AUDIT, "AuditorSlashed", {"sessionId": 0, "auditor": A, "amount": 30})
+    ledger = projection.auditors[A].ledger
+    assert [(e.event, e.amount, e.stake_after, e.unbonding_after, e.governance) for e in ledger] == [
+        ("forfeit", 60, 100, 40, False),
+        ("forfeit", 30, 70, 40, True),
+    ]
