@@ -575,9 +575,9 @@ class ChainIndex:
         change and at every governance slash, as `_checkpoint` does (a deserter's charge, which
         leaves the stake as it was, is no checkpoint). The accumulator streams with time (each
         notification is paid out over the reward period), so it is read at each point's block
-        (`rewardPerStakeWad`; it advances
-        once per block time, before any stake change in that block, so every event of a block sees
-        the same value): a point equals `pendingStakerReward` at its block plus the claims.
+        (`rewardPerStakeWad`; it advances once per block time, before any stake change in that
+        block, so every event of a block sees the same value): a point equals
+        `pendingStakerReward` at its block plus the claims.
         Reputation: the initial reputation of the parameters in force at registration, then every
         `ReputationUpdated`.
         """
