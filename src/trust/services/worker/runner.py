@@ -57,6 +57,23 @@ def state_path(settings: Settings, address: str, chain_id: int) -> Path:
     return base / f"chain-{chain_id}.sqlite3"
 
 
+async def _log_sandbox(settings: Settings, log: logging.Logger) -> None:
+    """Says at start-up what isolation the code sandbox gets on this host, or that it has none.
+
+    A sandbox that fails closed (no bubblewrap, no user namespaces) does not stop a tier-1 worker:
+    its other checks (arithmetic, symbolic, schemas, grounding) still decide, and a node that needs
+    code run is answered not applicable, so no vote is cast on it. Learning that per segment, from
+    the verdicts, is too late for the operator, hence the warning here."""
+    from trust.auditors.checks.sandbox import sandbox_layers
+
+    try:
+        layers = await sandbox_layers(settings.worker.sandbox)
+    except ConfigError as exc:  # SandboxUnavailable is one
+        log.warning("the code sandbox is unavailable (%s): nodes that need code run get no vote", exc)
+        return
+    log.info("code sandbox: %s", ", ".join(str(layer) for layer in layers))
+
+
 async def _tier_auditor(
     tier: Tier, settings: Settings, stack: AsyncExitStack, address: str, log: logging.Logger
 ) -> tuple[Auditor, EventHook | None]:
@@ -66,6 +83,7 @@ async def _tier_auditor(
 
         if tier is Tier.LLM:
             log.warning("tier 2 audits with the tier-1 checks (TRUST_WORKER__TIER2_CHECKS): a benchmark setting")
+        await _log_sandbox(settings, log)
         return computational_auditor(settings.worker.sandbox), None
     if tier is Tier.LLM:
         from trust.auditors.tiers import llm_auditor
