@@ -3,9 +3,10 @@ gateway installed from a wheel needs neither solc nor a checkout.
 
 `abi/contracts.json` holds every contract of `DEPLOYED_CONTRACTS` (ABI, creation and runtime
 bytecode, library placeholders) and the digest of what it was compiled from: every source file, the
-compiler settings and the solc version, the same key as the `build/` cache of
-`trust.adapters.chain.compiler`. `compile_protocol` uses the file outside a checkout, and inside a
-checkout whose digest is the file's; a checkout whose sources changed compiles as before.
+compiler settings, the solc version and the versions of the npm packages the sources import, the
+same key as the `build/` cache of `trust.adapters.chain.compiler`. `compile_protocol` uses the file
+outside a checkout, and inside a checkout whose digest is the file's; a checkout whose sources
+changed compiles as before.
 
 The file is built, not committed: `python -m trust.adapters.chain.artifacts --write` compiles the
 checkout (or reads the `build/` cache) and writes it, `scripts/setup.sh` runs that, and so does

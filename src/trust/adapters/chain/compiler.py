@@ -57,6 +57,25 @@ def _sources(root: Path) -> dict[str, dict[str, str]]:
     return sources
 
 
+_IMPORTED_PACKAGES = ("@openzeppelin/contracts", "@openzeppelin/contracts-upgradeable")
+
+
+def _imported_versions(root: Path) -> dict[str, str]:
+    """The installed version of each npm package the sources import, part of the digest: the
+    sources name only the files they import directly, and an upgrade that changes only a file
+    those import must still change the digest (package-lock.json pins the versions)."""
+    versions: dict[str, str] = {}
+    for package in _IMPORTED_PACKAGES:
+        manifest = root / "node_modules" / package / "package.json"
+        try:
+            versions[package] = str(json.loads(manifest.read_text())["version"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise CompileError(
+                f"cannot read the version of {package} in {manifest}: {exc}; run scripts/setup.sh"
+            ) from exc
+    return versions
+
+
 def _solc_version(solc: Path, root: Path, build_dir: Path) -> str:
     """The last line of `solc --version`, part of the digest.
 
@@ -124,7 +143,10 @@ def compile_checkout(
     solc = toolchain.solc
     solc_version = _solc_version(solc, root, build_dir)
     digest = hashlib.sha256(
-        json.dumps({"sources": sources, "settings": _SETTINGS, "solc": solc_version}, sort_keys=True).encode()
+        json.dumps(
+            {"sources": sources, "settings": _SETTINGS, "solc": solc_version, "imports": _imported_versions(root)},
+            sort_keys=True,
+        ).encode()
     ).hexdigest()[:16]
     if packaged is not None and packaged.digest == digest:
         return packaged
