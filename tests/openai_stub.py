@@ -8,6 +8,7 @@ answers 500, so a test that sends more requests than it expected sees a failure,
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -77,6 +78,15 @@ class OpenAiStub:
                 content = self._answer(messages[0]["content"], messages[-1]["content"])
                 return Answer(200, completion(content), {"Content-Type": "application/json"})
             return self.answers.popleft() if self.answers else Answer(500, b'{"error": "no scripted answer left"}')
+
+
+def environment_without_models(**extra: str) -> dict[str, str]:
+    """This process's environment with no model endpoint in it (`TRUST_LLM__*` for decomposition,
+    `TRUST_AUDITOR_LLM__*` for the tier-2 auditor), plus `extra`: a `trust` child process then runs
+    tier 1 only, or asks exactly the stub that `extra` points it at, whatever the caller's shell has
+    set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM"))}
+    return env | extra
 
 
 @contextmanager

@@ -4,14 +4,13 @@ with a judge endpoint (a real HTTP server speaking the chat-completions wire).""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.openai_stub import openai_stub
+from tests.openai_stub import environment_without_models, openai_stub
 from trust.adapters.llm.client import LlmClient
 from trust.auditors.graph import audit_cig
 from trust.auditors.llm import LlmAuditor
@@ -108,13 +107,12 @@ SORT_LOG: dict[str, Any] = {
 
 
 def _localize(path: Path, base_url: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM"))}
-    env |= {
-        "TRUST_AUDITOR_LLM__BASE_URL": base_url,
-        "TRUST_AUDITOR_LLM__MAX_RETRIES": "0",
-        "TRUST_AUDIT__SIMILARITY": "lexical",
-        "COLUMNS": "200",
-    }
+    env = environment_without_models(
+        TRUST_AUDITOR_LLM__BASE_URL=base_url,
+        TRUST_AUDITOR_LLM__MAX_RETRIES="0",
+        TRUST_AUDIT__SIMILARITY="lexical",
+        COLUMNS="200",
+    )
     return subprocess.run(
         [sys.executable, "-m", "trust", "graph", "localize", str(path), "--json"],
         env=env,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.graphs.cig_strategies import APPLES_LOG, who_when_dir, who_when_files
-from tests.openai_stub import openai_stub
+from tests.openai_stub import environment_without_models, openai_stub
 from trust.auditors.tiers import computational_auditor
 from trust.core.graphs.agent_log import AgentLog
 from trust.core.graphs.status import NodeStatus
@@ -28,10 +27,7 @@ def _audit(log: AgentLog) -> LogAudit:
 
 
 def _trust(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200", TRUST_AUDIT__SIMILARITY="lexical")  # no model to load
-    for key in list(env):
-        if key.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM")):
-            del env[key]  # tier 1 only
+    env = environment_without_models(COLUMNS="200", TRUST_AUDIT__SIMILARITY="lexical")  # tier 1, no model to load
     return subprocess.run(
         [sys.executable, "-m", "trust", *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -167,12 +163,11 @@ def test_cli_adds_the_tier2_auditor_when_an_endpoint_is_configured(tmp_path: Pat
         # The user turn is not judged; four turns and four edges, each asked in two orders.
         for _ in range(4 * 2 + 4 * 2):
             stub.reply(_JUDGE)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM"))}
-        env |= {
-            "TRUST_AUDITOR_LLM__BASE_URL": stub.base_url,
-            "TRUST_AUDITOR_LLM__MAX_RETRIES": "0",
-            "TRUST_AUDIT__SIMILARITY": "lexical",
-        }
+        env = environment_without_models(
+            TRUST_AUDITOR_LLM__BASE_URL=stub.base_url,
+            TRUST_AUDITOR_LLM__MAX_RETRIES="0",
+            TRUST_AUDIT__SIMILARITY="lexical",
+        )
         run = subprocess.run(
             [sys.executable, "-m", "trust", "graph", "localize", str(path), "--json"],
             env=env,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.openai_stub import environment_without_models
 from trust.auditors.tiers import computational_auditor
 from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import AgentTurn, Cig, Role
@@ -126,8 +126,7 @@ def test_the_real_split_is_scored() -> None:
 @pytest.mark.slow
 def test_cli_prints_one_json_line_and_writes_predictions(tmp_path: Path) -> None:
     out = tmp_path / "predictions.jsonl"
-    env = dict(os.environ)
-    env.pop("TRUST_LLM__BASE_URL", None)
+    env = environment_without_models()  # tier 1 only: tier 2 is TRUST_AUDITOR_LLM__*, not TRUST_LLM__*
     run = subprocess.run(
         [sys.executable, "-m", "trust", "eval", "whowhen", str(DATA), "--json", "--predictions", str(out)],
         capture_output=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.openai_stub import openai_stub
+from tests.openai_stub import environment_without_models, openai_stub
 from trust.adapters.llm.client import LlmClient
 from trust.auditors.llm import LlmAuditor
 from trust.auditors.tiers import computational_auditor
@@ -101,8 +100,7 @@ def test_cli_uses_the_judge_when_an_endpoint_is_configured(tmp_path: Path) -> No
     path.write_text(json.dumps([{"id": ITEM.id, "problem": ITEM.problem, "steps": list(ITEM.steps), "label": 1}]))
     with openai_stub() as stub:
         stub.answer_with(_judge(0.1))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUST_LLM", "TRUST_AUDITOR_LLM"))}
-        env |= {"TRUST_AUDITOR_LLM__BASE_URL": stub.base_url, "TRUST_AUDITOR_LLM__MAX_RETRIES": "0"}
+        env = environment_without_models(TRUST_AUDITOR_LLM__BASE_URL=stub.base_url, TRUST_AUDITOR_LLM__MAX_RETRIES="0")
         run = subprocess.run(
             [sys.executable, "-m", "trust", "eval", "processbench", str(path), "--json"],
             capture_output=True,
