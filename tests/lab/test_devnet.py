@@ -58,10 +58,13 @@ def test_up_is_idempotent_and_a_restart_loses_nothing(devnet_env: dict[str, str]
     assert again.returncode == 0, again.stderr
     assert "already running" in again.stdout
     assert json.loads(deployment_file.read_text()) == deployment
+    states = tmp_path / "home" / "devnet" / "anvil-states"
+    assert states.is_dir()  # past blocks' states, here and not under ~/.foundry
 
     down = _trust(devnet_env, "devnet", "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     assert rpc_ready(url) is None
+    assert not states.exists()
 
     # Restart: same chain, same contracts, same auditors; two more asked for, one of them human
     # (its credential now goes through the governance timelock).

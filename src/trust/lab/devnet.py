@@ -5,6 +5,7 @@ Layout of the devnet folder (`Settings.home / "devnet"`):
 
     anvil.pid, anvil.log      the node process and its log
     anvil-state.json          the chain, written every second and on exit (a restart loses nothing)
+    anvil-states/             past blocks' states that no longer fit in Anvil's memory (removed by `down`)
     devnet.json               the auditors provisioned so far (address, tier, keystore)
     keystores/                one encrypted keystore and one encrypted X25519 key per auditor
     keystore-password         the password of the devnet keystores (mode 0600; test funds only)
@@ -244,6 +245,7 @@ class _DevnetFiles:
         self.pid = directory / "anvil.pid"
         self.log = directory / "anvil.log"
         self.state = directory / "anvil-state.json"
+        self.states = directory / "anvil-states"
         self.record = directory / "devnet.json"
         self.keystores = directory / "keystores"
         self.password = directory / "keystore-password"
@@ -297,7 +299,7 @@ def _running_node(files: _DevnetFiles, settings: Settings) -> AnvilNode | None:
     if pid is None or not _runs_anvil_on(pid, files.state):
         return None
     d = settings.devnet
-    return AnvilNode.attach(pid, d.host, d.port, d.chain_id)
+    return AnvilNode.attach(pid, d.host, d.port, d.chain_id, states_dir=files.states)
 
 
 def check_node_port(settings: Settings) -> None:
@@ -445,6 +447,7 @@ def devnet_up(settings: Settings, auditors: int | None = None, progress: Progres
             log_file=files.log,
             detached=True,
             block_seconds=d.block_seconds,
+            states_dir=files.states,
         )
         files.pid.write_text(f"{node.pid}\n")
     # Without --auditors: keep the devnet as it is, or provision the default number on a fresh one.
@@ -482,7 +485,7 @@ def devnet_down(settings: Settings) -> bool:
     if node is None and pid is not None and _runs_anvil_on(pid, files.state) and alive(pid):
         # Alive on this home's state but not answering (hung, or still loading it): stop it all the same.
         d = settings.devnet
-        node = AnvilNode(d.host, d.port, d.chain_id, pid)
+        node = AnvilNode(d.host, d.port, d.chain_id, pid, states_dir=files.states)
     if node is None:
         return False
     node.stop()

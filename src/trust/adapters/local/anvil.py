@@ -3,11 +3,19 @@
 Used three ways: the persistent devnet (`trust devnet up`: detached, state saved to a file so a
 restart loses nothing), the gas benchmark and the test suite (ephemeral: a fresh chain on a free
 port, stopped on exit).
+
+Anvil keeps the state of each recent block in memory and writes older ones to disk (up to 3,600
+of them, each a dump of the whole state: half a megabyte on a fresh deployment, far more after a
+long run), by default under `~/.foundry/anvil/tmp`, and leaves them there when it is stopped. Runs
+of many blocks filled whole disks that way. Every node started here writes them to a folder of its
+own instead (`--cache-path`), which `stop` removes.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +49,8 @@ class AnvilNode:
     chain_id: int
     pid: int
     log_file: Path | None = None
+    states_dir: Path | None = None
+    """Where Anvil writes the states of past blocks that no longer fit in memory; removed by `stop`."""
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -62,6 +72,7 @@ class AnvilNode:
         detached: bool = False,
         genesis_timestamp: int | None = None,
         block_seconds: float | None = None,
+        states_dir: Path | None = None,
         startup_timeout_seconds: float = 30.0,
     ) -> AnvilNode:
         """Starts Anvil and waits until it answers JSON-RPC.
@@ -71,7 +82,9 @@ class AnvilNode:
         the command that started it. With `block_seconds`, Anvil mines in mixed mode: every
         transaction at once (automine) and an empty block every `block_seconds` when idle, so the
         chain's clock and block height move on their own (commit windows and randomness blocks)
-        while transactions never wait for the next interval.
+        while transactions never wait for the next interval. `states_dir` is where Anvil writes the
+        states of past blocks beyond those it keeps in memory (emptied first: no live node uses it
+        when this one starts); a fresh temporary folder when None. `stop` removes it.
         """
         port = port or free_port(host)
         if rpc_ready(f"http://{host}:{port}") is not None:
@@ -92,6 +105,12 @@ class AnvilNode:
             cmd += ["--state", str(state_file)]
             if state_interval_seconds:
                 cmd += ["--state-interval", str(state_interval_seconds)]
+        if states_dir is None:
+            states_dir = Path(tempfile.mkdtemp(prefix="trust-anvil-states-"))
+        else:
+            shutil.rmtree(states_dir, ignore_errors=True)
+            states_dir.mkdir(parents=True)
+        cmd += ["--cache-path", str(states_dir)]
         out = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
         try:
             process = subprocess.Popen(
@@ -100,7 +119,15 @@ class AnvilNode:
         finally:
             if log_file:
                 out.close()  # type: ignore[union-attr]
-        node = cls(host=host, port=port, chain_id=chain_id, pid=process.pid, log_file=log_file, _process=process)
+        node = cls(
+            host=host,
+            port=port,
+            chain_id=chain_id,
+            pid=process.pid,
+            log_file=log_file,
+            states_dir=states_dir,
+            _process=process,
+        )
         deadline = time.monotonic() + startup_timeout_seconds
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -117,15 +144,21 @@ class AnvilNode:
         raise DevnetError(f"anvil did not answer at {node.rpc_url} within {startup_timeout_seconds} s")
 
     @classmethod
-    def attach(cls, pid: int, host: str, port: int, chain_id: int) -> AnvilNode | None:
-        """The node with `pid`, if that process is alive and answers at host:port."""
+    def attach(
+        cls, pid: int, host: str, port: int, chain_id: int, *, states_dir: Path | None = None
+    ) -> AnvilNode | None:
+        """The node with `pid`, if that process is alive and answers at host:port; `states_dir` is
+        the folder it was started with, for `stop` to remove."""
         if not alive(pid) or rpc_ready(f"http://{host}:{port}") != chain_id:
             return None
-        return cls(host=host, port=port, chain_id=chain_id, pid=pid)
+        return cls(host=host, port=port, chain_id=chain_id, pid=pid, states_dir=states_dir)
 
     def stop(self, timeout_seconds: float = 15.0) -> None:
-        """SIGTERM (Anvil writes its state file on the way out), then SIGKILL after the timeout."""
+        """SIGTERM (Anvil writes its state file on the way out), then SIGKILL after the timeout;
+        then removes the folder of past states, which Anvil leaves behind."""
         terminate(self.pid, self._process, timeout_seconds)
+        if self.states_dir is not None:
+            shutil.rmtree(self.states_dir, ignore_errors=True)
 
     def __enter__(self) -> AnvilNode:
         return self
