@@ -12,6 +12,7 @@ import pytest
 
 from tests.openai_stub import environment_without_models
 from trust.auditors.tiers import computational_auditor
+from trust.core.graphs.attribution import Basis
 from trust.core.graphs.audit import EdgeScore
 from trust.core.graphs.cig import AgentTurn, Cig, Role
 from trust.core.graphs.localize import Localization, localize
@@ -29,6 +30,7 @@ from trust.lab.evaluation.whowhen import (
 from trust.settings import AuditSettings, SandboxSettings
 
 TIER1 = [computational_auditor(SandboxSettings())]
+ROOT = Basis.ROOT_CAUSE
 
 DATA = Path("/work/shared/data/who_when/algorithm_generated")
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the Who&When development split is not on this machine")
@@ -87,11 +89,64 @@ def test_prediction_is_the_earliest_invalid_root() -> None:
         )
 
     # t1 fails on its own, the reviewer t2 passes it (Negligent), t3 fails too (a cascade).
-    assert predict("a.json", located([1.0, 0.1, 0.9, 0.2])) == WhoWhenPrediction("a.json", "Coder", 1)
+    assert predict("a.json", located([1.0, 0.1, 0.9, 0.2])) == WhoWhenPrediction("a.json", "Coder", 1, ROOT)
     # An edge failure into t3 makes t3 a root too; the earliest root still wins.
     assert predict("b.json", located([1.0, 0.1, 0.9, 1.0], ("t2", "t3"))).step == 1
-    assert predict("c.json", located([1.0, 1.0, 1.0, 1.0], ("t2", "t3"))) == WhoWhenPrediction("c.json", "Tester", 3)
+    assert predict("c.json", located([1.0, 1.0, 1.0, 1.0], ("t2", "t3"))) == WhoWhenPrediction(
+        "c.json", "Tester", 3, ROOT
+    )
     assert predict("d.json", located([1.0, 1.0, 1.0, 1.0])) == WhoWhenPrediction("d.json", None, None)
+    # With the CIG, a log where no auditor found a fault still names its first reasoning turn.
+    assert predict("e.json", located([1.0, 1.0, 1.0, 1.0]), cig, "a task") == WhoWhenPrediction(
+        "e.json", "Coder", 1, Basis.FIRST_REASONING
+    )
+    assert predict("f.json", located([1.0, 0.1, 0.9, 0.2]), cig, "a task").basis is ROOT
+
+
+def _write_log(folder: Path, name: str, history: list[tuple[str, str]], mistake: tuple[str, int]) -> None:
+    log = {
+        "question": "Which year did the Harbour Line open? Give the year.",
+        "history": [{"name": agent, "role": "assistant", "content": content} for agent, content in history],
+        "mistake_agent": mistake[0],
+        "mistake_step": str(mistake[1]),
+    }
+    (folder / name).write_text(json.dumps(log))
+
+
+def test_the_turn_that_first_stated_the_wrong_answer_is_predicted(tmp_path: Path) -> None:
+    opening = "# Task\nWhich year did the Harbour Line open? Give the year.\n## Plan\n1. Search. 2. Check."
+    # 1.json: nothing fails a check; the answer 1931 was first stated (from memory) at step 2.
+    _write_log(
+        tmp_path,
+        "1.json",
+        [
+            ("Planner", opening),
+            ("Search_Expert", "We should look this up in the line's history."),
+            ("History_Expert", "I recall that the Harbour Line opened in **1931**."),
+            ("Checker", "Confirmed: 1931."),
+            ("Planner", "Final answer: **1931**. TERMINATE"),
+        ],
+        ("History_Expert", 2),
+    )
+    # 2.json: code fails when the terminal runs it at step 2, before any answer is stated.
+    _write_log(
+        tmp_path,
+        "2.json",
+        [
+            ("Planner", opening),
+            ("Coder", "```python\nimport requests\nprint(requests.get(url).text)\n```"),
+            ("Computer_terminal", "exitcode: 1 (execution failed)\nNameError: name 'url' is not defined"),
+            ("History_Expert", "Without the page, I believe it opened in **1931**."),
+            ("Planner", "Final answer: **1931**. TERMINATE"),
+        ],
+        ("Coder", 1),
+    )
+    report = asyncio.run(evaluate_whowhen(log_files(tmp_path), AuditSettings(), TIER1))
+    found = {item.id: item.prediction for item in report.items}
+    assert found["1.json"] == WhoWhenPrediction("1.json", "History_Expert", 2, Basis.ANSWER_ORIGIN)
+    assert found["2.json"] == WhoWhenPrediction("2.json", "Coder", 1, ROOT)
+    assert (report.score.agent_accuracy, report.score.step_accuracy, report.score.predicted) == (1.0, 1.0, 2)
+    assert found["1.json"].as_dict() == {"id": "1.json", "agent": "History_Expert", "step": 2}  # file format kept
 
 
 def test_bad_input_is_named(tmp_path: Path) -> None:

@@ -7,13 +7,13 @@ into `history`, stored as a string). The pipeline audits the log without looking
 Algorithm 1) and predicts one
 (agent, step).
 
-Prediction rule (decision; the paper localizes a set of root causes, the benchmark wants one): the
-earliest Invalid_Root turn in topological (time) order, because a cascade starts at its first root
-and Who&When labels the *decisive* first mistake. (A Negligent reviewer always sits below an
-invalid turn, and the first non-Valid turn of Algorithm 1 is always an Invalid_Root, so the earliest
-Invalid_Root is also the earliest root cause of any kind.) When Algorithm 1 finds no Invalid_Root
-there is no prediction and the item counts as wrong for both agent and step (`predicted` in the
-score says how many items had one). No fallback guess is made: the figures are what the auditors find.
+Prediction rule (decision; the paper localizes a set of root causes, the benchmark wants one):
+`trust.core.graphs.attribution.attribute`, which takes the earlier of Algorithm 1's earliest
+Invalid_Root (a cascade starts at its first root, and Who&When labels the *decisive* first mistake)
+and the turn where the log's wrong final answer was first stated, and, when neither exists, the
+first turn that reasons (a prior, not a finding). Each prediction says which signal chose it
+(`WhoWhenPrediction.basis`, shown in the table, never in the predictions file), so the share the
+auditors found stays visible.
 
 Stationarity (decision): the audits keep the lexical similarity whatever `AuditSettings.similarity`
 says, unless a caller passes another: the score reads only the localization, so loading the
@@ -26,6 +26,7 @@ as a substring ("1" does not match "10").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ from rich.table import Table
 
 from trust.auditors.base import Auditor
 from trust.core.graphs.agent_log import AgentLog, MistakeLabel
+from trust.core.graphs.attribution import Basis, attribute
+from trust.core.graphs.cig import Cig
 from trust.core.graphs.localize import Localization
 from trust.core.graphs.stationarity import Similarity
 from trust.core.graphs.status import NodeStatus
@@ -60,11 +63,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class WhoWhenPrediction:
-    """The predicted culprit of one log; `agent` and `step` are None when nothing was found."""
+    """The predicted culprit of one log; `agent` and `step` are None when nothing was found.
+    `basis` is the signal that chose it (`Basis`); it is not part of the predictions file."""
 
     id: str
     agent: str | None
     step: int | None
+    basis: Basis | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {"id": self.id, "agent": self.agent, "step": self.step}
@@ -142,11 +147,15 @@ def score_whowhen(items: Sequence[WhoWhenItem]) -> WhoWhenScore:
     )
 
 
-def predict(item_id: str, localization: Localization) -> WhoWhenPrediction:
-    """The earliest Invalid_Root (see the module docstring); no prediction when there is none."""
+def predict(item_id: str, localization: Localization, cig: Cig | None = None, task: str = "") -> WhoWhenPrediction:
+    """With the CIG, the culprit `attribute` names (see the module docstring); without it, the
+    earliest Invalid_Root alone, and no prediction when there is none."""
+    if cig is not None:
+        found = attribute(cig, localization, task)
+        return WhoWhenPrediction(item_id, found.agent, found.step, found.basis)
     for cause in localization.root_causes:  # in time order
         if cause.status is NodeStatus.INVALID_ROOT:
-            return WhoWhenPrediction(item_id, cause.agent, cause.step)
+            return WhoWhenPrediction(item_id, cause.agent, cause.step, Basis.ROOT_CAUSE)
     return WhoWhenPrediction(item_id, None, None)
 
 
@@ -191,7 +200,8 @@ async def evaluate_whowhen(
     for path in files:
         log, label = _labelled(path)
         audit = await audit_agent_log(log, settings, auditors, similarity=similarity)
-        items.append(WhoWhenItem(path.name, label.agent, label.step, predict(path.name, audit.localization)))
+        prediction = predict(path.name, audit.localization, audit.cig, log.task)
+        items.append(WhoWhenItem(path.name, label.agent, label.step, prediction))
         if progress is not None:
             progress(path.name)
     return WhoWhenReport(tuple(items), score_whowhen(items))
@@ -213,8 +223,10 @@ def render(report: WhoWhenReport, console: Console) -> None:
     table.add_column("method")
     table.add_column("agent accuracy", justify="right")
     table.add_column("step accuracy", justify="right")
+    bases = Counter(item.prediction.basis for item in report.items)
+    chosen = ", ".join(f"{bases[basis]} {basis.value.replace('_', ' ')}" for basis in Basis if bases[basis])
     table.add_row(
-        f"TRUST CIG + Algorithm 1 ({score.predicted} of {score.n} with a root cause)",
+        f"TRUST CIG + Algorithm 1 + answer origin ({chosen or 'no prediction'})",
         f"{score.agent_accuracy:.2%}",
         f"{score.step_accuracy:.2%}",
     )
