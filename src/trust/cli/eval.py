@@ -64,12 +64,35 @@ def eval_processbench_cmd(
     file: Annotated[Path, typer.Argument(help="ProcessBench JSON file (e.g. processbench/gsm8k.json)")],
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
     predictions: PredictionsOption = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            help="tiers: the tier-1 checks, and the tier-2 auditor when TRUST_AUDITOR_LLM__BASE_URL is set; "
+            "tier1: the tier-1 checks alone (no model)",
+        ),
+    ] = "tiers",
     home: HomeOption = None,
 ) -> None:
     """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
 
+    from trust.auditors.base import Auditor
     from trust.auditors.tiers import llm_auditor
-    from trust.lab.evaluation.processbench import ProcessBenchReport, evaluate_processbench, load_processbench, render
+    from trust.lab.evaluation.processbench import (
+        Method,
+        ProcessBenchReport,
+        evaluate_processbench,
+        load_processbench,
+        render,
+        tier1_auditor,
+    )
+
+    try:
+        chosen = Method(method)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{method!r} is not a method; use one of {', '.join(m.value for m in Method)}", param_hint="--method"
+        ) from None
     from trust.lab.evaluation.progress import progress_bar
 
     settings = settings_for(home)
@@ -82,12 +105,13 @@ def eval_processbench_cmd(
             bar.update(task, advance=1, description=item_id)
 
         async def run() -> ProcessBenchReport:
-            # The exact operation check of the decomposed steps is tier 1 here; the tier-2 auditor
-            # joins it when an endpoint is configured, built as a worker builds it.
+            # Tier 1 is the exact operation check of the decomposed steps and the tier-1 checks of
+            # each step; with `tiers`, the tier-2 auditor joins them when an endpoint is configured,
+            # built as a worker builds it.
             async with AsyncExitStack() as stack:
-                auditors = (
-                    [await llm_auditor(settings, stack, share_server=False)] if settings.auditor_llm.configured else []
-                )
+                auditors: list[Auditor] = [tier1_auditor()]
+                if chosen is Method.TIERS and settings.auditor_llm.configured:
+                    auditors.append(await llm_auditor(settings, stack, share_server=False))
                 return await evaluate_processbench(items, tau_node=tau_node, auditors=auditors, progress=advance)
 
         report = asyncio.run(run())

@@ -22,6 +22,7 @@ from trust.lab.evaluation.processbench import (
     predict,
     score_processbench,
     step_verdicts,
+    tier1_auditor,
 )
 from trust.settings import AuditSettings
 
@@ -76,6 +77,48 @@ def test_auditors_judge_steps_too() -> None:
     assert report.predictions[0][1] == 0
     with pytest.raises(ConfigError, match="nothing judges the steps"):
         asyncio.run(evaluate_processbench([item], tau_node=TAU, check_operations=False))
+
+
+def test_tier1_finds_a_number_from_nowhere_and_a_wrong_rewrite() -> None:
+    # Every calculation holds: only the tier-1 checks of the steps find the first wrong step.
+    invented = ProcessBenchItem(
+        "t-4",
+        "Mia reads 12 pages a day for a week, then 5 more pages. How many pages?",
+        ("In a week she reads 12 * 7 = 84 pages.", "With the rest: 84 + 9 = 93 pages.", "The answer is 93."),
+        1,
+    )
+    rewritten = ProcessBenchItem(
+        "t-5",
+        "Twice a number plus 10 is 100. What is the number?",
+        ("We write 2n + 10 = 100.", "Then 2n = 110.", "So n = 110 / 2 = 55."),
+        1,
+    )
+    sound = ProcessBenchItem(
+        "t-6",
+        "Mia reads 12 pages a day for a week, then 5 more pages. How many pages?",
+        ("In a week she reads 12 * 7 = 84 pages.", "With the rest: 84 + 5 = 89 pages.", "The answer is 89."),
+        -1,
+    )
+    items = [invented, rewritten, sound]
+    assert [predict(item, tau_node=TAU) for item in items] == [-1, -1, -1]  # the operation check alone
+    report = asyncio.run(evaluate_processbench(items, tau_node=TAU, auditors=[tier1_auditor()]))
+    assert [label for _, label in report.predictions] == [1, 1, -1]
+    assert report.score.f1 == 1.0
+
+
+def test_cli_refuses_an_unknown_method(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([{"id": "a", "problem": "p", "steps": ["1 + 1 = 2"], "label": -1}]))
+    run = subprocess.run(
+        [sys.executable, "-m", "trust", "eval", "processbench", str(path), "--method", "oracle"],
+        capture_output=True,
+        text=True,
+        env=environment_without_models(),
+        timeout=120,
+        check=False,
+    )
+    message = " ".join(run.stderr.replace("│", " ").split())
+    assert run.returncode != 0 and "'oracle' is not a method; use one of tiers, tier1" in message
 
 
 @pytest.mark.parametrize(

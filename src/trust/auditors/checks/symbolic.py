@@ -94,6 +94,7 @@ __all__ = [
     "SymbolicCheck",
     "compare",
     "find_claims",
+    "statements",
 ]
 
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
@@ -297,6 +298,13 @@ def _statements(text: str) -> list[_Found]:
         found.append(_Found(tuple(sides), tuple(texts), tuple(ops)))
         previous = (last, last_text)
     return found
+
+
+def statements(text: str) -> list[tuple[tuple[Expr | None, ...], tuple[str, ...]]]:
+    """The statements of `text` as this check cuts them out of prose, in order: each one's sides
+    (None where a side did not parse) and the relations between them. Other checks that read
+    equations (`trust.auditors.checks.equations`) read them the same way."""
+    return [(found.sides, found.ops) for found in _statements(text)]
 
 
 # ---------------------------------------------------------------------------------------------- classifying

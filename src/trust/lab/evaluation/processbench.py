@@ -25,13 +25,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from trust.auditors.base import Auditor, AuditRequest, Verdict
+from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
+from trust.auditors.checks.arithmetic import ArithmeticCheck
+from trust.auditors.checks.equations import EquationCheck
+from trust.auditors.checks.provenance import ProvenanceCheck
+from trust.auditors.computational import ComputationalAuditor
 from trust.core.decompose.rules import from_steps
 from trust.core.graphs.cig import AgentTurn, Role
 from trust.core.graphs.hdag import Hdag, Level
@@ -41,6 +46,7 @@ from trust.errors import ConfigError, GraphError
 __all__ = [
     "PUBLISHED_F1",
     "MAX_FILE_BYTES",
+    "Method",
     "ProcessBenchItem",
     "ProcessBenchReport",
     "ProcessBenchScore",
@@ -53,10 +59,34 @@ __all__ = [
     "render",
     "score_processbench",
     "step_verdicts",
+    "tier1_auditor",
+    "tier1_checks",
 ]
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 SOLVER = "solver"
+
+
+class Method(StrEnum):
+    """How `trust eval processbench` judges the steps.
+
+    `TIERS`: the tier-1 checks, and the tier-2 auditor when `Settings().auditor_llm` names an
+    endpoint (what a worker would run); `TIER1`: the tier-1 checks alone, with no model, whatever
+    is configured."""
+
+    TIERS = "tiers"
+    TIER1 = "tier1"
+
+
+def tier1_checks() -> list[Check]:
+    """The deterministic checks of a worked solution's step, in order: every calculation
+    recomputed exactly, and every operand traced to the problem, an earlier step or a constant."""
+    return [ArithmeticCheck(), EquationCheck(), ProvenanceCheck()]
+
+
+def tier1_auditor() -> ComputationalAuditor:
+    """Tier 1 over `tier1_checks`: a step fails when any check fails."""
+    return ComputationalAuditor(tier1_checks(), name="tier1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,113 @@
+"""The provenance check: a number a step computes with must come from somewhere (paper 3.1.1, tier 1).
+
+A step of a worked solution computes with what it was given: the problem (the node's input, or
+the audit question), the earlier steps (its parents), what it computed itself a moment before, and
+the constants any reader knows (`trust.core.maths.quantities.COMMON_CONSTANTS`: 60 minutes in an
+hour, 100 for a percentage). An operand in neither is a number from nowhere: a misread value
+("each ticket costs $20.25" where $20.25 was the price of three), a wrong intermediate result
+carried into the next operation ("7 * 70 - 40 = 470 - 40": 470 was never computed), a value
+invented to close the problem. The check fails the step on the first such operand.
+
+What counts as given (`trust.core.maths.quantities.given_values`): every numeral of the problem and
+of the parents, a percentage also as its fraction and as the factor of an increase or a decrease,
+number words ("twice", "a third", "seventy"), and the value of every part of every operation the
+parents wrote; inside the node, the value of every part of each operation it wrote before (so
+"20 + 8 = 28, 28 * 2" is grounded). A wrong result carried on ("3 × 4 = 13, 13 + 2") is the
+arithmetic check's to fail first; here it is a number from nowhere as well.
+
+What is never failed: numbers outside an operation (a number stated in prose may be a label, a
+date, a restatement; the arithmetic check decides stated results), algebra (the coefficients of an
+equation), and the output of a tool turn (an observation, not a claim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.auditors.checks.verdicts import failed, listed
+from trust.core.graphs.cig import AgentTurn, Role
+from trust.core.maths.expressions import Number
+from trust.core.maths.quantities import COMMON_CONSTANTS, given_values, operations
+
+__all__ = ["NumberSource", "ProvenanceCheck", "known_values"]
+
+
+@dataclass(frozen=True, slots=True)
+class NumberSource:
+    """One operand of the node and whether it was given (`holds`); `detail` says where it stands."""
+
+    operand: str
+    operation: str
+    holds: bool
+    detail: str
+    fault: str | None = None
+    expected: str | None = None
+
+
+def known_values(texts: Iterable[str]) -> set[Fraction]:
+    """What `texts` (the problem, the earlier steps) make available: their given values and the
+    value of every part of every operation they wrote, with the common constants."""
+    known: set[Fraction] = set(COMMON_CONSTANTS)
+    for text in texts:
+        known |= given_values(text)
+        for operation in operations(text):
+            known |= operation.values
+    return known
+
+
+def _given(value: Fraction, known: set[Fraction]) -> bool:
+    # "0.2" for a given 20%, and "20" for a given 0.2: the same quantity in the other scale
+    return value in known or value * 100 in known or value / 100 in known
+
+
+def _sources(request: AuditRequest) -> list[str]:
+    texts = [request.question]
+    if isinstance(request.node, AgentTurn):
+        texts.append(request.node.input)
+    return texts + [node_text(parent) for parent in request.parents]
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceCheck:
+    """Fails a node that computes with a number it was never given; see the module docstring."""
+
+    @property
+    def name(self) -> str:
+        return "provenance"
+
+    def sources(self, request: AuditRequest) -> list[NumberSource]:
+        """Every operand of the node's operations, in order, with whether it was given."""
+        known = known_values(_sources(request))
+        found: list[NumberSource] = []
+        for operation in operations(node_text(request.node)):
+            for operand in operation.operands:
+                found.append(self._judge(operand, operation.text, known))
+            known |= operation.values
+        return found
+
+    @staticmethod
+    def _judge(operand: Number, operation: str, known: set[Fraction]) -> NumberSource:
+        if _given(operand.value, known):
+            return NumberSource(operand.text, operation, True, f"{operand.text} in {operation!r} is given")
+        detail = (
+            f"{operand.text} in {operation!r} is in neither the problem nor an earlier step, "
+            "and was not computed before"
+        )
+        return NumberSource(operand.text, operation, False, detail, "number from nowhere")
+
+    async def check(self, request: AuditRequest) -> CheckResult:
+        node = request.node
+        if isinstance(node, AgentTurn) and node.role is Role.TOOL:
+            return CheckResult(
+                self.name, Outcome.NOT_APPLICABLE, "a tool's output is an observation of its environment, not a claim"
+            )
+        sources = self.sources(request)
+        if not sources:
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "no operation with numbers was found")
+        wrong = [source for source in sources if not source.holds]
+        if wrong:
+            return failed(self.name, wrong, len(sources), "operand(s)")
+        return CheckResult(self.name, Outcome.PASS, f"{len(sources)} operand(s), all given: {listed(sources)}")

@@ -1,0 +1,43 @@
+"""The equation check (`trust.auditors.checks.equations`): each equation follows from the one before.
+
+Solutions written here: a sound chain passes, a wrong rewrite fails at the step that writes it,
+and values tried one after another, identities and new unknowns are never failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from trust.auditors.base import AuditRequest, CheckResult, Outcome
+from trust.auditors.checks.equations import EquationCheck, solved_equations
+from trust.core.graphs.cig import AgentTurn, Role
+
+CHECK = EquationCheck()
+
+
+def results(*steps: str) -> list[CheckResult]:
+    turns = [AgentTurn(f"t{i}", i, "solver", Role.EXPERT, text, "q") for i, text in enumerate(steps)]
+    return [asyncio.run(CHECK.check(AuditRequest(turn, tuple(turns[:i])))) for i, turn in enumerate(turns)]
+
+
+def test_a_sound_chain_passes() -> None:
+    found = results("Let x be the brother's pay: 5000 = x / 2.", "Multiplying both sides by 2: 10000 = x.")
+    assert [r.outcome for r in found] == [Outcome.NOT_APPLICABLE, Outcome.PASS]
+    (solved,) = solved_equations("3y + 6 = 27")
+    assert solved[1] == "y" and {str(v) for v in solved[2]} == {"7"}
+
+
+def test_a_wrong_rewrite_fails_where_it_is_written() -> None:
+    found = results("We get 2J + 10 = 100.", "Adding 3J to the left, this simplifies to 5J + 20 = 100.", "So J = 16.")
+    assert [r.outcome for r in found][:2] == [Outcome.NOT_APPLICABLE, Outcome.FAIL]
+    assert found[1].fault == "equation does not follow" and found[1].expected == "45"
+    within = results("Then 150 + x = 500, so x = 350 - 150 = 200.")
+    assert within[0].outcome is Outcome.FAIL
+
+
+def test_values_tried_identities_and_new_unknowns_are_not_failed() -> None:
+    tried = results("For n = 1: 2^1 = 2, not above 5.", "For n = 2: 2^2 = 4, not above 5.")
+    assert Outcome.FAIL not in [r.outcome for r in tried]
+    assert results("So x - 14 - 7 = x - 21.")[0].outcome is Outcome.NOT_APPLICABLE
+    renamed = results("We solve 2x = 10.", "Let x be the number of pens now: 3x = 12.")
+    assert renamed[1].outcome is Outcome.NOT_APPLICABLE

@@ -1,0 +1,65 @@
+"""The provenance check (`trust.auditors.checks.provenance`): an operand must come from somewhere.
+
+The solutions are written here: a sound one passes at every step, and a flawed one fails at the
+step that computes with a number it was never given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from trust.auditors.base import AuditRequest, CheckResult, Outcome
+from trust.auditors.checks.provenance import ProvenanceCheck
+from trust.core.graphs.cig import AgentTurn, Role
+
+CHECK = ProvenanceCheck()
+PROBLEM = (
+    "A baker sells 45 muffins a day at $3 each. Her rent is 40% of what she earns in a week. "
+    "How much does she keep each week?"
+)
+SOUND = (
+    "She earns 45 × $3 = $135 a day.",
+    "In a week she earns 135 × 7 = $945.",
+    "Her rent is 40% of that: 0.4 × 945 = $378.",
+    "She keeps 945 - 378 = $567. The answer is 567.",
+)
+
+
+def results(steps: tuple[str, ...], problem: str = PROBLEM) -> list[CheckResult]:
+    turns = [AgentTurn(f"t{i}", i, "solver", Role.EXPERT, text, problem) for i, text in enumerate(steps)]
+    return [asyncio.run(CHECK.check(AuditRequest(turn, tuple(turns[:i])))) for i, turn in enumerate(turns)]
+
+
+def test_a_sound_solution_passes_every_step() -> None:
+    assert [r.outcome for r in results(SOUND)] == [Outcome.PASS] * 4
+
+
+def test_a_misread_value_fails_at_its_step() -> None:
+    flawed = (SOUND[0], "In a week she earns 135 × 6 = $810.", "Her rent is 0.4 × 810 = $324.")
+    # 6 days is not in the problem, and not a constant of the calendar
+    outcomes = [r.outcome for r in results(flawed)]
+    assert outcomes == [Outcome.PASS, Outcome.FAIL, Outcome.PASS]
+    failed = results(flawed)[1]
+    assert failed.fault == "number from nowhere" and "6 in '135 × 6'" in failed.detail
+
+
+def test_a_wrong_intermediate_carried_on_fails() -> None:
+    # 7 * 70 is 490: the 470 of the second operation was never computed
+    problem = "A bakery has 40 less than seven times the 70 loaves Sam had. How many loaves?"
+    (result,) = results(("The bakery has 7 * 70 - 40 = 470 - 40 = 430 loaves.",), problem)
+    assert result.outcome is Outcome.FAIL and "470" in result.detail
+
+
+def test_computed_words_and_constants_are_given() -> None:
+    problem = "Tom walks half an hour a day, twice as long on Sunday. How many minutes a week?"
+    steps = ("Half an hour is 60 / 2 = 30 minutes.", "Sunday is 30 × 2 = 60 minutes, the other days 30 × 6 = 180.")
+    # 6 = 7 - 1 is not written: the step computes with a number it was not given
+    assert [r.outcome for r in results(steps, problem)] == [Outcome.PASS, Outcome.FAIL]
+    fixed = (steps[0], "Sunday is 30 × 2 = 60 minutes; the other 7 - 1 = 6 days, 30 × 6 = 180.")
+    assert [r.outcome for r in results(fixed, problem)] == [Outcome.PASS, Outcome.PASS]
+
+
+def test_prose_and_tool_output_are_not_judged() -> None:
+    assert results(("The answer is 567 dollars.",))[0].outcome is Outcome.NOT_APPLICABLE
+    tool = AgentTurn("t0", 0, "python", Role.TOOL, "13 * 17 = 221", "")
+    assert asyncio.run(CHECK.check(AuditRequest(tool))).outcome is Outcome.NOT_APPLICABLE
