@@ -207,14 +207,20 @@ PUBLISHED_BASELINES: dict[str, tuple[float, float]] = {
 ICML 2025; /work/shared/data/README.md)."""
 
 
-def render(report: WhoWhenReport, console: Console) -> None:
+def render(report: WhoWhenReport, console: Console, *, method: str | None = None) -> None:
+    """The score beside the published baselines; `method` names a judging method (None: the CIG pipeline)."""
     score = report.score
     table = Table(title=f"Who&When (algorithm-generated), {score.n} logs")
     table.add_column("method")
     table.add_column("agent accuracy", justify="right")
     table.add_column("step accuracy", justify="right")
+    name = (
+        f"TRUST CIG + Algorithm 1 ({score.predicted} of {score.n} with a root cause)"
+        if method is None
+        else f"{method} ({score.predicted} of {score.n} with a prediction)"
+    )
     table.add_row(
-        f"TRUST CIG + Algorithm 1 ({score.predicted} of {score.n} with a root cause)",
+        name,
         f"{score.agent_accuracy:.2%}",
         f"{score.step_accuracy:.2%}",
     )
