@@ -52,11 +52,12 @@ def _checked_method(method: str, choices: tuple[str, ...], command: str) -> str:
 def _judge_note(endpoint: str, asked: int, cached: int, failures: list[str]) -> None:
     """What the judge ran on and how much was resumed from the cache, on stderr; endpoint failures
     are said, never hidden (each such item counts as wrong)."""
-    err_console.print(f"judge: {endpoint}; {asked} question(s) asked, {cached} answered from the cache")
+    err_console.print(f"judge: {endpoint}; {asked} question(s) asked, {cached} answered from the cache", soft_wrap=True)
     if failures:
         err_console.print(
             f"[yellow]{len(failures)} item(s) got no answer from the endpoint and count as wrong; "
-            f"the first: {failures[0]}[/yellow]"
+            f"the first: {failures[0]}[/yellow]",
+            soft_wrap=True,
         )
 
 
