@@ -84,6 +84,15 @@ def test_combined_asks_only_where_tier_1_is_silent(stub: OpenAiStub) -> None:
     assert (score.error_acc, score.correct_acc, score.f1) == (1.0, 1.0, 1.0)
 
 
+def test_combined_keeps_tier_1_when_the_critique_names_no_step(stub: OpenAiStub) -> None:
+    # The problem's final answer boxed instead of a paragraph index, and an answer with no box.
+    stub.answer_with(lambda system, user: "The answer is \\boxed{7}" if "Tom has" in user else "no idea")
+    _, critiques = _run(stub, [SOUND, WRONG_IDEA], "combined")
+    assert [(c.label, c.source) for c in critiques] == [(-1, "deterministic"), (-1, "deterministic")]
+    _, critiques = _run(stub, [SOUND, WRONG_IDEA], "critic")  # the critic alone reads them as published
+    assert [c.label for c in critiques] == [7, None]
+
+
 def test_a_stopped_run_resumes_and_failures_are_kept(tmp_path: Path, stub: OpenAiStub) -> None:
     path = tmp_path / "answers.jsonl"
     stub.reply("\\boxed{-1}")

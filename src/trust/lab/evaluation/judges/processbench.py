@@ -10,7 +10,9 @@ Their runs decode greedily, as `JudgeChat` does.
 `combined` (this project's method): the deterministic layer first, the critic where it is silent.
 When tier 1 finds a step whose arithmetic does not hold (`trust.lab.evaluation.processbench.predict`
 with the operation check: a checked fact, not an opinion), that step is the prediction; otherwise
-the critic's answer is.
+the critic's answer is, when it names -1 or a step of the solution. A critique that names no step
+(no box, a number outside the solution such as the problem's final answer, or no answer from the
+endpoint) says nothing about the solution, so tier 1's "no error found" (-1) stands.
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ def parse_critique(answer: str) -> int | None:
         return None
 
 
+def _names_a_step(label: int | None, item: ProcessBenchItem) -> bool:
+    return label is not None and -1 <= label < len(item.steps)
+
+
 async def critic(item: ProcessBenchItem, chat: JudgeChat) -> Critique:
     answer = await chat.ask(CRITIC, None, critique_prompt(item))
     return Critique(item.id, parse_critique(answer))
@@ -104,19 +110,23 @@ async def judge_processbench(
         raise ConfigError(f"method {method!r}: expected one of {', '.join(CRITIC_METHODS)}")
     critiques: list[Critique] = []
     for item in items:
-        found: Critique | None = None
+        checked: int | None = None
         if method == COMBINED:
             try:
                 checked = predict(item, tau_node=tau_node, check_operations=True)
             except GraphError as exc:
                 raise GraphError(f"item {item.id!r}: {exc}") from None
-            if checked != -1:
-                found = Critique(item.id, checked, source="deterministic")
-        if found is None:
+        if checked is not None and checked != -1:
+            found = Critique(item.id, checked, source="deterministic")
+        else:
             try:
                 found = await critic(item, chat)
             except LlmError as exc:
                 found = Critique(item.id, None, error=str(exc))
+            if checked is not None and not _names_a_step(found.label, item):
+                # No usable critique (no index, one outside the solution, or no answer at all) says
+                # nothing about this solution: the combination keeps tier 1's "no error found".
+                found = Critique(item.id, checked, source="deterministic", error=found.error)
         critiques.append(found)
         if progress is not None:
             progress(item.id)
