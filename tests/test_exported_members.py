@@ -14,6 +14,7 @@ PACKAGES = [
     "trust.core.graphs",
     "trust.adapters.chain",
     "trust.lab.evaluation",
+    "trust.lab.evaluation.judges",
     "trust.core.privacy",
     "trust.adapters.storage",
     "trust.auditors",

@@ -6,7 +6,7 @@ import asyncio
 import json
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,26 +19,75 @@ from trust.cli.common import (
     write_lines,
 )
 
-__all__ = ["eval_app", "eval_processbench_cmd", "eval_whowhen_cmd"]
+if TYPE_CHECKING:
+    from trust.lab.evaluation.processbench import ProcessBenchItem
+    from trust.settings import Settings
+
+__all__ = ["PROCESSBENCH_METHODS", "WHOWHEN_METHODS", "eval_app", "eval_processbench_cmd", "eval_whowhen_cmd"]
 
 eval_app = typer.Typer(help="Score the audit pipeline on public evaluation data.", no_args_is_help=True)
+
+DETERMINISTIC = "deterministic"
+WHOWHEN_METHODS = (DETERMINISTIC, "all-at-once", "step-by-step", "binary-search", "combined")
+"""`deterministic`: the CIG pipeline and Algorithm 1 (the network's auditors: tier 1, with tier 2 when an
+auditor endpoint is set); the others: Who&When's judges and the combination
+(`trust.lab.evaluation.judges.whowhen`)."""
+PROCESSBENCH_METHODS = ("tiers", "tier1", "critic", "combined")
+"""`tiers`: the HDAG pipeline and tier 1, with tier 2 when an auditor endpoint is set (what a worker
+runs); `tier1`: the tier-1 checks alone, whatever is configured; `critic`: ProcessBench's critic
+prompt; `combined`: tier 1 first, the critic where it is silent."""
+
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit", min=1, help="score only this many items, spread evenly over the file's order"),
+]
+
+
+def _checked_method(method: str, choices: tuple[str, ...], command: str) -> str:
+    from trust.errors import ConfigError
+
+    if method not in choices:
+        raise ConfigError(f"--method {method!r}: `trust eval {command}` takes one of {', '.join(choices)}")
+    return method
+
+
+def _judge_note(endpoint: str, asked: int, cached: int, failures: list[str]) -> None:
+    """What the judge ran on and how much was resumed from the cache, on stderr; endpoint failures
+    are said, never hidden (each such item counts as wrong)."""
+    err_console.print(f"judge: {endpoint}; {asked} question(s) asked, {cached} answered from the cache", soft_wrap=True)
+    if failures:
+        err_console.print(
+            f"[yellow]{len(failures)} item(s) got no answer from the endpoint and count as wrong; "
+            f"the first: {failures[0]}[/yellow]",
+            soft_wrap=True,
+        )
 
 
 @eval_app.command("whowhen")
 def eval_whowhen_cmd(
     directory: Annotated[Path, typer.Argument(help="folder of Who&When logs (*.json)")],
+    method: Annotated[
+        str, typer.Option("--method", help=f"one of {', '.join(WHOWHEN_METHODS)}", show_default=True)
+    ] = DETERMINISTIC,
+    limit: LimitOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
     predictions: PredictionsOption = None,
     home: HomeOption = None,
 ) -> None:
-    """Who&When failure attribution: predict (agent, step) per log with the CIG pipeline and score it."""
+    """Who&When failure attribution: predict (agent, step) per log and score it, with the CIG pipeline
+    (deterministic) or a published LLM judging method on the endpoint the settings name."""
 
     from trust.auditors.tiers import offline_auditors
     from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.sample import evenly_spaced
     from trust.lab.evaluation.whowhen import WhoWhenReport, evaluate_whowhen, log_files, render
 
     settings = settings_for(home)
-    files = log_files(directory)
+    _checked_method(method, WHOWHEN_METHODS, "whowhen")
+    files = evenly_spaced(log_files(directory), limit)
+    if method != DETERMINISTIC:
+        _judge_whowhen(files, method, settings, as_json=as_json, predictions=predictions)
+        return
     with progress_bar("Who&When", err_console) as bar:
         task = bar.add_task("", total=len(files))
 
@@ -62,19 +111,16 @@ def eval_whowhen_cmd(
 @eval_app.command("processbench")
 def eval_processbench_cmd(
     file: Annotated[Path, typer.Argument(help="ProcessBench JSON file (e.g. processbench/gsm8k.json)")],
+    method: Annotated[
+        str, typer.Option("--method", help=f"one of {', '.join(PROCESSBENCH_METHODS)}", show_default=True)
+    ] = "tiers",
+    limit: LimitOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
     predictions: PredictionsOption = None,
-    method: Annotated[
-        str,
-        typer.Option(
-            "--method",
-            help="tiers: the tier-1 checks, and the tier-2 auditor when TRUST_AUDITOR_LLM__BASE_URL is set; "
-            "tier1: the tier-1 checks alone (no model)",
-        ),
-    ] = "tiers",
     home: HomeOption = None,
 ) -> None:
-    """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it."""
+    """ProcessBench: predict the earliest wrong step of each solution (-1: none) and score it, with the
+    HDAG pipeline (deterministic) or ProcessBench's critic prompt on the endpoint the settings name."""
 
     from trust.auditors.base import Auditor
     from trust.auditors.tiers import llm_auditor
@@ -87,16 +133,15 @@ def eval_processbench_cmd(
         tier1_auditor,
     )
 
-    try:
-        chosen = Method(method)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{method!r} is not a method; use one of {', '.join(m.value for m in Method)}", param_hint="--method"
-        ) from None
     from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.sample import evenly_spaced
 
     settings = settings_for(home)
-    items = load_processbench(file)
+    _checked_method(method, PROCESSBENCH_METHODS, "processbench")
+    items = evenly_spaced(load_processbench(file), limit)
+    if method not in {m.value for m in Method}:
+        _judge_processbench(items, method, settings, as_json=as_json, predictions=predictions)
+        return
     tau_node = settings.audit.tau_node
     with progress_bar("ProcessBench", err_console) as bar:
         task = bar.add_task("", total=len(items))
@@ -110,7 +155,7 @@ def eval_processbench_cmd(
             # built as a worker builds it.
             async with AsyncExitStack() as stack:
                 auditors: list[Auditor] = [tier1_auditor()]
-                if chosen is Method.TIERS and settings.auditor_llm.configured:
+                if method == Method.TIERS and settings.auditor_llm.configured:
                     auditors.append(await llm_auditor(settings, stack, share_server=False))
                 return await evaluate_processbench(items, tau_node=tau_node, auditors=auditors, progress=advance)
 
@@ -121,3 +166,75 @@ def eval_processbench_cmd(
         typer.echo(json.dumps(report.score.metrics()))
     else:
         render(report, console)
+
+
+def _judge_whowhen(
+    files: list[Path], method: str, settings: Settings, *, as_json: bool, predictions: Path | None
+) -> None:
+    from trust.auditors.tiers import computational_auditor
+    from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model, judge_whowhen
+    from trust.lab.evaluation.judges.whowhen import JudgedLog
+    from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.whowhen import WhoWhenReport, render
+
+    with progress_bar(f"Who&When {method}", err_console) as bar:
+        task = bar.add_task("", total=len(files))
+
+        def advance(name: str) -> None:
+            bar.update(task, advance=1, description=name)
+
+        async def run() -> tuple[WhoWhenReport, tuple[JudgedLog, ...], JudgeChat, str]:
+            async with AsyncExitStack() as stack:
+                endpoint = await judge_model(settings, stack)
+                cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
+                chat = JudgeChat(endpoint.model, cache)
+                # combined: the tier-1 checks of the deterministic method (no tier-2 model: the judge is
+                # the model here, and a second opinion of the same model would count it twice).
+                auditors = [computational_auditor(settings.worker.sandbox)]
+                report, judged = await judge_whowhen(
+                    files, method, chat, settings=settings.audit, auditors=auditors, progress=advance
+                )
+                return report, judged, chat, endpoint.source
+
+        report, judged, chat, source = asyncio.run(run())
+    _judge_note(source, chat.asked, chat.cached, [j.attribution.error for j in judged if j.attribution.error])
+    if predictions is not None:
+        write_lines(predictions, [entry.as_dict() for entry in judged])
+    if as_json:
+        typer.echo(json.dumps(report.score.metrics() | {"method": method}))
+    else:
+        render(report, console, method=method)
+
+
+def _judge_processbench(
+    items: list[ProcessBenchItem], method: str, settings: Settings, *, as_json: bool, predictions: Path | None
+) -> None:
+    from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model, judge_processbench
+    from trust.lab.evaluation.judges.processbench import Critique
+    from trust.lab.evaluation.processbench import ProcessBenchScore, render_score
+    from trust.lab.evaluation.progress import progress_bar
+
+    with progress_bar(f"ProcessBench {method}", err_console) as bar:
+        task = bar.add_task("", total=len(items))
+
+        def advance(item_id: str) -> None:
+            bar.update(task, advance=1, description=item_id)
+
+        async def run() -> tuple[ProcessBenchScore, tuple[Critique, ...], JudgeChat, str]:
+            async with AsyncExitStack() as stack:
+                endpoint = await judge_model(settings, stack)
+                cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
+                chat = JudgeChat(endpoint.model, cache)
+                score, critiques = await judge_processbench(
+                    items, method, chat, tau_node=settings.audit.tau_node, progress=advance
+                )
+                return score, critiques, chat, endpoint.source
+
+        score, critiques, chat, source = asyncio.run(run())
+    _judge_note(source, chat.asked, chat.cached, [c.error for c in critiques if c.error])
+    if predictions is not None:
+        write_lines(predictions, [critique.as_dict() for critique in critiques])
+    if as_json:
+        typer.echo(json.dumps(score.metrics() | {"method": method}))
+    else:
+        render_score(score, console, method=method)

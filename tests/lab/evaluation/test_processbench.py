@@ -118,7 +118,7 @@ def test_cli_refuses_an_unknown_method(tmp_path: Path) -> None:
         check=False,
     )
     message = " ".join(run.stderr.replace("│", " ").split())
-    assert run.returncode != 0 and "'oracle' is not a method; use one of tiers, tier1" in message
+    assert run.returncode != 0 and "--method 'oracle': `trust eval processbench` takes one of tiers, tier1, critic, combined" in message
 
 
 @pytest.mark.parametrize(

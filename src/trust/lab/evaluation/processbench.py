@@ -57,6 +57,7 @@ __all__ = [
     "load_processbench",
     "predict",
     "render",
+    "render_score",
     "score_processbench",
     "step_verdicts",
     "tier1_auditor",
@@ -248,8 +249,9 @@ def predict(
     return -1
 
 
-def score_processbench(pairs: Iterable[tuple[int, int]]) -> ProcessBenchScore:
-    """Scores (predicted, gold) pairs: error_acc over gold != -1, correct_acc over gold == -1."""
+def score_processbench(pairs: Iterable[tuple[int | None, int]]) -> ProcessBenchScore:
+    """Scores (predicted, gold) pairs: error_acc over gold != -1, correct_acc over gold == -1. A
+    predicted None (a judge gave no usable answer) matches nothing."""
     error_hits = error_n = correct_hits = correct_n = 0
     for predicted, gold in pairs:
         if gold == -1:
@@ -299,13 +301,18 @@ PUBLISHED_F1: dict[str, float] = {
 
 
 def render(report: ProcessBenchReport, console: Console) -> None:
-    score = report.score
+    render_score(report.score, console)
+
+
+def render_score(score: ProcessBenchScore, console: Console, *, method: str | None = None) -> None:
+    """The score beside the published F1s; `method` names a judging method (None: the HDAG pipeline)."""
     table = Table(title=f"ProcessBench GSM8K, {score.n} items ({score.n_error} erroneous, {score.n_correct} correct)")
     table.add_column("method")
     table.add_column("error acc", justify="right")
     table.add_column("correct acc", justify="right")
     table.add_column("F1", justify="right")
-    table.add_row("TRUST HDAG + auditors", f"{score.error_acc:.2%}", f"{score.correct_acc:.2%}", f"{score.f1:.2%}")
+    figures = (f"{score.error_acc:.2%}", f"{score.correct_acc:.2%}", f"{score.f1:.2%}")
+    table.add_row(method or "TRUST HDAG + auditors", *figures)
     for name, f1 in PUBLISHED_F1.items():
         table.add_row(f"[dim]{name} (published)[/dim]", "", "", f"[dim]{f1:.1%}[/dim]")
     console.print(table)

@@ -217,16 +217,21 @@ PUBLISHED_BASELINES: dict[str, tuple[float, float]] = {
 ICML 2025; /work/shared/data/README.md)."""
 
 
-def render(report: WhoWhenReport, console: Console) -> None:
+def render(report: WhoWhenReport, console: Console, *, method: str | None = None) -> None:
+    """The score beside the published baselines; `method` names a judging method (None: the CIG pipeline)."""
     score = report.score
     table = Table(title=f"Who&When (algorithm-generated), {score.n} logs")
     table.add_column("method")
     table.add_column("agent accuracy", justify="right")
     table.add_column("step accuracy", justify="right")
-    bases = Counter(item.prediction.basis for item in report.items)
-    chosen = ", ".join(f"{bases[basis]} {basis.value.replace('_', ' ')}" for basis in Basis if bases[basis])
+    if method is None:
+        bases = Counter(item.prediction.basis for item in report.items)
+        chosen = ", ".join(f"{bases[basis]} {basis.value.replace('_', ' ')}" for basis in Basis if bases[basis])
+        name = f"TRUST CIG + Algorithm 1 + answer origin ({chosen or 'no prediction'})"
+    else:
+        name = f"{method} ({score.predicted} of {score.n} with a prediction)"
     table.add_row(
-        f"TRUST CIG + Algorithm 1 + answer origin ({chosen or 'no prediction'})",
+        name,
         f"{score.agent_accuracy:.2%}",
         f"{score.step_accuracy:.2%}",
     )
