@@ -12,6 +12,14 @@ Two entry points:
   each unit classified as strategy, tactic or step by its wording, and relationships are read from
   discourse markers.
 
+Rule-table traces. When the problem states a rule table (at least `MIN_TABLE_RULES` lines
+"<name>: n point(s)", read by `trust.core.decompose.scoring`, the reader of the tier-1 grounding
+check), a unit whose header names a rule ("CHF rule: ...") is a rule application and a unit stating a
+final or total score the final score: both are steps, routed to tier 1 as checkable
+(`route_tier(..., checkable=True)`). Their edges replace the lexical ones: goal -> unit (the notes
+and the rules are every step's evidence), the latest unit stating a running score -> rule
+application, every rule application -> final score; a step after the final score depends on it.
+
 Node ids (stable: the same input always gives the same ids):
 
 - `g0` the goal;
@@ -687,7 +695,9 @@ def from_text(
     """The HDAG of a raw chain of thought (segmentation, levels and edges in the module docstring).
 
     The goal is `problem` when given; else the trace's first unit when it opens with "Problem:",
-    "Question:" or "Task:"; else `UNSTATED_GOAL`. Raises `GraphError` for an empty or oversized trace.
+    "Question:" or "Task:", or when it is a paragraph followed by others that states the task
+    (`_states_task`); else `UNSTATED_GOAL`. After a goal paragraph, a single paragraph of reasoning
+    is cut into its lines. Raises `GraphError` for an empty or oversized trace.
     """
     limits = limits or DecompositionLimits()
     if not isinstance(text, str):
