@@ -34,7 +34,7 @@ from trust.adapters.local.processes import free_port
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.status import NodeStatus
 from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
-from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, SOUND_IDS, flawed_trace, sound_trace
+from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, FLAWED_IDS, SOUND_IDS, flawed_trace, sound_trace
 from trust.lab.demo.expert import run_scripted_expert
 from trust.lab.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
 from trust.services.refine import Regenerated, RepairRequest
@@ -110,8 +110,8 @@ async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes
         assert cause.critiques, f"no critique reached the provider for {cause.node_id}"
         assert all(c.vote == "fail" and c.tier == 1 for c in cause.critiques)
     # Steps that are right but follow a wrong one inherit the failure.
-    assert flawed.nodes["chf"].status is NodeStatus.INVALID_CASCADE
-    assert flawed.nodes["goal"].status is NodeStatus.VALID
+    assert flawed.nodes[FLAWED_IDS["chf"]].status is NodeStatus.INVALID_CASCADE
+    assert flawed.nodes[FLAWED_IDS["goal"]].status is NodeStatus.VALID
     for name, result in (("sound", sound), ("flawed", flawed)):
         _check_proof_and_phases(result)
         assert result.phases.seconds["tier1_verification"] is not None, name
