@@ -15,10 +15,12 @@ from trust.lab.demo.clinical import (
     CLINICAL_NOTE,
     FLAWED_CORRECT_STEPS,
     FLAWED_ERRORS,
+    FLAWED_IDS,
     FLAWED_STEPS,
     GOAL,
     PATIENT_NOTE,
     RULES,
+    SOUND_IDS,
     SOUND_STEPS,
     TASK,
     flawed_trace,
@@ -31,6 +33,7 @@ __all__ = [
     "FLAWED_CORRECT_STEPS",
     "FLAWED_ERRORS",
     "FLAWED_FILE",
+    "FLAWED_IDS",
     "FLAWED_STEPS",
     "GOAL",
     "PATIENT_NOTE",
@@ -38,6 +41,7 @@ __all__ = [
     "SEGMENTS",
     "SEGMENTS_DIR",
     "SOUND_FILE",
+    "SOUND_IDS",
     "SOUND_STEPS",
     "TASK",
     "flawed_trace",
@@ -51,12 +55,12 @@ FLAWED_FILE = DATA_DIR / "cha2ds2vasc_flawed.hdag.json"
 SEGMENTS_DIR = DATA_DIR / "segments"
 
 SEGMENTS: dict[str, tuple[str, str]] = {
-    "cha2ds2vasc_flawed_age.json": ("flawed", "age_ge_75"),
-    "cha2ds2vasc_flawed_hypertension.json": ("flawed", "hypertension"),
-    "cha2ds2vasc_flawed_vascular_sex.json": ("flawed", "vascular_sex"),
-    "cha2ds2vasc_flawed_final.json": ("flawed", "final"),
-    "cha2ds2vasc_sound_hypertension.json": ("sound", "hypertension"),
-    "cha2ds2vasc_sound_final.json": ("sound", "final"),
+    "cha2ds2vasc_flawed_age.json": ("flawed", FLAWED_IDS["age_ge_75"]),
+    "cha2ds2vasc_flawed_hypertension.json": ("flawed", FLAWED_IDS["hypertension"]),
+    "cha2ds2vasc_flawed_vascular_sex.json": ("flawed", FLAWED_IDS["vascular_sex"]),
+    "cha2ds2vasc_flawed_final.json": ("flawed", FLAWED_IDS["final"]),
+    "cha2ds2vasc_sound_hypertension.json": ("sound", SOUND_IDS["hypertension"]),
+    "cha2ds2vasc_sound_final.json": ("sound", SOUND_IDS["final"]),
 }
 """Segment file name -> (trace, node id): the segments `trust audit-segment` examples and tests read."""
 

@@ -33,8 +33,9 @@ from trust.core.graphs.refinement import ErrorType
 from trust.core.graphs.serialization import dumps, loads
 
 CHECK = GroundingCheck()
-RULE_STEPS_SOUND = [node_id for node_id, _ in paper.SOUND_STEPS]
-RULE_STEPS_FLAWED = [node_id for node_id, _ in paper.FLAWED_STEPS]
+S, F = paper.SOUND_IDS, paper.FLAWED_IDS  # the paper's step names -> the decomposer's node ids
+RULE_STEPS_SOUND = [S[name] for name, _ in paper.SOUND_STEPS]
+RULE_STEPS_FLAWED = [F[name] for name, _ in paper.FLAWED_STEPS]
 FAULT_TYPES = {
     "variable confusion": ErrorType.FACTUAL,
     "unsupported finding": ErrorType.LOGICAL,
@@ -61,22 +62,22 @@ def test_flawed_trace_fails_exactly_the_four_errors_of_the_paper() -> None:
         assert found[node_id].error_type is FAULT_TYPES[fault], node_id
     for node_id in paper.FLAWED_CORRECT_STEPS:
         assert found[node_id].outcome is Outcome.PASS, (node_id, found[node_id].detail)
-    assert found["goal"].outcome is Outcome.NOT_APPLICABLE
-    assert found["strategy"].outcome is Outcome.NOT_APPLICABLE
+    assert found[F["goal"]].outcome is Outcome.NOT_APPLICABLE
+    assert found[F["strategy"]].outcome is Outcome.NOT_APPLICABLE
 
 
 def test_flawed_trace_details_name_what_went_wrong() -> None:
     found = results(paper.flawed_trace())
-    confusion = found["age_ge_75"]
+    confusion = found[F["age_ge_75"]]
     assert "weight" in confusion.detail and "serum creatinine" in confusion.detail and "reads age" in confusion.detail
     assert "85" in confusion.detail and "1.4" in confusion.detail
     assert confusion.expected == "age 58 years"
-    inferred = found["hypertension"]
+    inferred = found[F["hypertension"]]
     assert "creatinine: 1.4 mg/dL." in inferred.detail and "does not state hypertension" in inferred.detail
     assert inferred.expected == "“Patient has hypertension (on BP medications)”"
-    combined = found["vascular_sex"]
+    combined = found[F["vascular_sex"]]
     assert "'Vascular disease'" in combined.detail and "'Female sex'" in combined.detail
-    skipped = found["final"]
+    skipped = found[F["final"]]
     assert "7/8 rules evaluated" in skipped.detail and "'Age 65-74 years'" in skipped.detail
     assert "Age ≥75" not in skipped.detail
 
@@ -84,16 +85,17 @@ def test_flawed_trace_details_name_what_went_wrong() -> None:
 def test_sound_trace_passes_every_rule_step_and_the_final_score() -> None:
     found = results(paper.sound_trace())
     assert failures(found) == {}
-    for node_id in [*RULE_STEPS_SOUND, "final"]:
+    for node_id in [*RULE_STEPS_SOUND, S["final"]]:
         assert found[node_id].outcome is Outcome.PASS, (node_id, found[node_id].detail)
-    assert {n for n, r in found.items() if r.outcome is Outcome.NOT_APPLICABLE} == {"goal", "strategy"}
-    assert "8/8 rules evaluated" in found["final"].detail
+    undecided = {n for n, r in found.items() if r.outcome is Outcome.NOT_APPLICABLE}
+    assert undecided == {S["goal"], S["strategy"]}
+    assert "8/8 rules evaluated" in found[S["final"]].detail
 
 
 async def test_the_async_check_is_the_check_protocol() -> None:
     check: Check = GroundingCheck()
     assert isinstance(check, Check) and check.name == CHECK_NAME == "grounding"
-    request = request_for(paper.flawed_trace(), "hypertension")
+    request = request_for(paper.flawed_trace(), F["hypertension"])
     assert await check.check(request) == CHECK.run(request)
 
 
@@ -345,8 +347,8 @@ def test_wrong_running_score_names_the_right_one() -> None:
 
 def test_a_final_score_that_is_not_the_sum_fails() -> None:
     graph = paper.sound_trace()
-    graph.replace_node(HdagNode("final", Level.OPERATION, "Final Score: CHA2DS2-VASc = 3", domain="medical"))
-    result = CHECK.run(request_for(graph, "final"))
+    graph.replace_node(HdagNode(S["final"], Level.STEP, "Final Score: CHA2DS2-VASc = 3", domain="medical"))
+    result = CHECK.run(request_for(graph, S["final"]))
     assert (result.fault, result.error_type, result.expected) == ("wrong total", ErrorType.FACTUAL, "2")
 
 
@@ -374,8 +376,9 @@ def test_a_silent_note_does_not_support_adding_points() -> None:
 
 def test_final_score_without_the_whole_chain_is_not_applicable() -> None:
     graph = paper.sound_trace()
-    request = request_for(graph, "final")
-    only_last = AuditRequest(request.node, (request.parents[0], request.parents[-1]))
+    request = request_for(graph, S["final"])
+    goal = next(parent for parent in request.parents if parent.id == S["goal"])
+    only_last = AuditRequest(request.node, (goal, request.parents[-1]))
     result = CHECK.run(only_last)
     assert result.outcome is Outcome.NOT_APPLICABLE and "not the whole chain" in result.detail
 

@@ -490,3 +490,23 @@ def test_a_tilde_fence_is_a_code_block_as_the_checks_read_it() -> None:
     hdag = from_text("We run the snippet below.\n\n~~~\nassert 2 + 2 == 5\n~~~")
     operations = {node.id: node.expression for node in hdag.nodes() if node.level is Level.OPERATION}
     assert operations == {"s2.code1": None}
+
+
+def test_a_first_paragraph_stating_a_task_is_the_goal_and_its_lines_are_steps() -> None:
+    text = (
+        "Notes: the order has 3 items.\nTask: price it with these rules:\nBase: 2 points\nExpress: 1 point\n\n"
+        "Base rule: the order is an order → Add +2 points. Score: 2\n"
+        "Express rule: not requested → Add 0 points. Score: 2\n"
+        "Final Score: 2"
+    )
+    graph = from_text(text)
+    assert graph.node(GOAL_ID).content.startswith("Notes: the order has 3 items.")
+    assert [n.id for n in graph.nodes()] == [GOAL_ID, "s1", "s2", "s3"]
+    assert {n.id for n in graph.nodes() if n.tier is Tier.COMPUTATIONAL} == {"s1", "s2", "s3"}
+    assert graph.edge_type("s1", "s2") is EdgeType.DEPENDS_ON
+    assert set(graph.parents("s3")) == {GOAL_ID, "s1", "s2"}
+
+
+def test_a_first_paragraph_with_no_task_stays_reasoning() -> None:
+    graph = from_text("We have 3 apples.\nThen 2 more.\n\nSo 3 + 2 = 5 apples.")
+    assert graph.node(GOAL_ID).content == UNSTATED_GOAL

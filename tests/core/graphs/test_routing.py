@@ -133,3 +133,9 @@ def test_high_stakes_domains_never_route_lower_than_general(
 ) -> None:
     for specialist in HIGH_STAKES_DOMAINS:
         assert route_tier(level, d, specialist, stakes) >= route_tier(level, d, "general", stakes)
+
+
+@pytest.mark.parametrize("difficulty", list(Difficulty))
+def test_a_checkable_step_goes_to_tier_1_and_a_checkable_plan_does_not(difficulty: Difficulty) -> None:
+    assert route_tier(Level.STEP, difficulty, "medical", "high", checkable=True) is Tier.COMPUTATIONAL
+    assert route_tier(Level.STRATEGY, difficulty, "medical", "high", checkable=True) is Tier.HUMAN

@@ -34,7 +34,7 @@ from trust.adapters.local.processes import free_port
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.status import NodeStatus
 from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
-from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, flawed_trace, sound_trace
+from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, FLAWED_IDS, SOUND_IDS, flawed_trace, sound_trace
 from trust.lab.demo.expert import run_scripted_expert
 from trust.lab.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
 from trust.services.refine import Regenerated, RepairRequest
@@ -110,8 +110,8 @@ async def test_the_clinical_traces_sound_valid_flawed_invalid_at_the_right_nodes
         assert cause.critiques, f"no critique reached the provider for {cause.node_id}"
         assert all(c.vote == "fail" and c.tier == 1 for c in cause.critiques)
     # Steps that are right but follow a wrong one inherit the failure.
-    assert flawed.nodes["chf"].status is NodeStatus.INVALID_CASCADE
-    assert flawed.nodes["goal"].status is NodeStatus.VALID
+    assert flawed.nodes[FLAWED_IDS["chf"]].status is NodeStatus.INVALID_CASCADE
+    assert flawed.nodes[FLAWED_IDS["goal"]].status is NodeStatus.VALID
     for name, result in (("sound", sound), ("flawed", flawed)):
         _check_proof_and_phases(result)
         assert result.phases.seconds["tier1_verification"] is not None, name
@@ -167,12 +167,15 @@ async def test_a_timeout_leaves_a_session_that_resume_finishes(client: TrustClie
     assert result.session_id == session_id and result.verdict is Verdict.VALID
 
 
+FINAL_ID = SOUND_IDS["final"]
+
+
 async def test_refine_repairs_a_planted_leaf_error_and_reaudits_only_that_node(client: TrustClient) -> None:
     trace = sound_trace()
-    trace.replace_node(dataclasses.replace(trace.node("final"), content=FINAL.replace("= 2", "= 3")))
+    trace.replace_node(dataclasses.replace(trace.node(FINAL_ID), content=FINAL.replace("= 2", "= 3")))
     first = await client.audit_trace(trace)
     assert first.verdict is Verdict.INVALID
-    assert [cause.node_id for cause in first.root_causes] == ["final"], _describe(first)
+    assert [cause.node_id for cause in first.root_causes] == [FINAL_ID], _describe(first)
 
     asked: list[tuple[str, str]] = []
 
@@ -183,18 +186,18 @@ async def test_refine_repairs_a_planted_leaf_error_and_reaudits_only_that_node(c
 
     refined = await client.refine(first, regenerate)
 
-    assert [node for node, _ in asked] == ["final"]
+    assert [node for node, _ in asked] == [FINAL_ID]
     assert "= 3" in asked[0][1], "the feedback quotes the failed output"
     assert refined.valid and refined.verdict is Verdict.VALID
     # One new session whose only segment is the repaired leaf; the ten other nodes were frozen,
     # travelled as context, and kept their content.
     assert refined.reaudited == (1,)
     (again,) = refined.audits
-    assert set(again.nodes) == {"final"} and again.verdict is Verdict.VALID and again.proof.valid_on_chain
+    assert set(again.nodes) == {FINAL_ID} and again.verdict is Verdict.VALID and again.proof.valid_on_chain
     assert again.session_id != first.session_id
-    assert refined.graph.node("final").content == FINAL
+    assert refined.graph.node(FINAL_ID).content == FINAL
     for node in trace.nodes():
-        if node.id != "final":
+        if node.id != FINAL_ID:
             assert refined.graph.node(node.id) == node
     assert refined.to_json()["reaudited"] == [1]
 

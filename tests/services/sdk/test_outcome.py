@@ -12,7 +12,7 @@ from trust.core.graphs.agent_log import build_cig, parse_log
 from trust.core.graphs.analysis import critical_path
 from trust.core.graphs.hdag import Hdag, Tier
 from trust.core.graphs.status import NodeStatus
-from trust.lab.demo.clinical import FLAWED_ERRORS, flawed_trace, sound_trace
+from trust.lab.demo.clinical import FLAWED_ERRORS, FLAWED_IDS, SOUND_IDS, flawed_trace, sound_trace
 from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.outcome import SegmentOutcome, judge
 from trust.services.sdk.result import Critique, Outcome, Verdict
@@ -46,10 +46,12 @@ def test_every_failed_hdag_node_is_a_root_cause_and_its_passing_descendants_casc
     assert {c.node_id for c in judged.root_causes} == set(FLAWED_ERRORS)
     assert all(c.critiques and c.critiques[0].vote == "fail" for c in judged.root_causes)
     statuses = {node_id: node.status for node_id, node in judged.nodes.items()}
-    assert statuses["goal"] is statuses["strategy"] is NodeStatus.VALID
-    assert statuses["chf"] is statuses["diabetes"] is statuses["stroke_tia"] is NodeStatus.INVALID_CASCADE
+    ids = FLAWED_IDS
+    assert statuses[ids["goal"]] is statuses[ids["strategy"]] is NodeStatus.VALID
+    assert all(statuses[ids[n]] is NodeStatus.INVALID_CASCADE for n in ("chf", "diabetes", "stroke_tia"))
     assert all(statuses[n] is NodeStatus.INVALID_ROOT for n in FLAWED_ERRORS)
-    assert any("critical-path node 'final' failed" in r and "final is wrong" in r for r in judged.failure_reasons)
+    final = ids["final"]
+    assert any(f"critical-path node '{final}' failed" in r and f"{final} is wrong" in r for r in judged.failure_reasons)
 
 
 def test_a_sound_trace_is_valid_with_no_reasons() -> None:
@@ -127,7 +129,7 @@ def test_bad_config_names_the_field(field: str, value: object, message: str) -> 
 def test_an_undetermined_node_is_reported_as_undetermined_never_as_failed() -> None:
     graph = sound_trace()
     path = set(critical_path(graph))
-    nobody = "final"  # on the critical path: the contract counts it against the trace
+    nobody = SOUND_IDS["final"]  # on the critical path: the contract counts it against the trace
     why = "none of the 3 seats of its last committee revealed a vote in time"
     segments = [
         dataclasses.replace(segment, outcome=Outcome.UNDETERMINED, rounds=2, tier=3, pass_share=0.0, why=why)

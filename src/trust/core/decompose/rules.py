@@ -12,6 +12,14 @@ Two entry points:
   each unit classified as strategy, tactic or step by its wording, and relationships are read from
   discourse markers.
 
+Rule-table traces. When the problem states a rule table (at least `MIN_TABLE_RULES` lines
+"<name>: n point(s)", read by `trust.core.decompose.scoring`, the reader of the tier-1 grounding
+check), a unit whose header names a rule ("CHF rule: ...") is a rule application and a unit stating a
+final or total score the final score: both are steps, routed to tier 1 as checkable
+(`route_tier(..., checkable=True)`). Their edges replace the lexical ones: goal -> unit (the notes
+and the rules are every step's evidence), the latest unit stating a running score -> rule
+application, every rule application -> final score; a step after the final score depends on it.
+
 Node ids (stable: the same input always gives the same ids):
 
 - `g0` the goal;
@@ -83,6 +91,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from trust.core.decompose.scoring import ScoringRule, final_score, parse_rules, rule_step, stated_score
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level
 from trust.core.graphs.routing import check_domain, route_tier, stakes_for_domain
 from trust.core.graphs.validation import validate
@@ -108,6 +117,10 @@ __all__ = [
 ]
 
 GOAL_ID = "g0"
+
+MIN_TABLE_RULES = 2
+"""A problem statement with at least this many scoring rules ("<name>: n point(s)", one a line) is a
+rule table, and the trace is read as rule applications; one rule line alone is prose."""
 UNSTATED_GOAL = "(the trace does not state its problem)"
 """Content of the goal when neither the caller nor the trace states the problem."""
 
@@ -233,6 +246,15 @@ _STEP_REF_RE = re.compile(r"\bstep\s+#?(\d{1,4})\b", re.IGNORECASE)
 _STEP_LABEL_RE = re.compile(r"^\W*step\s+#?(\d{1,4})\b", re.IGNORECASE)
 _HEADING_RE = re.compile(r"^\W*(?:step\s+#?\d{1,4}|#+\s*[^\n]{0,60}|\*\*[^*\n]{1,60}\*\*)\s*[:.]?\s*$", re.IGNORECASE)
 _PROBLEM_RE = re.compile(r"^\W*(?:problem|question|task)\s*(?:statement)?\s*[:.]", re.IGNORECASE)
+_TASK_LINE_RE = re.compile(r"^\W*(?:problem|question|task)\s*(?:statement)?\s*:", re.IGNORECASE | re.MULTILINE)
+
+
+def _states_task(paragraph: str) -> bool:
+    """Whether a trace's first paragraph is its problem statement: one of its lines opens with
+    "Problem:", "Question:" or "Task:" (after notes or data, as in a clinical input), or it lists a
+    rule table. Only a first paragraph followed by others is taken: the reasoning comes after it."""
+    return bool(_TASK_LINE_RE.search(paragraph)) or len(parse_rules(paragraph)) >= MIN_TABLE_RULES
+
 
 _FORMAL_RE = re.compile(
     r"\\(?:int|iint|oint|sum|prod|lim|sqrt|partial|infty|forall|exists|mathbb|binom|log|ln|sin|cos|tan|nabla)\b"
@@ -390,6 +412,13 @@ class _Unit:
     label: int | None  # "Step N:" as the trace numbers it
     node_id: str = ""
     numbers: set[Fraction] = field(default_factory=set)
+    applies: tuple[ScoringRule, ...] = ()  # the rules of the problem's rule table this unit applies
+    final: bool = False  # the unit states the final score of a rule table
+
+    @property
+    def checkable(self) -> bool:
+        """A rule application or a final score: claims a tier-1 checker decides from the problem."""
+        return bool(self.applies) or self.final
 
 
 def _value(number: str) -> Fraction:
@@ -467,6 +496,19 @@ def _assign_ids(units: Sequence[_Unit]) -> None:
         unit.node_id = f"{prefixes[unit.level]}{counters[unit.level]}"
 
 
+def _read_scoring(goal_text: str, units: Sequence[_Unit]) -> None:
+    """Marks the rule applications and final scores when the problem states a rule table; they are
+    steps whatever their wording (a rule line such as "Age rule: identify the age ..." is no plan)."""
+    rules = parse_rules(goal_text)
+    if len(rules) < MIN_TABLE_RULES:
+        return
+    for unit in units:
+        unit.applies = rule_step(unit.text, rules)
+        unit.final = not unit.applies and final_score(unit.text) is not None
+        if unit.checkable:
+            unit.level = Level.STEP
+
+
 def _build(
     goal_text: str,
     units: list[_Unit],
@@ -475,15 +517,28 @@ def _build(
     domain: str | None,
     goal_numbers: set[Fraction],
 ) -> Hdag:
+    _read_scoring(goal_text, units)
     parent = _settle_levels(units)
     _assign_ids(units)
     all_text = "\n".join([goal_text, *(u.text for u in units)])
     domain = check_domain(domain) if domain is not None else detect_domain(all_text)
     stakes = stakes_for_domain(domain)
 
-    def node(node_id: str, level: Level, content: str, difficulty: Difficulty, expression: str | None = None) -> None:
-        tier = route_tier(level, difficulty, domain, stakes)
+    def node(
+        node_id: str,
+        level: Level,
+        content: str,
+        difficulty: Difficulty,
+        expression: str | None = None,
+        *,
+        checkable: bool = False,
+    ) -> None:
+        tier = route_tier(level, difficulty, domain, stakes, checkable=checkable)
         hdag.add_node(HdagNode(node_id, level, content, difficulty, domain, stakes, tier, expression))
+
+    def link(source: str, target: str) -> None:
+        if hdag.edge_type(source, target) is None:
+            hdag.add_edge(source, target, EdgeType.DEPENDS_ON)
 
     hdag = Hdag()
     node(GOAL_ID, Level.GOAL, goal_text, estimate_difficulty(goal_text, domain=domain))
@@ -515,11 +570,19 @@ def _build(
         return None
 
     previous_tactic: dict[int | None, _Unit] = {}
+    scored: _Unit | None = None  # the latest unit that states a running score
+    applied: list[_Unit] = []  # the rule applications so far
+    final: _Unit | None = None  # the latest final score
     for unit in units:
         difficulty = estimate_difficulty(unit.text, domain=domain, operations=len(unit.operations))
-        node(unit.node_id, unit.level, unit.text, difficulty)
+        node(unit.node_id, unit.level, unit.text, difficulty, checkable=unit.checkable)
         up = parent[unit.position]
         hdag.add_edge(GOAL_ID if up is None else by_position[up].node_id, unit.node_id, EdgeType.DECOMPOSES_TO)
+        if not unit.checkable:
+            if stated_score(unit.text) is not None and not applied:
+                scored = unit  # "Running score: 0" before the first rule step
+            if final is not None and unit.level is Level.STEP:
+                link(final.node_id, unit.node_id)  # a conclusion drawn after the final score rests on it
         if unit.level is Level.TACTIC:
             before = previous_tactic.get(up)
             if before is not None:
@@ -535,6 +598,21 @@ def _build(
             code_id = f"{unit.node_id}.code{index}"
             node(code_id, Level.OPERATION, block, Difficulty.EASY)
             hdag.add_edge(unit.node_id, code_id, EdgeType.DECOMPOSES_TO)
+
+        if unit.checkable:
+            # a rule-table trace: every rule step's evidence is the problem (notes and rules) and its
+            # running score the latest score stated before it; the final score sums every rule step
+            link(GOAL_ID, unit.node_id)
+            sources = applied if unit.final else ([scored] if scored is not None else [])
+            for earlier in sources:
+                link(earlier.node_id, unit.node_id)
+            if unit.final:
+                final = unit
+            else:
+                applied.append(unit)
+            if stated_score(unit.text) is not None:
+                scored = unit
+            continue
 
         order = step_order[unit.position]
         previous = steps[order - 1] if order > 0 else None
@@ -617,7 +695,9 @@ def from_text(
     """The HDAG of a raw chain of thought (segmentation, levels and edges in the module docstring).
 
     The goal is `problem` when given; else the trace's first unit when it opens with "Problem:",
-    "Question:" or "Task:"; else `UNSTATED_GOAL`. Raises `GraphError` for an empty or oversized trace.
+    "Question:" or "Task:", or when it is a paragraph followed by others that states the task
+    (`_states_task`); else `UNSTATED_GOAL`. After a goal paragraph, a single paragraph of reasoning
+    is cut into its lines. Raises `GraphError` for an empty or oversized trace.
     """
     limits = limits or DecompositionLimits()
     if not isinstance(text, str):
@@ -629,8 +709,10 @@ def from_text(
     _check_limits(len(text) + len(problem or ""), 0, limits)
     parts = segment(text)
     goal_text = problem.strip() if problem and problem.strip() else None
-    if goal_text is None and parts and _PROBLEM_RE.match(parts[0]):
+    if goal_text is None and parts and (_PROBLEM_RE.match(parts[0]) or (len(parts) > 1 and _states_task(parts[0]))):
         goal_text, parts = parts[0], parts[1:]
+        if len(parts) == 1 and "\n" in parts[0].strip():
+            parts = segment(parts[0])  # the reasoning after the problem, one step a line
     if not parts:
         raise GraphError(
             "trace holds only its problem statement: there is no reasoning to decompose; "

@@ -11,7 +11,13 @@ The paper fixes part of f (section 2.1.4 step 4 and section 3.1.1):
 
 Decisions where the paper is vague, in the order `route_tier` applies them:
 
-1. Operation -> tier 1, whatever else is known.
+1. Operation -> tier 1, whatever else is known; so is a *checkable* step: one the decomposer found
+   to make only claims a deterministic checker decides from the node and its parents (a rule of a
+   stated rule table applied to the evidence the problem states, a running sum, a final total that
+   must cover every rule). Section 2.1.4's worked example sends such checkable steps to tier 1; a
+   tier-1 check that cannot decide one abstains, and the committee escalates it. Checkability is
+   the decomposer's finding, not a property of the node alone, so `route_node` (which sees one node)
+   never sets it.
 2. A node is *high-stakes* when its domain is one of `HIGH_STAKES_DOMAINS` (medical, legal,
    financial) or its `stakes` is "high".
 3. Hard nodes at any non-operation level -> tier 3 (a hard step, tactic or strategy needs an expert).
@@ -79,15 +85,18 @@ def stakes_for_domain(domain: str) -> str:
     return _DOMAIN_STAKES.get(check_domain(domain), "low")
 
 
-def route_tier(level: Level, difficulty: Difficulty, domain: str, stakes: str) -> Tier:
-    """The auditor tier of one node (eq. 3.1); the rules and their reasons are in the module docstring."""
+def route_tier(level: Level, difficulty: Difficulty, domain: str, stakes: str, *, checkable: bool = False) -> Tier:
+    """The auditor tier of one node (eq. 3.1); the rules and their reasons are in the module docstring.
+
+    `checkable`: the node is a step whose claims a tier-1 checker decides (rule 1); it has no effect on
+    a goal, strategy or tactic, which state plans rather than checkable claims."""
     domain = check_domain(domain)
     stakes = check_stakes(stakes)
     if not isinstance(level, Level):
         raise GraphError(f"route_tier needs a Level, got {level!r}")
     if not isinstance(difficulty, Difficulty):
         raise GraphError(f"route_tier needs a Difficulty, got {difficulty!r}")
-    if level is Level.OPERATION:
+    if level is Level.OPERATION or (checkable and level is Level.STEP):
         return Tier.COMPUTATIONAL
     high_stakes = domain in HIGH_STAKES_DOMAINS or stakes == "high"
     if difficulty is Difficulty.HARD:

@@ -1,32 +1,25 @@
-"""The paper's CHA2DS2-VASc example (section 1.3, Figure 1) as two HDAGs: the sound trace and the flawed
-one that reaches the same score (2) by coincidence, with four errors.
+"""The paper's CHA2DS2-VASc example (section 1.3, Figure 1) as two plain-text traces, the sound one and
+the flawed one that reaches the same score (2) by coincidence with four errors, and their HDAGs as the
+deterministic decomposer builds them from that text (`trust.core.decompose.rules.from_text`).
 
-Text. Every node holds the paper's own words, verbatim but for three things the paper's text
+Text. Every line holds the paper's own words, verbatim but for three things the paper's text
 extraction garbled or added: "58 << 75" is written "58 < 75" (the extraction's rendering of "<"),
 the LaTeX ``\\geq``, ``\\notin``, ``\\rightarrow`` are the Unicode ≥, ∉, → (the check reads both), and
 the paper's annotations are left out: "[ERROR: ...]", "[Rule completely skipped]" and "Reasoning
 Quality: ..." are the paper's commentary on the trace, not part of it, and "Correct Answer: ..." is
-the answer key, not part of the model's input.
+the answer key, not part of the model's input. The approach line (`STRATEGY`) opens the trace with
+the paper's "Running score: 0" and says how the trace proceeds.
 
-Shape (the auditor of a node sees that node and its direct parents only, so each node's evidence
-is among its parents):
-
-- `goal` (goal): the clinical input, the patient note and the clinical note, and the task with its
-  eight scoring rules, one a line.
-- `strategy` (strategy): "Running score: 0" (the paper's first line) and the approach both traces
-  follow: each rule on its own, in turn, keeping a running score.
-- one step node per rule application as the trace wrote it, in order. Parents: the goal (the note
-  and the rules: the evidence) and the previous step (the running score); the first step's previous
-  node is the strategy. The flawed trace has no node for the Age 65-74 rule (it skipped it) and one
-  node, `vascular_sex`, for the vascular disease and sex rules it evaluated together.
-- `final` (operation): "Final Score: CHA2DS2-VASc = 2" and the recommendation. Parents: the goal and
-  every rule step, so its auditor sees every rule step and can check coverage and the sum.
-
-Edges: goal -> strategy and strategy -> first step are `decomposes_to`; goal -> step, previous step ->
-step and step -> final are `depends_on`. Domain "medical", stakes "high". Tiers: goal and strategy as
-`trust.core.graphs.routing.route_tier` gives them (tier 3: a medical plan); the rule steps and the final
-node at tier 1, set by hand, as the paper's own worked example (2.1.4) sets its checkable steps: each
-is a rule application the tier-1 grounding check decides (`trust.auditors.checks.grounding`).
+A trace is written as a user would: the clinical input (the notes, the task and its eight rules, one
+a line) as the first paragraph, then one line per rule application, then the final score and the
+recommendation, on one line. The decomposer (not this module) finds the shape: the first paragraph
+is the goal (`g0`: it lists a rule table), the approach line a strategy (`st1`), each rule line a
+step (`s1`, ...) whose parents are the goal (the notes and the rules: its evidence) and the step
+before it (the running score), the final score a step whose parents are the goal and every rule step
+(so its auditor can check coverage and the sum). The router sends the rule steps and the final score
+to tier 1 (checkable: the grounding check of `trust.auditors.checks.grounding` decides them) and the
+goal and the strategy to tier 3 (a medical plan). The flawed trace has no line for the Age 65-74
+rule (it skipped it) and one, "Vascular + Sex combined", for two rules.
 
 `trust demo` audits both traces on a local network; tests/auditors/cha2ds2vasc.py writes them (and
 segments cut from them) as JSON fixtures.
@@ -34,11 +27,9 @@ segments cut from them) as JSON fixtures.
 
 from __future__ import annotations
 
-import re
-
-from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level, Tier
-from trust.core.graphs.routing import route_tier, stakes_for_domain
-from trust.core.graphs.validation import validate
+from trust.core.decompose.rules import from_text
+from trust.core.decompose.scoring import final_score as stated_final_score
+from trust.core.graphs.hdag import Hdag
 
 __all__ = [
     "ANSWER_KEY",
@@ -46,20 +37,23 @@ __all__ = [
     "FLAWED_CORRECT_STEPS",
     "FLAWED_ERRORS",
     "FINAL",
+    "FLAWED_IDS",
     "FLAWED_STEPS",
+    "FLAWED_TEXT",
     "GOAL",
     "PATIENT_NOTE",
     "RULES",
+    "SOUND_IDS",
     "SOUND_STEPS",
+    "SOUND_TEXT",
     "STRATEGY",
     "TASK",
+    "final_node",
     "final_score",
     "flawed_trace",
     "output_only_check",
     "sound_trace",
 ]
-
-DOMAIN = "medical"
 
 PATIENT_NOTE = (
     "Patient Note: 58-year-old male admitted with atrial fibrillation. Weight: 85 kg; serum creatinine: "
@@ -83,8 +77,8 @@ RULES: tuple[str, ...] = (
 GOAL = "\n".join(("Clinical Input", PATIENT_NOTE, CLINICAL_NOTE, TASK, *RULES))
 
 STRATEGY = (
-    "Running score: 0. Evaluate each scoring rule of the task independently, in turn, extracting its "
-    "evidence from the notes, and keep a running score."
+    "Running score: 0. Approach: evaluate each scoring rule of the task independently, in turn, extracting "
+    "its evidence from the notes, and keep a running score."
 )
 
 SOUND_STEPS: tuple[tuple[str, str], ...] = (
@@ -104,7 +98,7 @@ SOUND_STEPS: tuple[tuple[str, str], ...] = (
     ("vascular", "Vascular disease rule: Extract from clinical note: “no vascular disease” → Add 0 points. Score: 2"),
     ("sex", "Sex rule: Extract from patient note: “male” → Add 0 points. Score: 2"),
 )
-"""(node id, content) of the sound trace's rule steps, in the trace's order."""
+"""(name, line) of the sound trace's rule steps, in the trace's order (`SOUND_IDS` gives their node ids)."""
 
 FLAWED_STEPS: tuple[tuple[str, str], ...] = (
     (
@@ -130,72 +124,78 @@ FLAWED_STEPS: tuple[tuple[str, str], ...] = (
         "patient is “male.” Both criteria contribute 0 points → Add 0 points. Score: 2",
     ),
 )
-"""(node id, content) of the flawed trace's rule steps; the Age 65-74 rule has none (skipped)."""
+"""(name, line) of the flawed trace's rule steps; the Age 65-74 rule has none (skipped)."""
 
-FINAL = "Final Score: CHA2DS2-VASc = 2\nRecommendation: Anticoagulation indicated"
+FINAL = "Final Score: CHA2DS2-VASc = 2; Recommendation: Anticoagulation indicated"
+"""The paper's two closing lines on one line, so that the recommendation travels with the score it
+follows from (one node, as in the paper's Figure 1)."""
+
+
+def _text(steps: tuple[tuple[str, str], ...]) -> str:
+    return GOAL + "\n\n" + "\n".join((STRATEGY, *(line for _, line in steps), FINAL)) + "\n"
+
+
+SOUND_TEXT = _text(SOUND_STEPS)
+"""The sound trace as plain text: the clinical input, a blank line, then one line per step."""
+
+FLAWED_TEXT = _text(FLAWED_STEPS)
+"""The flawed trace as plain text."""
+
+
+def _ids(steps: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Name -> node id as the decomposer numbers them (`trust.core.decompose.rules`: the goal `g0`,
+    the strategy `st1`, steps `s1`, `s2`, ... in trace order); a test checks them against its graph."""
+    names = [name for name, _ in steps] + ["final"]
+    return {"goal": "g0", "strategy": "st1", **{name: f"s{i}" for i, name in enumerate(names, start=1)}}
+
+
+SOUND_IDS = _ids(SOUND_STEPS)
+FLAWED_IDS = _ids(FLAWED_STEPS)
 
 FLAWED_ERRORS: dict[str, str] = {
-    "age_ge_75": "variable confusion",
-    "final": "skipped rule",
-    "hypertension": "unsupported finding",
-    "vascular_sex": "combined rules",
+    FLAWED_IDS["age_ge_75"]: "variable confusion",
+    FLAWED_IDS["final"]: "skipped rule",
+    FLAWED_IDS["hypertension"]: "unsupported finding",
+    FLAWED_IDS["vascular_sex"]: "combined rules",
 }
-"""The paper's four errors: the node that makes each and the fault the grounding check names:
+"""The paper's four errors: the node id that makes each and the fault the grounding check names:
 (1) age confused with weight and creatinine, (2) the Age 65-74 rule skipped (seen where coverage is
 checked: the final score), (3) hypertension inferred from creatinine, (4) vascular disease and sex
 evaluated in one step."""
 
-FLAWED_CORRECT_STEPS: tuple[str, ...] = ("chf", "diabetes", "stroke_tia")
-"""The flawed trace's rule steps that are right."""
-
-
-def _node(node_id: str, level: Level, content: str, difficulty: Difficulty, tier: Tier | None = None) -> HdagNode:
-    stakes = stakes_for_domain(DOMAIN)
-    routed = route_tier(level, difficulty, DOMAIN, stakes) if tier is None else tier
-    return HdagNode(node_id, level, content, difficulty, DOMAIN, stakes, routed)
-
-
-def _trace(steps: tuple[tuple[str, str], ...]) -> Hdag:
-    hdag = Hdag()
-    hdag.add_node(_node("goal", Level.GOAL, GOAL, Difficulty.MEDIUM))
-    hdag.add_node(_node("strategy", Level.STRATEGY, STRATEGY, Difficulty.EASY))
-    hdag.add_edge("goal", "strategy", EdgeType.DECOMPOSES_TO)
-    previous = "strategy"
-    for node_id, content in steps:
-        hdag.add_node(_node(node_id, Level.STEP, content, Difficulty.EASY, Tier.COMPUTATIONAL))
-        hdag.add_edge("goal", node_id, EdgeType.DEPENDS_ON)
-        kind = EdgeType.DECOMPOSES_TO if previous == "strategy" else EdgeType.DEPENDS_ON
-        hdag.add_edge(previous, node_id, kind)
-        previous = node_id
-    hdag.add_node(_node("final", Level.OPERATION, FINAL, Difficulty.EASY, Tier.COMPUTATIONAL))
-    hdag.add_edge("goal", "final", EdgeType.DEPENDS_ON)
-    for node_id, _ in steps:
-        hdag.add_edge(node_id, "final", EdgeType.DEPENDS_ON)
-    validate(hdag)
-    return hdag
+FLAWED_CORRECT_STEPS: tuple[str, ...] = tuple(FLAWED_IDS[name] for name in ("chf", "diabetes", "stroke_tia"))
+"""The node ids of the flawed trace's rule steps that are right."""
 
 
 def sound_trace() -> Hdag:
-    """The sound trace: all eight rules, each on its own, evidence from the notes."""
-    return _trace(SOUND_STEPS)
+    """The sound trace's HDAG, decomposed from `SOUND_TEXT`: all eight rules, each on its own."""
+    return from_text(SOUND_TEXT)
 
 
 def flawed_trace() -> Hdag:
-    """The flawed trace: the same score by coincidence, with the four errors of `FLAWED_ERRORS`."""
-    return _trace(FLAWED_STEPS)
+    """The flawed trace's HDAG, decomposed from `FLAWED_TEXT`: the same score by coincidence, with the
+    four errors of `FLAWED_ERRORS`."""
+    return from_text(FLAWED_TEXT)
+
+
+def final_node(trace: Hdag) -> str:
+    """The id of the node that states the final score (the last one, when several do)."""
+    stating = [node.id for node in trace.nodes() if stated_final_score(node.content) is not None]
+    if not stating:
+        raise ValueError("the trace states no final score")
+    return stating[-1]
 
 
 ANSWER_KEY = 2
 """The paper's answer key for this patient ("Correct Answer: CHA2DS2-VASc = 2"): hypertension and
 diabetes, one point each."""
 
-_FINAL_SCORE = re.compile(r"CHA2DS2-VASc\s*=\s*(\d+)")
-
 
 def final_score(trace: Hdag) -> int | None:
     """The score the trace's final node states, or None when it states none."""
-    match = _FINAL_SCORE.search(trace.node("final").content)
-    return int(match.group(1)) if match else None
+    scores = [stated_final_score(node.content) for node in trace.nodes()]
+    stated = [score for score in scores if score is not None]
+    return stated[-1] if stated else None
 
 
 def output_only_check(trace: Hdag) -> bool:

@@ -2,10 +2,11 @@
 
 What it runs: `trust.lab.localnet.LocalNetwork` on the devnet's ports (Anvil, the local IPFS node, the
 protocol, and nine auditors with their own wallets, each a `trust worker run` process: three
-computational, three LLM on the embedded SmolLM2 model, three human with their review pages voted by
-the scripted expert of `trust.lab.demo.expert`), then both traces of section 1.3 submitted through the SDK
-at once. It prints each verdict with its node statuses and root causes, the contrast with an
-output-only check, the Table-3 latency breakdown, the transaction hashes, and one JSON line:
+computational, three LLM on the embedded SmolLM2 model, three human with their review pages voted by the
+scripted expert of `trust.lab.demo.expert`), then both traces of section 1.3 submitted through the SDK
+at once, as plain text that the SDK decomposes (`trust.lab.demo.clinical`). It prints each verdict with
+its node statuses and root causes, the contrast with an output-only check, the Table-3 latency
+breakdown, the transaction hashes, and one JSON line:
 
     {"sound": "VALID", "flawed": "INVALID", "flawed_root_causes": [...], "overhead_s": ..., "phases": {...}}
 
@@ -34,7 +35,7 @@ from trust.adapters.local.processes import free_port
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.status import NodeStatus
 from trust.errors import DevnetError
-from trust.lab.demo.clinical import flawed_trace, output_only_check, sound_trace
+from trust.lab.demo.clinical import FLAWED_TEXT, SOUND_TEXT, flawed_trace, output_only_check, sound_trace
 from trust.lab.demo.expert import ExpertDecision, run_scripted_expert
 from trust.lab.localnet import LocalNetwork, WorkerSpec
 from trust.services.sdk.client import TrustClient
@@ -126,8 +127,9 @@ async def _audits(
             client = TrustClient(
                 network.rpc_url, network.ipfs_url, account=network.provider, settings=network.settings, progress=bars
             )
+            # the traces go in as text: the SDK decomposes them (the HDAG/CIG construction phase)
             sound, flawed = await asyncio.gather(
-                client.audit_trace(sound_trace(), config), client.audit_trace(flawed_trace(), config)
+                client.audit_trace(SOUND_TEXT, config), client.audit_trace(FLAWED_TEXT, config)
             )
     finally:
         stop.set()
