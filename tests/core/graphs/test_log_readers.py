@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,11 @@ def test_limits_bound_every_reader() -> None:
         parse_log(_load("autogen_task_result.json"), LogLimits(max_turns=3))
     with pytest.raises(GraphError, match=r"tasks_output\[0\] \(content\): \d+ characters, above the limit of 20"):
         parse_log(_load("crewai_output.json"), LogLimits(max_turn_chars=20))
+
+
+def test_the_examples_of_docs_graphs_md_read_as_documented() -> None:
+    docs = (Path(__file__).parents[3] / "docs" / "graphs.md").read_text()
+    section = docs[docs.index("### Who&When") : docs.index("### Edges when a turn has no references")]
+    blocks = re.findall(r"```json\n(.*?)```", section, re.S)
+    sources = [parse_log(json.loads(block)).source for block in blocks]
+    assert sources == [WHO_WHEN, AUTOGEN, LANGSMITH, OPENAI_AGENTS, CREWAI, OTEL_GENAI]

@@ -1,15 +1,19 @@
 """Agent logs in, CIGs out: the project's agent-log JSON, the Who&When importer, and edge inference.
 
-Two input formats, both parsed from already-decoded JSON (reading files is the caller's business):
+The model every reader produces (`AgentLog`), two of the readers, all parsed from already-decoded
+JSON (reading files is the caller's business), and the CIG built from it; the readers of other
+tools' logs (AutoGen/AG2, LangSmith, OpenAI Agents SDK, CrewAI, OpenTelemetry GenAI) and the
+detector are in `trust.core.graphs.logs`:
 
 - `trust.agent-log` version 1, the project's own format (documented in docs/graphs.md, section
   "Agent log JSON"): a task, the agents with their roles, and the turns in the order they happened,
   each optionally naming the earlier turns it answers (`references`).
-- Who&When (Zhang et al., ICML 2025): `question`, `history` [{content, role, name}],
+- Who&When (Zhang et al., ICML 2025), both shapes (`parse_who_when`): `question`, `history`
+  [{content, role, name}] (or role-only [{content, role}], the speaker in `role`),
   `system_prompt` {agent: prompt}, and the labels `mistake_agent`, `mistake_step`
   (a 0-based index into `history`, stored as a string), `mistake_reason`, `is_correct`.
 
-`detect_format` tells them apart, `parse_log` dispatches, `build_cig` turns a parsed log into a
+`detect_format` tells every format apart, `parse_log` dispatches, `build_cig` turns a parsed log into a
 `Cig`. Every malformed field raises `GraphError` naming its path (`history[4].content: expected a
 string, got int`), and `LogLimits` bounds sizes so that a hostile log cannot exhaust memory.
 
