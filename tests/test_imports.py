@@ -13,6 +13,7 @@ import pytest
 FIRST_IMPORTS = [
     "trust.core.decompose.model",
     "trust.core.graphs.localize",
+    "trust.core.graphs.logs",
     "trust.lab.evaluation",
     "trust.lab.evaluation.processbench",
     "trust.auditors.graph",

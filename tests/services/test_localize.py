@@ -109,6 +109,33 @@ def test_cli_json_on_a_who_when_file() -> None:
     assert data["label"] == {"agent": "Validation_Expert", "step": 5}
 
 
+def test_cli_json_on_a_role_only_who_when_file() -> None:
+    # The hand-crafted (Magentic-One) shape: no `name`, the speaker and its addressee in `role`.
+    path = Path(__file__).parents[1] / "core" / "graphs" / "logs" / "who_when_hand_crafted.json"
+    run = _trust("graph", "localize", str(path), "--json")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["format"] == "who-when"
+    assert [(node["id"], node["agent"], node["step"]) for node in data["nodes"]] == [
+        (f"t{step}", agent, step)
+        for step, agent in enumerate(
+            ["human", "Orchestrator", "Orchestrator", "Orchestrator", "WebSurfer"]
+            + ["Orchestrator", "Orchestrator", "Assistant", "Orchestrator"]
+        )
+    ]
+    assert data["label"] == {"agent": "Assistant", "step": 7}
+    assert data["turns"]["t0"]["role"] == "user" and data["turns"]["t1"]["role"] == "planner"
+
+
+def test_cli_names_the_readable_formats_for_an_unknown_log(tmp_path: Path) -> None:
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps([{"event": "start"}]))
+    run = _trust("graph", "localize", str(path), "--json")
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "unrecognised agent log (an array whose first item is object). Readable formats:" in run.stderr
+    assert "OpenAI Agents SDK trace" in run.stderr and "AutoGen/AG2 messages" in run.stderr
+
+
 def test_cli_json_and_table_on_the_project_format(tmp_path: Path) -> None:
     path = tmp_path / "apples.json"
     path.write_text(json.dumps(APPLES_LOG))

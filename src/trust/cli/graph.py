@@ -26,7 +26,12 @@ graph_app = typer.Typer(
 
 @graph_app.command("localize")
 def graph_localize_cmd(
-    log: Annotated[Path, typer.Argument(help="agent log: trust.agent-log JSON or a Who&When file")],
+    log: Annotated[
+        Path,
+        typer.Argument(
+            help="agent log JSON: trust.agent-log, Who&When, AutoGen, LangSmith, OpenAI Agents, CrewAI, OTel GenAI"
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     home: HomeOption = None,
 ) -> None:

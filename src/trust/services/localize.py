@@ -1,7 +1,8 @@
 """Audit an agent log end to end: file -> parsed log -> CIG -> dual-layer audit -> Algorithm 1.
 
 Orchestration for `trust graph localize`: reads the file (bounded in size, clear errors for
-missing files and bad JSON), detects its format (`trust.agent-log` or Who&When), builds the CIG,
+missing files and bad JSON), detects its format (`trust.agent-log`, Who&When or another tool's log:
+`trust.core.graphs.logs`), builds the CIG,
 has the network's auditors judge every turn and every message (`trust.auditors.graph.audit_cig`,
 with the auditors `trust.auditors.tiers.offline_auditors` builds from the settings as a worker
 builds its own: tier 1 always, tier 2 when `Settings().auditor_llm` names an endpoint), localizes

@@ -237,7 +237,7 @@ def test_bad_project_logs_name_the_field(mutate: Any, message: str) -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ([], "expected a JSON object, got array"),
+        ([], r"unrecognised agent log \(an empty array\)"),
         ({"format": "other"}, "'other' is not an agent-log format"),
         ({"turns": []}, "unrecognised agent log"),
     ],

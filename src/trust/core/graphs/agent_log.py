@@ -1,15 +1,19 @@
 """Agent logs in, CIGs out: the project's agent-log JSON, the Who&When importer, and edge inference.
 
-Two input formats, both parsed from already-decoded JSON (reading files is the caller's business):
+The model every reader produces (`AgentLog`), two of the readers, all parsed from already-decoded
+JSON (reading files is the caller's business), and the CIG built from it; the readers of other
+tools' logs (AutoGen/AG2, LangSmith, OpenAI Agents SDK, CrewAI, OpenTelemetry GenAI) and the
+detector are in `trust.core.graphs.logs`:
 
 - `trust.agent-log` version 1, the project's own format (documented in docs/graphs.md, section
   "Agent log JSON"): a task, the agents with their roles, and the turns in the order they happened,
   each optionally naming the earlier turns it answers (`references`).
-- Who&When (Zhang et al., ICML 2025): `question`, `history` [{content, role, name}],
+- Who&When (Zhang et al., ICML 2025), both shapes (`parse_who_when`): `question`, `history`
+  [{content, role, name}] (or role-only [{content, role}], the speaker in `role`),
   `system_prompt` {agent: prompt}, and the labels `mistake_agent`, `mistake_step`
   (a 0-based index into `history`, stored as a string), `mistake_reason`, `is_correct`.
 
-`detect_format` tells them apart, `parse_log` dispatches, `build_cig` turns a parsed log into a
+`detect_format` tells every format apart, `parse_log` dispatches, `build_cig` turns a parsed log into a
 `Cig`. Every malformed field raises `GraphError` naming its path (`history[4].content: expected a
 string, got int`), and `LogLimits` bounds sizes so that a hostile log cannot exhaust memory.
 
@@ -60,6 +64,7 @@ __all__ = [
     "parse_agent_log",
     "parse_log",
     "parse_who_when",
+    "who_when_speaker",
 ]
 
 FORMAT_NAME = "trust.agent-log"
@@ -88,6 +93,11 @@ class LogTurn:
     references: tuple[int, ...] | None = None
     timestamp: str | None = None
     contract: ReplyContract | None = None
+    recipient: str | None = None
+    """The agent the turn is addressed to, when the log says (a Magentic-One "Orchestrator (-> WebSurfer)",
+    an AutoGen handoff's target); None when it goes to whoever speaks next. Kept for readers and
+    exports: the edge rule does not read it (an addressed message is followed by its addressee's
+    turn in every format that records one, which the sequence edge already links)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,31 +276,26 @@ def infer_role(name: str) -> Role:
 
 
 def detect_format(data: object) -> str:
-    """`FORMAT_NAME` or `WHO_WHEN`, from the top-level keys; `GraphError` when it is neither."""
-    if isinstance(data, Mapping):
-        if data.get("format") == FORMAT_NAME:
-            return FORMAT_NAME
-        if "format" in data:
-            raise GraphError(f"format: {data['format']!r} is not an agent-log format; expected {FORMAT_NAME!r}")
-        if "history" in data:
-            return WHO_WHEN
-        raise GraphError(
-            f'unrecognised agent log: expected an object with "format": "{FORMAT_NAME}" '
-            'or a Who&When object with "history"'
-        )
-    raise GraphError(f"unrecognised agent log: expected a JSON object, got {_type_name(data)}")
+    """The name of the format `data` is in (`FORMAT_NAME`, `WHO_WHEN` or one of the readers of
+    `trust.core.graphs.logs`), from its shape; one `GraphError` naming every readable format when
+    it is none of them."""
+    # Imported here because the readers build this module's values (AgentLog, LogTurn): a
+    # module-level import would be circular.
+    from trust.core.graphs.logs.detect import detect_log_format
+
+    return detect_log_format(data)
 
 
 def parse_log(data: object, limits: LogLimits | None = None) -> AgentLog:
-    """Parses either format, detected by `detect_format`."""
-    if detect_format(data) == FORMAT_NAME:
-        return parse_agent_log(data, limits)
-    return parse_who_when(data, limits)
+    """Parses a log in any readable format, detected by `detect_format` (docs/graphs.md lists them)."""
+    from trust.core.graphs.logs.detect import read_log
+
+    return read_log(data, limits)
 
 
 _AGENT_LOG_FIELDS = ("format", "version", "task", "agents", "turns")
 _AGENT_FIELDS = ("name", "role", "description")
-_TURN_FIELDS = ("agent", "content", "input", "references", "timestamp", "expects")
+_TURN_FIELDS = ("agent", "content", "input", "references", "timestamp", "expects", "to")
 _EXPECTS_FIELDS = ("format", "required")
 
 
@@ -344,7 +349,10 @@ def parse_agent_log(data: object, limits: LogLimits | None = None) -> AgentLog:
         references = _parse_references(entry.get("references"), index, f"{path}.references", budget.limits)
         timestamp, previous_time = _parse_timestamp(entry.get("timestamp"), previous_time, f"{path}.timestamp")
         contract = _parse_expects(entry.get("expects"), f"{path}.expects")
-        turns.append(LogTurn(agent, content, given_input, references, timestamp, contract))
+        recipient = entry.get("to")
+        if recipient is not None:
+            recipient = _expect_str(recipient, f"{path}.to", allow_empty=False)
+        turns.append(LogTurn(agent, content, given_input, references, timestamp, contract, recipient))
     return AgentLog(task=task, agents=tuple(agents), turns=tuple(turns), source=FORMAT_NAME)
 
 
@@ -399,10 +407,37 @@ def _parse_expects(value: object, path: str) -> ReplyContract | None:
     return ReplyContract(fmt, names)
 
 
+_ROLE_NOTE = re.compile(r"^(?P<agent>.*?)\s*\((?P<note>[^()]*)\)\s*$")
+
+
+def who_when_speaker(role: str) -> tuple[str, str | None]:
+    """The speaker and the addressee of a role-only Who&When entry's `role`.
+
+    The hand-crafted (Magentic-One) logs write the speaker in `role` with a note in parentheses:
+    `Orchestrator (thought)` and `Orchestrator (termination condition)` are the orchestrator
+    talking to itself, `Orchestrator (-> WebSurfer)` is its instruction to WebSurfer. The speaker is
+    the name before the note (the benchmark's `mistake_agent` names it so); a note that starts with
+    `->` names the addressee.
+    """
+    match = _ROLE_NOTE.match(role)
+    if match is None or not match.group("agent").strip():
+        return role.strip(), None
+    note = match.group("note").strip()
+    recipient = note[2:].strip() if note.startswith("->") else None
+    return match.group("agent").strip(), recipient or None
+
+
 def parse_who_when(data: object, limits: LogLimits | None = None) -> AgentLog:
     """Imports a Who&When log; agents are the `system_prompt` keys plus any speaker without a
     prompt (such as Computer_terminal), roles by `infer_role`. The first turn's `input` is the
-    question. Unknown top-level keys are ignored (the dataset has a few optional ones)."""
+    question. Unknown top-level keys are ignored (the dataset has a few optional ones).
+
+    Two shapes: the algorithm-generated logs name the speaker in `name` (and `role` is the chat
+    role, user or assistant); the hand-crafted logs have no `name` (or a null one) and name the
+    speaker in `role` (`who_when_speaker`). The shape is the log's, not the entry's: when any entry
+    has a name, every entry must, since the `role` of such a log is a chat role and not a speaker.
+    Either way turn i is `history[i]`, so `mistake_step` stays an index into `history`. The
+    hand-crafted logs spell the outcome `is_corrected`; it is read when `is_correct` is absent."""
     budget = _Budget(limits or LogLimits())
     root = _expect_object(data, "log")
     question = budget.text(_expect_str(_require(root, "question", ""), "question"), "question")
@@ -418,25 +453,37 @@ def parse_who_when(data: object, limits: LogLimits | None = None) -> AgentLog:
         text = budget.text(_expect_str(prompt, f"system_prompt.{name}"), f"system_prompt.{name}")
         agents[name] = AgentSpec(name, infer_role(name), text)
 
+    entries = [_expect_object(raw, f"history[{index}]") for index, raw in enumerate(history)]
+    named = any(entry.get("name") is not None for entry in entries)
     turns: list[LogTurn] = []
-    for index, raw in enumerate(history):
+    for index, entry in enumerate(entries):
         path = f"history[{index}]"
-        entry = _expect_object(raw, path)
-        name = _expect_str(_require(entry, "name", path), f"{path}.name", allow_empty=False)
+        recipient: str | None = None
+        if named:
+            if entry.get("name") is None:
+                raise GraphError(
+                    f"{path}: missing field 'name' (other entries name their speaker in 'name', so 'role' "
+                    "is a chat role here; give every entry a name, or none for a role-only log)"
+                )
+            name = _expect_str(entry["name"], f"{path}.name", allow_empty=False)
+            if "role" in entry:
+                _expect_str(entry["role"], f"{path}.role")
+        else:
+            role = _expect_str(_require(entry, "role", path), f"{path}.role", allow_empty=False)
+            name, recipient = who_when_speaker(role)
         content = budget.text(_expect_str(_require(entry, "content", path), f"{path}.content"), f"{path}.content")
-        if "role" in entry:
-            _expect_str(entry["role"], f"{path}.role")
         if name not in agents:
             agents[name] = AgentSpec(name, infer_role(name))
             budget.agents(len(agents), "history")
-        turns.append(LogTurn(name, content, question if index == 0 else ""))
+        turns.append(LogTurn(name, content, question if index == 0 else "", recipient=recipient))
 
     label = None
     if "mistake_step" in root or "mistake_agent" in root:
         label = _who_when_label(root, len(history))
-    is_correct = root.get("is_correct")
+    outcome_key = "is_correct" if "is_correct" in root else "is_corrected"
+    is_correct = root.get(outcome_key)
     if is_correct is not None and not isinstance(is_correct, bool):
-        raise GraphError(f"is_correct: expected a boolean, got {_type_name(is_correct)}")
+        raise GraphError(f"{outcome_key}: expected a boolean, got {_type_name(is_correct)}")
     return AgentLog(
         task=question,
         agents=tuple(agents.values()),
@@ -475,6 +522,8 @@ def log_to_json(log: AgentLog) -> dict[str, Any]:
             entry["timestamp"] = turn.timestamp
         if turn.contract is not None:
             entry["expects"] = {"format": turn.contract.format, "required": list(turn.contract.required)}
+        if turn.recipient is not None:
+            entry["to"] = turn.recipient
         turns.append(entry)
     agents = []
     for spec in log.agents:
