@@ -132,7 +132,6 @@ def eval_processbench_cmd(
         render,
         tier1_auditor,
     )
-
     from trust.lab.evaluation.progress import progress_bar
     from trust.lab.evaluation.sample import evenly_spaced
 

@@ -118,7 +118,8 @@ def test_cli_refuses_an_unknown_method(tmp_path: Path) -> None:
         check=False,
     )
     message = " ".join(run.stderr.replace("│", " ").split())
-    assert run.returncode != 0 and "--method 'oracle': `trust eval processbench` takes one of tiers, tier1, critic, combined" in message
+    said = "--method 'oracle': `trust eval processbench` takes one of tiers, tier1, critic, combined"
+    assert run.returncode != 0 and said in message
 
 
 @pytest.mark.parametrize(
