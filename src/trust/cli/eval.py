@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -20,8 +21,11 @@ from trust.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from trust.lab.evaluation.judges import JudgeChat
     from trust.lab.evaluation.processbench import ProcessBenchItem
     from trust.settings import Settings
+
+T = TypeVar("T")
 
 __all__ = ["PROCESSBENCH_METHODS", "WHOWHEN_METHODS", "eval_app", "eval_processbench_cmd", "eval_whowhen_cmd"]
 
@@ -167,35 +171,48 @@ def eval_processbench_cmd(
         render(report, console)
 
 
-def _judge_whowhen(
-    files: list[Path], method: str, settings: Settings, *, as_json: bool, predictions: Path | None
-) -> None:
-    from trust.auditors.tiers import computational_auditor
-    from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model, judge_whowhen
-    from trust.lab.evaluation.judges.whowhen import JudgedLog
+def _judged(
+    title: str, total: int, settings: Settings, judge: Callable[[JudgeChat, Callable[[str], None]], Awaitable[T]]
+) -> tuple[T, JudgeChat, str]:
+    """Runs `judge` with a chat on the judge's endpoint (its answers cached under the home) and a
+    progress bar of `total` items; returns its result, the chat (for its counts) and the endpoint."""
+    from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model
     from trust.lab.evaluation.progress import progress_bar
-    from trust.lab.evaluation.whowhen import WhoWhenReport, render
 
-    with progress_bar(f"Who&When {method}", err_console) as bar:
-        task = bar.add_task("", total=len(files))
+    with progress_bar(title, err_console) as bar:
+        task = bar.add_task("", total=total)
 
         def advance(name: str) -> None:
             bar.update(task, advance=1, description=name)
 
-        async def run() -> tuple[WhoWhenReport, tuple[JudgedLog, ...], JudgeChat, str]:
+        async def run() -> tuple[T, JudgeChat, str]:
             async with AsyncExitStack() as stack:
                 endpoint = await judge_model(settings, stack)
                 cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
                 chat = JudgeChat(endpoint.model, cache)
-                # combined: the tier-1 checks of the deterministic method (no tier-2 model: the judge is
-                # the model here, and a second opinion of the same model would count it twice).
-                auditors = [computational_auditor(settings.worker.sandbox)]
-                report, judged = await judge_whowhen(
-                    files, method, chat, settings=settings.audit, auditors=auditors, progress=advance
-                )
-                return report, judged, chat, endpoint.source
+                return await judge(chat, advance), chat, endpoint.source
 
-        report, judged, chat, source = asyncio.run(run())
+        return asyncio.run(run())
+
+
+def _judge_whowhen(
+    files: list[Path], method: str, settings: Settings, *, as_json: bool, predictions: Path | None
+) -> None:
+    from trust.auditors.tiers import computational_auditor
+    from trust.lab.evaluation.judges import judge_whowhen
+    from trust.lab.evaluation.whowhen import render
+
+    # combined: the tier-1 checks of the deterministic method (no tier-2 model: the judge is the
+    # model here, and a second opinion of the same model would count it twice).
+    auditors = [computational_auditor(settings.worker.sandbox)]
+    (report, judged), chat, source = _judged(
+        f"Who&When {method}",
+        len(files),
+        settings,
+        lambda chat, advance: judge_whowhen(
+            files, method, chat, settings=settings.audit, auditors=auditors, progress=advance
+        ),
+    )
     _judge_note(source, chat.asked, chat.cached, [j.attribution.error for j in judged if j.attribution.error])
     if predictions is not None:
         write_lines(predictions, [entry.as_dict() for entry in judged])
@@ -208,28 +225,17 @@ def _judge_whowhen(
 def _judge_processbench(
     items: list[ProcessBenchItem], method: str, settings: Settings, *, as_json: bool, predictions: Path | None
 ) -> None:
-    from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model, judge_processbench
-    from trust.lab.evaluation.judges.processbench import Critique
-    from trust.lab.evaluation.processbench import ProcessBenchScore, render_score
-    from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.judges import judge_processbench
+    from trust.lab.evaluation.processbench import render_score
 
-    with progress_bar(f"ProcessBench {method}", err_console) as bar:
-        task = bar.add_task("", total=len(items))
-
-        def advance(item_id: str) -> None:
-            bar.update(task, advance=1, description=item_id)
-
-        async def run() -> tuple[ProcessBenchScore, tuple[Critique, ...], JudgeChat, str]:
-            async with AsyncExitStack() as stack:
-                endpoint = await judge_model(settings, stack)
-                cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
-                chat = JudgeChat(endpoint.model, cache)
-                score, critiques = await judge_processbench(
-                    items, method, chat, tau_node=settings.audit.tau_node, progress=advance
-                )
-                return score, critiques, chat, endpoint.source
-
-        score, critiques, chat, source = asyncio.run(run())
+    (score, critiques), chat, source = _judged(
+        f"ProcessBench {method}",
+        len(items),
+        settings,
+        lambda chat, advance: judge_processbench(
+            items, method, chat, tau_node=settings.audit.tau_node, progress=advance
+        ),
+    )
     _judge_note(source, chat.asked, chat.cached, [c.error for c in critiques if c.error])
     if predictions is not None:
         write_lines(predictions, [critique.as_dict() for critique in critiques])
