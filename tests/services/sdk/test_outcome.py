@@ -164,3 +164,29 @@ def test_an_undetermined_turn_makes_no_reviewer_negligent() -> None:
     assert statuses["t2"] is NodeStatus.UNDETERMINED
     assert statuses["t3"] is NodeStatus.VALID  # approving an input nobody judged is no negligence
     assert judged.root_causes == ()
+
+
+def test_a_confirmed_contradiction_fails_the_trace_and_is_reported_apart_from_the_nodes() -> None:
+    from tests.core.graphs.test_units import corrected
+
+    graph = corrected()
+    unit_id = "contradiction:s1|s2"
+    nodes = [
+        SegmentOutcome(i, node.id, int(node.tier), 1, False, False, Outcome.PASSED, 1, 1.0)
+        for i, node in enumerate(graph.nodes())
+    ]
+    critique = Critique("0xabc", 1, 0, "fail", 0.0, "'total' is 18 in s1 and 15 in s2", "logical")
+    confirmed = SegmentOutcome(3, unit_id, 1, 1, False, True, Outcome.FAILED, 1, 0.0, (critique,))
+    judged = judge(graph, [*nodes, confirmed], valid_on_chain=False, beta_bps=BETA_BPS)
+    assert judged.verdict is Verdict.INVALID and list(judged.nodes) == ["goal", "s1", "s2"]
+    assert all(node.status is NodeStatus.VALID for node in judged.nodes.values()) and judged.root_causes == ()
+    (found,) = judged.contradictions
+    assert (found.unit_id, found.source, found.target, found.outcome) == (unit_id, "s1", "s2", Outcome.FAILED)
+    assert found.critiques == (critique,) and judged.edges == ()
+    assert judged.failure_reasons == (
+        "contradiction between 's1' and 's2' confirmed (tier 1, 1 round): 'total' is 18 in s1 and 15 in s2",
+    )
+    resolved = dataclasses.replace(confirmed, outcome=Outcome.PASSED, pass_share=1.0, critiques=())
+    judged = judge(graph, [*nodes, resolved], valid_on_chain=True, beta_bps=BETA_BPS)
+    assert judged.verdict is Verdict.VALID and judged.failure_reasons == ()
+    assert judged.contradictions[0].outcome is Outcome.PASSED

@@ -44,9 +44,11 @@ from trust.adapters.storage.kubo import KuboClient
 from trust.core.amounts import eth_text, tokens_text
 from trust.core.decompose.rules import DecompositionLimits, Trace, decompose
 from trust.core.graphs.agent_log import AgentLog, LogLimits, build_cig, parse_log
-from trust.core.graphs.cig import Cig
+from trust.core.graphs.cig import CONTEXT_ROLES, Cig
 from trust.core.graphs.hdag import Hdag, Tier
 from trust.core.graphs.serialization import FORMAT as HDAG_FORMAT
+from trust.core.graphs.stationarity import detect_stationarity
+from trust.core.graphs.units import UnitKind
 from trust.core.graphs.validation import validate
 from trust.errors import (
     AuditError,
@@ -61,7 +63,8 @@ from trust.errors import (
     TrustError,
     excerpt,
 )
-from trust.services.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace
+from trust.services.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace, units_of
+from trust.services.localize import build_similarity
 from trust.services.refine import Regenerate
 from trust.services.refine import refine as refine_loop
 from trust.services.sdk.config import AuditConfig
@@ -72,7 +75,7 @@ from trust.services.sdk.outage import RPC, lost_service
 from trust.services.sdk.outcome import judge
 from trust.services.sdk.progress import ProgressCallback, ProgressEvent
 from trust.services.sdk.refinement import NetworkRefinement, ReauditRound, findings_of, rebuild_graph
-from trust.services.sdk.result import AuditResult, Proof
+from trust.services.sdk.result import AuditResult, Proof, StationaryResult
 from trust.services.sdk.session import SessionDriver
 from trust.services.sdk.timings import phase_timings
 from trust.settings import RefinementSettings, Settings
@@ -475,7 +478,20 @@ class TrustClient:
             phases=phase_timings(driver.marks, driver.rounds.values(), reports.values()),
             seats=sum(len(track.members) for track in driver.rounds.values()),
             graph=driver.graph,
+            contradictions=judgement.contradictions,
+            edges=judgement.edges,
+            stationary=self._stationary(driver.graph),
         )
+
+    def _stationary(self, graph: Hdag | Cig) -> tuple[StationaryResult, ...]:
+        """The agents of a multi-agent log stuck in a loop (paper 2.2.6), read from the log the provider
+        submitted with the similarity and tau_stat of its settings. User and tool turns are not
+        compared: a terminal that prints the same thing twice is not an agent repeating itself."""
+        if not isinstance(graph, Cig):
+            return ()
+        similarity = build_similarity(self.settings.audit, warn=log.warning)
+        pairs = detect_stationarity(graph, similarity, tau_stat=self.settings.audit.tau_stat, skip_roles=CONTEXT_ROLES)
+        return tuple(StationaryResult(p.agent, p.earlier, p.later, p.similarity) for p in pairs)
 
 
 async def unpin(kubo: KuboClient, cids: Sequence[str]) -> None:
@@ -556,12 +572,20 @@ def segment_profiles(
     is audited: a CIG's user and tool turns travel as context only (`trust.services.delivery.default_profiles`),
     and with `only` (a re-audit) so does every node outside it."""
     profiles = default_profiles(graph)
+    units = {unit.id: unit for unit in units_of(graph) if unit.kind is not UnitKind.NODE}
+
+    def wanted(node_id: str) -> bool:
+        # A re-audit seats the units of the nodes it re-audits too (their claims or messages changed).
+        unit = units.get(node_id)
+        return only is None or node_id in only or (unit is not None and bool({unit.source, unit.target} & set(only)))
+
     return {
         node_id: SegmentProfile(
             int(config.tier_for(Tier(p.tier))),
             p.weight,
             p.critical,
-            p.audited and (only is None or node_id in only),
+            p.audited and wanted(node_id),
+            p.contradiction,
         )
         for node_id, p in profiles.items()
     }
