@@ -190,3 +190,32 @@ def test_a_confirmed_contradiction_fails_the_trace_and_is_reported_apart_from_th
     judged = judge(graph, [*nodes, resolved], valid_on_chain=True, beta_bps=BETA_BPS)
     assert judged.verdict is Verdict.VALID and judged.failure_reasons == ()
     assert judged.contradictions[0].outcome is Outcome.PASSED
+
+
+def test_an_agent_stuck_in_a_loop_is_reported_and_a_repeating_tool_is_not() -> None:
+    from trust.core.graphs.stationarity import LexicalSimilarity
+    from trust.services.sdk.outcome import stationary_agents
+
+    fix = "The fix: change the loop bound to n + 1 and rerun the tests."
+    log = {
+        "format": "trust.agent-log",
+        "version": 1,
+        "task": "Fix the off-by-one error.",
+        "agents": [
+            {"name": "Coder", "role": "coder"},
+            {"name": "Reviewer", "role": "reviewer"},
+            {"name": "Terminal", "role": "tool"},
+        ],
+        "turns": [
+            {"agent": "Coder", "content": fix},
+            {"agent": "Terminal", "content": "exitcode: 1"},
+            {"agent": "Reviewer", "content": "Still failing: the bound is wrong."},
+            {"agent": "Coder", "content": fix},
+            {"agent": "Terminal", "content": "exitcode: 1"},
+        ],
+    }
+    cig = build_cig(parse_log(log))
+    (stuck,) = stationary_agents(cig, LexicalSimilarity(), tau_stat=0.95)
+    assert (stuck.agent, stuck.earlier, stuck.later) == ("Coder", "t0", "t3") and stuck.similarity > 0.95
+    assert stuck.to_json() == {"agent": "Coder", "earlier": "t0", "later": "t3", "similarity": 1.0}
+    assert stationary_agents(build_cig(parse_log(APPLES_LOG)), LexicalSimilarity(), tau_stat=0.95) == ()

@@ -44,10 +44,9 @@ from trust.adapters.storage.kubo import KuboClient
 from trust.core.amounts import eth_text, tokens_text
 from trust.core.decompose.rules import DecompositionLimits, Trace, decompose
 from trust.core.graphs.agent_log import AgentLog, LogLimits, build_cig, parse_log
-from trust.core.graphs.cig import CONTEXT_ROLES, Cig
+from trust.core.graphs.cig import Cig
 from trust.core.graphs.hdag import Hdag, Tier
 from trust.core.graphs.serialization import FORMAT as HDAG_FORMAT
-from trust.core.graphs.stationarity import detect_stationarity
 from trust.core.graphs.units import UnitKind
 from trust.core.graphs.validation import validate
 from trust.errors import (
@@ -72,7 +71,7 @@ from trust.services.sdk.inputs import read_json, trace_from_text
 from trust.services.sdk.journal import Journal, SessionRecord
 from trust.services.sdk.keys import reply_key
 from trust.services.sdk.outage import RPC, lost_service
-from trust.services.sdk.outcome import judge
+from trust.services.sdk.outcome import judge, stationary_agents
 from trust.services.sdk.progress import ProgressCallback, ProgressEvent
 from trust.services.sdk.refinement import NetworkRefinement, ReauditRound, findings_of, rebuild_graph
 from trust.services.sdk.result import AuditResult, Proof, StationaryResult
@@ -484,14 +483,11 @@ class TrustClient:
         )
 
     def _stationary(self, graph: Hdag | Cig) -> tuple[StationaryResult, ...]:
-        """The agents of a multi-agent log stuck in a loop (paper 2.2.6), read from the log the provider
-        submitted with the similarity and tau_stat of its settings. User and tool turns are not
-        compared: a terminal that prints the same thing twice is not an agent repeating itself."""
+        """`stationary_agents` of a multi-agent log, with the similarity and tau_stat of the settings."""
         if not isinstance(graph, Cig):
             return ()
         similarity = build_similarity(self.settings.audit, warn=log.warning)
-        pairs = detect_stationarity(graph, similarity, tau_stat=self.settings.audit.tau_stat, skip_roles=CONTEXT_ROLES)
-        return tuple(StationaryResult(p.agent, p.earlier, p.later, p.similarity) for p in pairs)
+        return stationary_agents(graph, similarity, tau_stat=self.settings.audit.tau_stat)
 
 
 async def unpin(kubo: KuboClient, cids: Sequence[str]) -> None:

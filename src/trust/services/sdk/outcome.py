@@ -43,14 +43,23 @@ from dataclasses import dataclass
 
 from trust.core.graphs.analysis import cascade
 from trust.core.graphs.audit import EdgeScore, rejects
-from trust.core.graphs.cig import Cig
+from trust.core.graphs.cig import CONTEXT_ROLES, Cig
 from trust.core.graphs.hdag import Hdag
 from trust.core.graphs.localize import localize
+from trust.core.graphs.stationarity import Similarity, detect_stationarity
 from trust.core.graphs.status import NodeStatus
 from trust.core.graphs.units import AuditUnit, UnitKind, audit_units
-from trust.services.sdk.result import Critique, NodeResult, Outcome, RootCauseResult, UnitResult, Verdict
+from trust.services.sdk.result import (
+    Critique,
+    NodeResult,
+    Outcome,
+    RootCauseResult,
+    StationaryResult,
+    UnitResult,
+    Verdict,
+)
 
-__all__ = ["Judgement", "SegmentOutcome", "judge", "undetermined_reason"]
+__all__ = ["Judgement", "SegmentOutcome", "judge", "stationary_agents", "undetermined_reason"]
 
 _BPS = 10_000
 
@@ -277,3 +286,13 @@ def _cause_critiques(
             if unit.kind is UnitKind.EDGE and unit.target == cause.node_id and unit.id in by_node:
                 found += [c for c in by_node[unit.id].critiques if c.vote == "fail"]
     return tuple(found) or own
+
+
+def stationary_agents(cig: Cig, similarity: Similarity, *, tau_stat: float) -> tuple[StationaryResult, ...]:
+    """The agents of a multi-agent log stuck in a loop (paper 2.2.6): consecutive turns of one agent
+    more similar than `tau_stat` (`trust.core.graphs.stationarity.detect_stationarity`, the detector
+    `trust graph localize` runs offline). Read from the log the provider submitted, so it needs no
+    seat: the seats each see one turn and its parents, never an agent's history. User and tool turns
+    are not compared: a terminal that prints the same thing twice is not an agent repeating itself."""
+    pairs = detect_stationarity(cig, similarity, tau_stat=tau_stat, skip_roles=CONTEXT_ROLES)
+    return tuple(StationaryResult(p.agent, p.earlier, p.later, p.similarity) for p in pairs)
