@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -502,41 +502,14 @@ async def all_or_nothing(awaitables: Sequence[Awaitable[_T]], *, concurrency: in
 
 
 async def audit_seat(auditor: Auditor, request: AuditRequest) -> Verdict:
-    """What a seat of the network answers on `request`: the auditor's verdict on the node and, for a
-    tier-1 auditor and a CIG turn with parents, on what reached it too.
+    """What a seat of the network answers on `request`: the auditor's verdict on the layer the request
+    asks about, nothing more.
 
-    The network seats one committee per node and none per edge, so the edge layer (paper 2.2.4:
-    protocol compliance and information fidelity of the messages a turn received) has no seat of
-    its own. Algorithm 1 makes a turn whose incoming edge failed Invalid_Root, exactly what its own
-    seat failing makes it, so the turn's tier-1 seat judges its incoming messages as well: a prose
-    reply to a JSON contract fails the turn in the network as it fails the edge offline. Offline
-    (`trust.auditors.graph.audit_cig`) the two layers are asked apart and attributed apart, so no
-    fault is counted twice there. Tiers 2 and 3 answer the node layer only: a second model call or
-    a second review per seat would double their cost for what tier 1 checks exactly.
-
-    The combination: FAIL when either layer fails (every failure listed, the node's first);
-    otherwise PASS when either passed; otherwise the node's NOT_APPLICABLE.
+    Each layer has seats of its own (`trust.core.graphs.units`): a seat on a turn judges the turn (the
+    node layer), a seat on an edge the one message it names (the edge layer, the telephone test), a
+    seat on a contradiction the two claims. So a broken incoming message fails its edge's segment,
+    which Algorithm 1 reads as a failed edge (the receiver is Invalid_Root for a protocol breach at
+    its boundary), and the turn's own verdict stays about the turn, as offline
+    (`trust.auditors.graph.audit_cig`): no fault is counted twice.
     """
-    verdict = await auditor.audit(request)
-    if (
-        auditor.tier is not Tier.COMPUTATIONAL
-        or request.layer is not AuditLayer.NODE
-        or not isinstance(request.node, AgentTurn)
-        or not request.parents
-    ):
-        return verdict
-    edges = await auditor.audit(replace(request, layer=AuditLayer.EDGE))
-    checks = verdict.checks + edges.checks
-    failed = [v for v in (verdict, edges) if v.vote is Outcome.FAIL]
-    if failed:
-        first = failed[0]
-        critique = "; ".join(v.critique if v is verdict else f"incoming messages: {v.critique}" for v in failed)
-        return Verdict(Outcome.FAIL, 0.0, critique, first.error_type, first.expected, checks)
-    if verdict.vote is Outcome.PASS or edges.vote is Outcome.PASS:
-        critique = "; ".join(
-            v.critique if v is verdict else f"incoming messages: {v.critique}"
-            for v in (verdict, edges)
-            if v.vote is Outcome.PASS
-        )
-        return Verdict(Outcome.PASS, 1.0, critique, checks=checks)
-    return replace(verdict, checks=checks)
+    return await auditor.audit(request)

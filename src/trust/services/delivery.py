@@ -47,6 +47,8 @@ from eth_account.signers.local import LocalAccount
 from trust.adapters.chain.protocol import KeyEnvelope, Protocol
 from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
 from trust.adapters.storage.kubo import KuboClient
+from trust.auditors.base import AuditLayer, AuditRequest
+from trust.auditors.checks.messages import edge_decidable
 from trust.core.cid import digest32
 from trust.core.graphs.analysis import critical_path
 from trust.core.graphs.cig import CONTEXT_ROLES, Cig
@@ -106,9 +108,23 @@ class SegmentProfile:
 
 def units_of(graph: Hdag | Cig) -> list[AuditUnit]:
     """The audit units the network seats committees on for `graph` (`trust.core.graphs.units`):
-    its nodes, its `contradicts` edges (HDAG). One definition for sealing, profiles and delivery,
-    so that all three, and a session resumed from the journal, agree."""
-    return audit_units(graph, edges=False)
+    its nodes, its `contradicts` edges (HDAG), the messages into its audited turns (CIG, the
+    telephone test). One definition for sealing, profiles and delivery, so that all three, and a
+    session resumed from the journal, agree."""
+    return audit_units(graph)
+
+
+def _edge_tier(graph: Cig, unit: AuditUnit) -> Tier:
+    """Where an edge unit is audited: tier 1 when a tier-1 message check decides it (the sender asked
+    for a reply format, or the receiver restates a labelled value it was sent), tier 2 otherwise."""
+    request = AuditRequest(
+        graph.turn(unit.target),
+        (graph.turn(unit.source),),
+        layer=AuditLayer.EDGE,
+        sender=unit.source,
+        origin=unit.origin,
+    )
+    return Tier.COMPUTATIONAL if edge_decidable(request) else Tier.LLM
 
 
 def default_profiles(graph: Hdag | Cig) -> dict[str, SegmentProfile]:
@@ -117,7 +133,8 @@ def default_profiles(graph: Hdag | Cig) -> dict[str, SegmentProfile]:
     flag, at tier 1 when a checker decides it and otherwise at its contradicting claim's tier
     (`trust.core.graphs.units.contradiction_tier`); a CIG turn is a tier-2 (LLM) segment of weight
     1, not critical (a CIG has no answer path), audited unless its role is in `CONTEXT_ROLES` (user
-    and tool turns: context-only)."""
+    and tool turns: context-only); an edge unit of weight 1, not critical, at tier 1 when a tier-1
+    message check decides it and at tier 2 otherwise (`_edge_tier`)."""
     if isinstance(graph, Hdag):
         on_path = set(critical_path(graph))
         profiles = {node.id: SegmentProfile(int(node.tier), 1, node.id in on_path) for node in graph.nodes()}
@@ -125,7 +142,13 @@ def default_profiles(graph: Hdag | Cig) -> dict[str, SegmentProfile]:
             if unit.kind is UnitKind.CONTRADICTION:
                 profiles[unit.id] = SegmentProfile(int(contradiction_tier(graph, unit)), 1, contradiction=True)
         return profiles
-    return {turn.id: SegmentProfile(int(Tier.LLM), audited=turn.role not in CONTEXT_ROLES) for turn in graph.turns()}
+    profiles = {
+        turn.id: SegmentProfile(int(Tier.LLM), audited=turn.role not in CONTEXT_ROLES) for turn in graph.turns()
+    }
+    for unit in units_of(graph):
+        if unit.kind is UnitKind.EDGE:
+            profiles[unit.id] = SegmentProfile(int(_edge_tier(graph, unit)))
+    return profiles
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,3 +219,44 @@ def test_an_agent_stuck_in_a_loop_is_reported_and_a_repeating_tool_is_not() -> N
     assert (stuck.agent, stuck.earlier, stuck.later) == ("Coder", "t0", "t3") and stuck.similarity > 0.95
     assert stuck.to_json() == {"agent": "Coder", "earlier": "t0", "later": "t3", "similarity": 1.0}
     assert stationary_agents(build_cig(parse_log(APPLES_LOG)), LexicalSimilarity(), tau_stat=0.95) == ()
+
+
+def test_a_failed_edge_segment_feeds_algorithm_1_and_is_reported_beside_the_turns() -> None:
+    cig = build_cig(parse_log(APPLES_LOG))
+    turns = [
+        SegmentOutcome(i, turn.id, 2, 1, False, False, Outcome.PASSED, 1, 1.0)
+        for i, turn in enumerate(t for t in cig.turns() if t.id != "t0")
+    ]
+    corrupted = Critique("0xabc", 1, 0, "fail", 0.0, "'remaining': t3 sent 104, t4 restated 140", "protocol")
+    edges = [
+        SegmentOutcome(
+            len(turns) + i,
+            f"edge:{source}->{target}",
+            1,
+            1,
+            False,
+            False,
+            Outcome.FAILED if target == "t4" else Outcome.PASSED,
+            1,
+            0.0 if target == "t4" else 1.0,
+            (corrupted,) if target == "t4" else (),
+        )
+        for i, (source, target) in enumerate([("t0", "t1"), ("t1", "t2"), ("t2", "t3"), ("t3", "t4")])
+    ]
+    judged = judge(cig, [*turns, *edges], valid_on_chain=False, beta_bps=BETA_BPS)
+    assert list(judged.nodes) == ["t1", "t2", "t3", "t4"]
+    assert judged.nodes["t4"].status is NodeStatus.INVALID_ROOT  # its own segment passed; its input arrived corrupted
+    (cause,) = judged.root_causes
+    assert (cause.node_id, cause.reason, cause.involved) == ("t4", "protocol breach at its boundary", ("t3",))
+    assert cause.critiques == (corrupted,)
+    assert [(e.source, e.target, e.outcome) for e in judged.edges] == [
+        ("t0", "t1", Outcome.PASSED),
+        ("t1", "t2", Outcome.PASSED),
+        ("t2", "t3", Outcome.PASSED),
+        ("t3", "t4", Outcome.FAILED),
+    ]
+    assert "message from 't3' into 't4' failed (tier 1, 1 round): 'remaining'" in judged.failure_reasons[0]
+    # With every edge sound the same turns are all Valid: the edge's verdict, not an assumption, decided.
+    sound = [dataclasses.replace(e, outcome=Outcome.PASSED, pass_share=1.0, critiques=()) for e in edges]
+    judged = judge(cig, [*turns, *sound], valid_on_chain=True, beta_bps=BETA_BPS)
+    assert judged.root_causes == () and {n.status for n in judged.nodes.values()} == {NodeStatus.VALID}
