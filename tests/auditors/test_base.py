@@ -7,10 +7,22 @@ import asyncio
 
 import pytest
 
-from trust.auditors.base import AuditLayer, AuditRequest, Outcome, Verdict, all_or_nothing, audit_seat, request_for
+from trust.auditors.base import (
+    AuditLayer,
+    AuditRequest,
+    Outcome,
+    Verdict,
+    all_or_nothing,
+    audit_seat,
+    request_for,
+    request_from_plaintexts,
+)
 from trust.auditors.tiers import computational_auditor
 from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, ReplyContract, Role
-from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
+from trust.core.graphs.hdag import Tier
+from trust.core.graphs.refinement import ErrorType
+from trust.core.graphs.units import UnitKind, audit_units, unit_plaintext
+from trust.core.privacy.segments import segment_plaintexts
 from trust.settings import SandboxSettings
 
 TIER1 = computational_auditor(SandboxSettings(timeout_seconds=5, cpu_seconds=5))
@@ -71,37 +83,36 @@ def _json_request_answered_in_prose() -> Cig:
     return cig
 
 
-async def test_a_tier1_seat_on_a_turn_fails_it_for_a_broken_incoming_message() -> None:
-    """The network has no edge seats: the receiver's tier-1 seat judges its incoming messages too, so
-    a prose reply to a JSON contract fails the turn there (offline it fails the edge instead)."""
-    request = request_for(_json_request_answered_in_prose(), "t1")
-    assert (await TIER1.audit(request)).vote is not Outcome.FAIL  # the node layer alone says nothing
-    verdict = await audit_seat(TIER1, request)
-    assert verdict.vote is Outcome.FAIL and verdict.score == 0.0
-    assert verdict.critique.startswith("incoming messages: ") and "t0 asked for JSON; t1 answered in prose" in (
-        verdict.critique
+def _edge_seat(cig: Cig, source: str, target: str) -> AuditRequest:
+    """The request a seat on the edge unit source -> target builds from what its envelope unlocks."""
+    (unit,) = [u for u in audit_units(cig) if (u.kind, u.source, u.target) == (UnitKind.EDGE, source, target)]
+    nodes = segment_plaintexts(cig)
+    return request_from_plaintexts(
+        unit.id, {unit.id: unit_plaintext(unit), source: nodes[source], target: nodes[target]}
     )
-    assert verdict.error_type is not None
-    assert "contract" in {check.check for check in verdict.checks}
 
 
-async def test_a_seat_on_a_turn_with_a_kept_contract_passes_and_says_what_it_verified() -> None:
+async def test_a_broken_incoming_message_fails_its_edge_seat_and_not_the_turns_own() -> None:
+    """Each layer has its own seats: a prose reply to a JSON contract fails the edge's segment, and
+    the receiving turn's seat answers its node layer only (no fault counted twice)."""
+    cig = _json_request_answered_in_prose()
+    turn = await audit_seat(TIER1, request_for(cig, "t1"))
+    assert turn == await TIER1.audit(request_for(cig, "t1")) and turn.vote is not Outcome.FAIL
+    edge = _edge_seat(cig, "t0", "t1")
+    assert (edge.layer, edge.node.id, edge.sender, edge.origin) == (AuditLayer.EDGE, "t1", "t0", EdgeOrigin.SEQUENCE)
+    verdict = await audit_seat(TIER1, edge)
+    assert verdict.vote is Outcome.FAIL and verdict.score == 0.0
+    assert "t0 asked for JSON; t1 answered in prose" in verdict.critique and verdict.error_type is ErrorType.PROTOCOL
+
+
+async def test_an_edge_seat_on_a_kept_contract_passes_and_says_what_it_verified() -> None:
     cig = _json_request_answered_in_prose()
     kept = Cig()
     kept.add_turn(cig.turn("t0"))
     kept.add_turn(AgentTurn("t1", 1, "Solver", Role.EXPERT, '{"answer": 4}'))
     kept.add_edge("t0", "t1", EdgeOrigin.SEQUENCE)
-    verdict = await audit_seat(TIER1, request_for(kept, "t1"))
-    assert verdict.vote is Outcome.PASS and "incoming messages: " in verdict.critique
-
-
-async def test_a_node_without_parents_and_an_hdag_node_get_the_node_verdict_only() -> None:
-    first = request_for(_json_request_answered_in_prose(), "t0")
-    assert await audit_seat(TIER1, first) == await TIER1.audit(first)
-    hdag = Hdag()
-    hdag.add_node(HdagNode("n0", Level.OPERATION, "12 * 3 = 37"))
-    node = request_for(hdag, "n0")
-    assert await audit_seat(TIER1, node) == await TIER1.audit(node)
+    verdict = await audit_seat(TIER1, _edge_seat(kept, "t0", "t1"))
+    assert verdict.vote is Outcome.PASS and "contract" in verdict.critique
 
 
 class _Counting:
@@ -126,7 +137,7 @@ class _Counting:
         return Verdict(Outcome.PASS, 1.0, "fine")
 
 
-async def test_a_tier2_seat_is_asked_the_node_layer_once() -> None:
+async def test_a_tier2_seat_on_a_turn_is_asked_the_node_layer_once() -> None:
     counting = _Counting()
     verdict = await audit_seat(counting, request_for(_json_request_answered_in_prose(), "t1"))
     assert verdict == Verdict(Outcome.PASS, 1.0, "fine") and counting.layers == [AuditLayer.NODE]

@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from tests.core.graphs.test_units import corrected
 from tests.services.delivery_network import Network, deliver_network
 from trust.adapters.chain.client import ChainClient
 from trust.adapters.chain.types import CommitteeDrawn
 from trust.adapters.chain.wallets import dev_account
 from trust.adapters.storage.kubo import KuboClient
+from trust.auditors.base import Outcome, request_from_plaintexts
+from trust.auditors.tiers import computational_auditor
 from trust.core.cid import unixfs_cid
 from trust.core.decompose.rules import from_steps
 from trust.core.graphs.hdag import Hdag
@@ -36,6 +39,7 @@ from trust.services.delivery import (
     receive_keys,
     store_trace,
 )
+from trust.settings import SandboxSettings
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
@@ -109,6 +113,34 @@ async def test_each_seat_reads_exactly_its_node_and_parents(network: Network, ku
     first, second = list(network.private_keys)[:2]
     with pytest.raises(VerificationError, match="authentication failed"):
         await receive_keys(protocol, kubo, first, network.private_keys[second], session_id)
+
+
+async def test_a_contradiction_is_registered_flagged_and_its_seat_reads_only_the_two_claims(
+    network: Network, kubo: KuboClient
+) -> None:
+    protocol, graph = network.protocol, corrected()
+    unit_id = "contradiction:s1|s2"
+    stored = await store_trace(kubo, graph)
+    assert [key.node_id for key in stored.segments] == ["goal", "s1", "s2", unit_id]
+    session_id, committees = await _open_session(network, stored)
+    flagged = [await protocol.audit.segment(session_id, i) for i in range(len(stored.segments))]
+    assert [(info.tier, info.contradiction) for info in flagged] == [(2, False), (1, False), (2, False), (1, True)]
+
+    await deliver_keys(protocol, kubo, network.provider, session_id, graph, stored, committees)
+    plaintexts = segment_plaintexts(graph)
+    judged = []
+    for auditor, private_key in network.private_keys.items():
+        for r in await receive_keys(protocol, kubo, auditor, private_key, session_id):
+            if r.grant.node_id != unit_id:
+                continue
+            opened = await open_granted(protocol, kubo, session_id, r.grant)
+            assert list(opened) == [unit_id, "s1", "s2"]
+            assert (opened["s1"], opened["s2"]) == (plaintexts["s1"], plaintexts["s2"])
+            judged.append(
+                await computational_auditor(SandboxSettings()).audit(request_from_plaintexts(unit_id, opened))
+            )
+    # One tier-1 auditor holds the unit's one seat; it confirms the contradiction (18 against 15).
+    assert [v.vote for v in judged] == [Outcome.FAIL]
 
 
 async def test_the_providers_reply_key_reaches_every_seat(network: Network, kubo: KuboClient) -> None:

@@ -62,7 +62,8 @@ def coder_log() -> Cig:
 
 
 REGISTERED = ["t1", "t3"]  # the audited turns, segments 0 and 1
-CONTEXT = ["u0", "x2"]  # the user and tool turns, context-only leaves 2 and 3
+EDGES = ["edge:u0->t1", "edge:u0->t3", "edge:x2->t3"]  # the messages into them, segments 2 to 4
+CONTEXT = ["u0", "x2"]  # the user and tool turns, context-only leaves 5 and 6 of a stored log
 
 
 # ------------------------------------------------------------------------ pure: profiles and StoredTrace
@@ -157,10 +158,11 @@ async def test_seats_on_the_turns_open_their_user_and_tool_parents(network: Netw
     plaintexts = segment_plaintexts(graph)
     session_id, stored, received = await _session(network, kubo, graph)
 
-    # Two segments on chain, two context leaves in the same tree; every blob stored and pinned.
+    # Two turns and three edges on chain, two context leaves in the same tree; every blob stored and pinned.
     session = await protocol.audit.session(session_id)
-    assert session.segment_count == stored.segment_count == 2 and session.trace_root == stored.root
-    assert [k.node_id for k in stored.segments] == REGISTERED and [k.node_id for k in stored.context] == CONTEXT
+    assert session.segment_count == stored.segment_count == 5 and session.trace_root == stored.root
+    assert [k.node_id for k in stored.segments] == REGISTERED + EDGES
+    assert [k.node_id for k in stored.context] == CONTEXT
     for key in stored.all_segments:
         assert await kubo.pin_ls(key.cid) == {key.cid: "recursive"}
     # The contract's inclusion check accepts both kinds of leaf: the context ones with tier 0 at an
@@ -168,12 +170,23 @@ async def test_seats_on_the_turns_open_their_user_and_tool_parents(network: Netw
     for leaf in (*stored.leaves, *stored.context_leaves):
         assert await protocol.segment_keys.verify_segment(session_id, leaf, stored.proof(leaf.index))
 
-    # Seats sit only on the registered segments: one grant per seat of each turn (its three draws seat
-    # one to three auditors), none on the user or tool turn.
-    seated = [len(await protocol.audit.committee(session_id, g)) for g in (0, 1)]
-    assert sorted(r.envelope.segment_id for r in received) == [g for g in (0, 1) for _ in range(seated[g])]
+    # Seats sit only on the registered segments: one grant per seat of each turn and edge (its three
+    # draws seat one to three auditors), none on the user or tool turn.
+    seated = [len(await protocol.audit.committee(session_id, g)) for g in range(5)]
+    assert sorted(r.envelope.segment_id for r in received) == [g for g in range(5) for _ in range(seated[g])]
     for r in received:
         node_id = stored.segments[r.envelope.segment_id].node_id
+        if node_id in EDGES:  # an edge's seat reads its unit, the receiver and the sender, nothing else
+            opened = await open_granted(protocol, kubo, session_id, r.grant)
+            source, target = node_id.removeprefix("edge:").split("->")
+            assert list(opened)[1:] == [target, source]
+            request = request_from_plaintexts(node_id, opened)
+            assert (request.node, request.parents, request.sender) == (
+                graph.turn(target),
+                (graph.turn(source),),
+                source,
+            )
+            continue
         assert [k.node_id for k in r.grant.segments] == list(need_to_know(graph, node_id))
         assert {k.node_id for k in r.grant.segments if k.context} == set(need_to_know(graph, node_id)) & set(CONTEXT)
         opened = await open_granted(protocol, kubo, session_id, r.grant)
@@ -205,22 +218,22 @@ async def test_tampered_context_entries_are_refused_before_anything_is_fetched(
         # A proof that does not lead to the session's root.
         (
             with_keys(own, dataclasses.replace(user, proof=flipped), tool),
-            r"segment 2 \('u0'\).*inclusion proof leads to",
+            r"segment 5 \('u0'\).*inclusion proof leads to",
         ),
-        # The tool's blob (stored, well formed) swapped in for the user turn: its leaf is not committed at index 2.
+        # The tool's blob (stored, well formed) swapped in for the user turn: its leaf is not committed at index 5.
         (
             with_keys(own, dataclasses.replace(user, cid=tool.cid), tool),
-            r"segment 2 \('u0'\).*not the session's trace root",
+            r"segment 5 \('u0'\).*not the session's trace root",
         ),
         # Another trace's blob under the user turn's name.
         (
             with_keys(own, dataclasses.replace(user, cid=await kubo.add(b"not this trace's")), tool),
-            r"segment 2 \('u0'\).*not the session's trace root",
+            r"segment 5 \('u0'\).*not the session's trace root",
         ),
         # A context-only entry without its proof: nothing vouches for it.
         (
             with_keys(own, dataclasses.replace(user, proof=None), tool),
-            r"segment 2 \('u0'\).*carries no inclusion proof",
+            r"segment 5 \('u0'\).*carries no inclusion proof",
         ),
         # A context entry relabelled as the registered segment 0: checked against segment 0's content digest.
         (
@@ -238,10 +251,10 @@ async def test_tampered_context_entries_are_refused_before_anything_is_fetched(
             await open_granted(protocol, kubo, session_id, forged)
     # The seat's own node as a context index (an entry the envelope parser would also refuse with a proof).
     own_as_context = dataclasses.replace(user, proof=None)
-    with pytest.raises(VerificationError, match=r"segment 2 \('u0'\).*own node must be one of the 2 segments"):
-        await open_granted(protocol, kubo, session_id, KeyGrant(grant.trace_id, 2, "u0", (own_as_context,)))
+    with pytest.raises(VerificationError, match=r"segment 5 \('u0'\).*own node must be one of the 5 segments"):
+        await open_granted(protocol, kubo, session_id, KeyGrant(grant.trace_id, 5, "u0", (own_as_context,)))
     with pytest.raises(GraphError, match="own node's key carries an inclusion proof"):
-        KeyGrant(grant.trace_id, 2, "u0", (user,))
+        KeyGrant(grant.trace_id, 5, "u0", (user,))
     # The untouched grant still opens.
     assert list(await open_granted(protocol, kubo, session_id, grant)) == ["t3", "u0", "x2"]
 

@@ -19,7 +19,7 @@ Segments travel as JSON (`SEGMENT_FORMAT`, version 1) for `trust audit-segment`:
      "node": <HDAG node object (trust.core.graphs.serialization) or CIG turn object (trust.cig-turn)>,
      "parents": [<same kinds>, ...],
      "question": "<the audit question>" | null,
-     "layer": "node" | "edge"}
+     "layer": "node" | "edge" | "contradiction"}
 
 `format` and `version` may be left out; `parents` defaults to none, `question` to the default
 question of the node's level and the layer (`default_question`), `layer` to "node". Reading is
@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -39,6 +39,7 @@ from trust.core.graphs.cig import AgentTurn, Cig, EdgeOrigin, Role
 from trust.core.graphs.hdag import Hdag, HdagNode, Level, Tier
 from trust.core.graphs.refinement import ErrorType
 from trust.core.graphs.serialization import node_from_dict, node_to_dict, parse_json
+from trust.core.graphs.units import AuditUnit, UnitKind, is_unit_document, loads_unit
 from trust.core.privacy.segments import TURN_FORMAT, loads_turn, turn_to_dict
 from trust.errors import GraphError
 
@@ -84,10 +85,14 @@ class AuditLayer(StrEnum):
     `NODE`: is the node's output correct, complete and true to its role, given its inputs.
     `EDGE`: did the messages from the parents reach the node intact (protocol compliance and
     information fidelity, "the telephone test"). HDAG segments are audited at the node layer.
+    `CONTRADICTION`: a `contradicts` edge of an HDAG (paper 3.2.3): do the node (the later claim)
+    and its one parent (the earlier claim) really contradict each other? PASS: they do not; FAIL:
+    the contradiction is confirmed, which the contract counts against the whole trace.
     """
 
     NODE = "node"
     EDGE = "edge"
+    CONTRADICTION = "contradiction"
 
 
 Node = HdagNode | AgentTurn
@@ -123,6 +128,11 @@ class AuditRequest:
     origin: EdgeOrigin | None = None
 
     def __post_init__(self) -> None:
+        if self.layer is AuditLayer.CONTRADICTION and len(self.parents) != 1:
+            raise GraphError(
+                f"audit of {self.node.id!r}: a contradiction is between the node and exactly one earlier claim, "
+                f"got {len(self.parents)} parents"
+            )
         if self.sender is not None:
             if self.layer is not AuditLayer.EDGE:
                 raise GraphError(f"audit of {self.node.id!r}: a sender is audited on the edge layer only")
@@ -187,6 +197,11 @@ def default_question(node: Node, layer: AuditLayer = AuditLayer.NODE) -> str:
         return (
             "Did the messages this turn received arrive intact: in the format their sender was asked for, "
             "with no value changed, dropped, distorted or invented?"
+        )
+    if layer is AuditLayer.CONTRADICTION:
+        return (
+            "Do this claim and the earlier claim it is said to contradict really contradict each other? "
+            "Pass if they are consistent; fail if they cannot both be true."
         )
     if isinstance(node, HdagNode):
         return _LEVEL_QUESTIONS[node.level]
@@ -334,7 +349,17 @@ def parse_segment_plaintext(plaintext: bytes, *, path: str = "segment") -> Node:
 def request_from_plaintexts(node_id: str, plaintexts: Mapping[str, bytes], *, question: str = "") -> AuditRequest:
     """The request of a seat from the plaintexts its envelope unlocked (`trust.services.delivery.open_granted`):
     `node_id` is the seat's own node, every other entry a parent. Node and turn ids are checked
-    against the ids the envelope named, so a segment cannot pose as another node."""
+    against the ids the envelope named, so a segment cannot pose as another node.
+
+    A seat on an edge or contradiction unit (`trust.core.graphs.units`) unlocks the unit's
+    descriptor and the two nodes it names: the request is then the edge layer (the receiving turn,
+    its sender as the one parent) or the contradiction layer (the later claim, the earlier as the
+    one parent)."""
+    if node_id not in plaintexts:
+        raise GraphError(f"the envelope grants no segment for its own node {node_id!r}")
+    own = parse_json(plaintexts[node_id], MAX_SEGMENT_BYTES, f"segment {node_id!r}")
+    if is_unit_document(own):
+        return _unit_request(node_id, loads_unit(own, path=f"segment {node_id!r}"), plaintexts, question)
     nodes: dict[str, Node] = {}
     for granted_id, plaintext in plaintexts.items():
         node = parse_segment_plaintext(plaintext, path=f"segment {granted_id!r}")
@@ -348,6 +373,35 @@ def request_from_plaintexts(node_id: str, plaintexts: Mapping[str, bytes], *, qu
         raise GraphError(f"the envelope grants no segment for its own node {node_id!r}")
     own = nodes.pop(node_id)
     return AuditRequest(own, tuple(nodes.values()), question, AuditLayer.NODE)
+
+
+def _unit_request(node_id: str, unit: AuditUnit, plaintexts: Mapping[str, bytes], question: str) -> AuditRequest:
+    if unit.id != node_id:
+        raise GraphError(
+            f"segment {node_id!r}: the descriptor names unit {unit.id!r}; the provider sealed the wrong unit"
+        )
+    expected = {unit.id, unit.source, unit.target}
+    if set(plaintexts) != expected:
+        raise GraphError(
+            f"segment {node_id!r}: its envelope unlocks {sorted(plaintexts)}, but the unit reads exactly "
+            f"{sorted(expected - {unit.id})}"
+        )
+    nodes = {}
+    for member in (unit.source, unit.target):
+        node = parse_segment_plaintext(plaintexts[member], path=f"segment {member!r}")
+        if node.id != member:
+            raise GraphError(
+                f"segment {member!r}: the plaintext is node {node.id!r}; the provider sealed the wrong node"
+            )
+        nodes[member] = node
+    source, target = nodes[unit.source], nodes[unit.target]
+    if unit.kind is UnitKind.EDGE:
+        if not isinstance(source, AgentTurn) or not isinstance(target, AgentTurn):
+            raise GraphError(f"segment {node_id!r}: an edge unit joins two CIG turns")
+        return AuditRequest(target, (source,), question, AuditLayer.EDGE, sender=source.id, origin=unit.origin)
+    if not isinstance(source, HdagNode) or not isinstance(target, HdagNode):
+        raise GraphError(f"segment {node_id!r}: a contradiction unit joins two HDAG nodes")
+    return AuditRequest(target, (source,), question, AuditLayer.CONTRADICTION)
 
 
 def request_for(
@@ -389,10 +443,19 @@ def loads_request(text: str | bytes) -> AuditRequest:
     try:
         layer = AuditLayer(data.get("layer", AuditLayer.NODE.value))
     except ValueError:
-        raise GraphError(f"segment.layer: expected 'node' or 'edge', got {data.get('layer')!r}") from None
+        raise GraphError(
+            f"segment.layer: expected 'node', 'edge' or 'contradiction', got {data.get('layer')!r}"
+        ) from None
     if layer is AuditLayer.EDGE and (isinstance(node, HdagNode) or not parents):
         raise GraphError(
             "segment.layer: the edge layer audits a CIG turn's incoming messages; it needs a turn with parents"
+        )
+    if layer is AuditLayer.CONTRADICTION and (
+        len(parents) != 1 or not isinstance(node, HdagNode) or not isinstance(parents[0], HdagNode)
+    ):
+        raise GraphError(
+            "segment.layer: the contradiction layer audits an HDAG node (the later claim) against exactly one "
+            "parent (the earlier claim)"
         )
     return AuditRequest(node, parents, question, layer)
 
@@ -439,41 +502,14 @@ async def all_or_nothing(awaitables: Sequence[Awaitable[_T]], *, concurrency: in
 
 
 async def audit_seat(auditor: Auditor, request: AuditRequest) -> Verdict:
-    """What a seat of the network answers on `request`: the auditor's verdict on the node and, for a
-    tier-1 auditor and a CIG turn with parents, on what reached it too.
+    """What a seat of the network answers on `request`: the auditor's verdict on the layer the request
+    asks about, nothing more.
 
-    The network seats one committee per node and none per edge, so the edge layer (paper 2.2.4:
-    protocol compliance and information fidelity of the messages a turn received) has no seat of
-    its own. Algorithm 1 makes a turn whose incoming edge failed Invalid_Root, exactly what its own
-    seat failing makes it, so the turn's tier-1 seat judges its incoming messages as well: a prose
-    reply to a JSON contract fails the turn in the network as it fails the edge offline. Offline
-    (`trust.auditors.graph.audit_cig`) the two layers are asked apart and attributed apart, so no
-    fault is counted twice there. Tiers 2 and 3 answer the node layer only: a second model call or
-    a second review per seat would double their cost for what tier 1 checks exactly.
-
-    The combination: FAIL when either layer fails (every failure listed, the node's first);
-    otherwise PASS when either passed; otherwise the node's NOT_APPLICABLE.
+    Each layer has seats of its own (`trust.core.graphs.units`): a seat on a turn judges the turn (the
+    node layer), a seat on an edge the one message it names (the edge layer, the telephone test), a
+    seat on a contradiction the two claims. So a broken incoming message fails its edge's segment,
+    which Algorithm 1 reads as a failed edge (the receiver is Invalid_Root for a protocol breach at
+    its boundary), and the turn's own verdict stays about the turn, as offline
+    (`trust.auditors.graph.audit_cig`): no fault is counted twice.
     """
-    verdict = await auditor.audit(request)
-    if (
-        auditor.tier is not Tier.COMPUTATIONAL
-        or request.layer is not AuditLayer.NODE
-        or not isinstance(request.node, AgentTurn)
-        or not request.parents
-    ):
-        return verdict
-    edges = await auditor.audit(replace(request, layer=AuditLayer.EDGE))
-    checks = verdict.checks + edges.checks
-    failed = [v for v in (verdict, edges) if v.vote is Outcome.FAIL]
-    if failed:
-        first = failed[0]
-        critique = "; ".join(v.critique if v is verdict else f"incoming messages: {v.critique}" for v in failed)
-        return Verdict(Outcome.FAIL, 0.0, critique, first.error_type, first.expected, checks)
-    if verdict.vote is Outcome.PASS or edges.vote is Outcome.PASS:
-        critique = "; ".join(
-            v.critique if v is verdict else f"incoming messages: {v.critique}"
-            for v in (verdict, edges)
-            if v.vote is Outcome.PASS
-        )
-        return Verdict(Outcome.PASS, 1.0, critique, checks=checks)
-    return replace(verdict, checks=checks)
+    return await auditor.audit(request)

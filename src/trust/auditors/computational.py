@@ -7,9 +7,10 @@ Every check looks at the segment and answers PASS, FAIL or NOT_APPLICABLE. The a
 - PASS (score 1) when no check fails and at least one passed: what was verified is listed;
 - NOT_APPLICABLE when no check could decide: tier 1 never guesses. The worker does not vote then.
 
-The node layer and the edge layer have their own checks: `checks` judge what a node says (its
-calculations, code, formats), `edge_checks` what reached it (`trust.auditors.checks.messages`). A
-request of a layer without checks is not applicable.
+Each layer has its own checks: `checks` judge what a node says (its calculations, code, formats),
+`edge_checks` what reached it (`trust.auditors.checks.messages`), `contradiction_checks` whether
+two claims contradict (`trust.auditors.checks.contradictions`). A request of a layer without checks
+is not applicable.
 
 A check that breaks (an unexpected exception: a bug, a sandbox that could not start) counts as not
 applicable, with the reason in the critique; it never turns into a pass or a fail. The checks run
@@ -30,12 +31,18 @@ class ComputationalAuditor:
     """Tier 1: the verdict of a fixed list of deterministic `Check`s (see the module docstring)."""
 
     def __init__(
-        self, checks: Sequence[Check], *, edge_checks: Sequence[Check] = (), name: str = "computational"
+        self,
+        checks: Sequence[Check],
+        *,
+        edge_checks: Sequence[Check] = (),
+        contradiction_checks: Sequence[Check] = (),
+        name: str = "computational",
     ) -> None:
-        if not checks and not edge_checks:
+        if not checks and not edge_checks and not contradiction_checks:
             raise ValueError("a computational auditor needs at least one check")
         self.checks = tuple(checks)
         self.edge_checks = tuple(edge_checks)
+        self.contradiction_checks = tuple(contradiction_checks)
         self._name = name
 
     @property
@@ -58,7 +65,11 @@ class ComputationalAuditor:
         return None
 
     async def audit(self, request: AuditRequest) -> Verdict:
-        checks = self.edge_checks if request.layer is AuditLayer.EDGE else self.checks
+        checks = {
+            AuditLayer.NODE: self.checks,
+            AuditLayer.EDGE: self.edge_checks,
+            AuditLayer.CONTRADICTION: self.contradiction_checks,
+        }[request.layer]
         if not checks:
             return Verdict(Outcome.NOT_APPLICABLE, None, f"no tier-1 check of the {request.layer} layer")
         results = tuple([await self._run(check, request) for check in checks])

@@ -817,6 +817,8 @@ class LlmAuditor:
         node = request.node
         if request.layer is AuditLayer.EDGE:
             return ErrorType.PROTOCOL
+        if request.layer is AuditLayer.CONTRADICTION:
+            return ErrorType.LOGICAL  # two claims that cannot both hold
         if isinstance(node, HdagNode):
             return ErrorType.STRATEGY if node.level in (Level.GOAL, Level.STRATEGY) else ErrorType.FACTUAL
         if node.role is Role.REVIEWER:

@@ -37,6 +37,7 @@ __all__ = [
     "audit_once",
     "computational_auditor",
     "default_checks",
+    "default_contradiction_checks",
     "default_edge_checks",
     "offline_auditors",
     "human_auditor",
@@ -74,8 +75,17 @@ def default_edge_checks() -> list[Check]:
     return [ContractCheck(), ValueFidelityCheck()]
 
 
+def default_contradiction_checks() -> list[Check]:
+    """Every tier-1 check of a contradiction unit: one quantity given two values."""
+    from trust.auditors.checks import ContradictionCheck
+
+    return [ContradictionCheck()]
+
+
 def computational_auditor(sandbox: SandboxSettings) -> ComputationalAuditor:
-    return ComputationalAuditor(default_checks(sandbox), edge_checks=default_edge_checks())
+    return ComputationalAuditor(
+        default_checks(sandbox), edge_checks=default_edge_checks(), contradiction_checks=default_contradiction_checks()
+    )
 
 
 AVAILABILITY_CACHE_SECONDS = 1.5

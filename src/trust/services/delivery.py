@@ -40,20 +40,24 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
+import networkx as nx
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
 from trust.adapters.chain.protocol import KeyEnvelope, Protocol
 from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
 from trust.adapters.storage.kubo import KuboClient
+from trust.auditors.base import AuditLayer, AuditRequest
+from trust.auditors.checks.messages import edge_decidable
 from trust.core.cid import digest32
 from trust.core.graphs.analysis import critical_path
 from trust.core.graphs.cig import CONTEXT_ROLES, Cig
 from trust.core.graphs.hdag import Hdag, Tier
+from trust.core.graphs.units import AuditUnit, UnitKind, access_graph, audit_units, contradiction_tier, unit_plaintext
 from trust.core.privacy import merkle
 from trust.core.privacy.access import Seat, plan_envelopes, seal_envelopes, segment_keys
 from trust.core.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, SegmentKey, open_envelope
-from trust.core.privacy.segments import Rng, new_trace_id, open_segment, seal_graph
+from trust.core.privacy.segments import Rng, SealedSegment, new_key, new_trace_id, open_segment, seal, seal_graph
 from trust.errors import GraphError, VerificationError
 
 __all__ = [
@@ -68,6 +72,7 @@ __all__ = [
     "open_granted",
     "receive_keys",
     "store_trace",
+    "units_of",
 ]
 
 DEFAULT_CONCURRENCY = 8
@@ -92,20 +97,58 @@ class SegmentProfile:
     weight: int = 1
     critical: bool = False
     audited: bool = True
+    contradiction: bool = False
+    """Registered with the contract's contradiction flag (a `contradicts` edge's unit): its failure
+    (a confirmed contradiction) or its staying undetermined makes the trace invalid."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.audited, bool):
             raise GraphError(f"segment profile: audited must be a bool, got {self.audited!r}")
 
 
+def units_of(graph: Hdag | Cig) -> list[AuditUnit]:
+    """The audit units the network seats committees on for `graph` (`trust.core.graphs.units`):
+    its nodes, its `contradicts` edges (HDAG), the messages into its audited turns (CIG, the
+    telephone test). One definition for sealing, profiles and delivery, so that all three, and a
+    session resumed from the journal, agree."""
+    return audit_units(graph)
+
+
+def _edge_tier(graph: Cig, unit: AuditUnit) -> Tier:
+    """Where an edge unit is audited: tier 1 when a tier-1 message check decides it (the sender asked
+    for a reply format, or the receiver restates a labelled value it was sent), tier 2 otherwise."""
+    request = AuditRequest(
+        graph.turn(unit.target),
+        (graph.turn(unit.source),),
+        layer=AuditLayer.EDGE,
+        sender=unit.source,
+        origin=unit.origin,
+    )
+    return Tier.COMPUTATIONAL if edge_decidable(request) else Tier.LLM
+
+
 def default_profiles(graph: Hdag | Cig) -> dict[str, SegmentProfile]:
-    """Per node: an HDAG node's routed tier, weight 1, critical when on the goal-to-answer critical
-    path, audited; a CIG turn is a tier-2 (LLM) segment of weight 1, not critical (a CIG has no
-    answer path), audited unless its role is in `CONTEXT_ROLES` (user and tool turns: context-only)."""
+    """Per unit (`units_of`): an HDAG node's routed tier, weight 1, critical when on the
+    goal-to-answer critical path, audited; a contradiction unit of weight 1 with the contradiction
+    flag, at tier 1 when a checker decides it and otherwise at its contradicting claim's tier
+    (`trust.core.graphs.units.contradiction_tier`); a CIG turn is a tier-2 (LLM) segment of weight
+    1, not critical (a CIG has no answer path), audited unless its role is in `CONTEXT_ROLES` (user
+    and tool turns: context-only); an edge unit of weight 1, not critical, at tier 1 when a tier-1
+    message check decides it and at tier 2 otherwise (`_edge_tier`)."""
     if isinstance(graph, Hdag):
         on_path = set(critical_path(graph))
-        return {node.id: SegmentProfile(int(node.tier), 1, node.id in on_path) for node in graph.nodes()}
-    return {turn.id: SegmentProfile(int(Tier.LLM), audited=turn.role not in CONTEXT_ROLES) for turn in graph.turns()}
+        profiles = {node.id: SegmentProfile(int(node.tier), 1, node.id in on_path) for node in graph.nodes()}
+        for unit in units_of(graph):
+            if unit.kind is UnitKind.CONTRADICTION:
+                profiles[unit.id] = SegmentProfile(int(contradiction_tier(graph, unit)), 1, contradiction=True)
+        return profiles
+    profiles = {
+        turn.id: SegmentProfile(int(Tier.LLM), audited=turn.role not in CONTEXT_ROLES) for turn in graph.turns()
+    }
+    for unit in units_of(graph):
+        if unit.kind is UnitKind.EDGE:
+            profiles[unit.id] = SegmentProfile(int(_edge_tier(graph, unit)))
+    return profiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +167,19 @@ class StoredTrace:
     leaves: tuple[merkle.SegmentLeaf, ...] = field(repr=False)
     tree: merkle.MerkleTree = field(repr=False)
     context: tuple[SegmentKey, ...] = field(default=(), repr=False)
+    contradictions: frozenset[int] = frozenset()
+    """Indices of the registered segments flagged as contradictions (`SegmentProfile.contradiction`).
+    The flag is registered on chain, not in the leaf: the leaf layout is the contract's."""
 
     def __post_init__(self) -> None:
         count = len(self.segments)
         if count == 0:
             raise GraphError("a stored trace needs at least one registered (audited) segment; a session has one")
+        stray = sorted(i for i in self.contradictions if not 0 <= i < count)
+        if stray:
+            raise GraphError(
+                f"stored trace: contradiction flags on segments {stray[:5]}, but it registers 0..{count - 1}"
+            )
         if len(self.leaves) != count:
             raise GraphError(f"stored trace: {count} registered segments but {len(self.leaves)} leaves")
         for index, (key, leaf) in enumerate(zip(self.segments, self.leaves, strict=True)):
@@ -169,6 +220,7 @@ class StoredTrace:
         segments: Sequence[SegmentKey],
         leaves: Sequence[merkle.SegmentLeaf],
         context: Sequence[SegmentKey] = (),
+        contradictions: frozenset[int] = frozenset(),
     ) -> StoredTrace:
         """The stored trace of registered `segments` (with their `leaves`) and `context`-only keys
         (indices following theirs; any proof they carry is replaced by the tree's): builds the tree
@@ -179,7 +231,7 @@ class StoredTrace:
         ]
         tree = merkle.build([*leaves, *context_leaves])
         proved = tuple(dataclasses.replace(key, proof=tuple(tree.proof(key.segment_index))) for key in context)
-        return cls(trace_id, tuple(segments), tuple(leaves), tree, proved)
+        return cls(trace_id, tuple(segments), tuple(leaves), tree, proved, contradictions)
 
     @classmethod
     def from_keys(
@@ -205,7 +257,8 @@ class StoredTrace:
             )
             for key in keys[:registered]
         ]
-        return cls.build(trace_id, keys[:registered], leaves, keys[registered:])
+        flagged = frozenset(i for i, key in enumerate(keys[:registered]) if profiles[key.node_id].contradiction)
+        return cls.build(trace_id, keys[:registered], leaves, keys[registered:], flagged)
 
     @property
     def root(self) -> bytes:
@@ -234,7 +287,13 @@ class StoredTrace:
         """The segments to register, in order: tier, weight, critical flag and the CID's digest (the
         registered segments only; context-only ones are committed by the root alone)."""
         return [
-            SegmentSpec(tier=leaf.tier, weight=leaf.weight, content_digest=digest32(key.cid), critical=leaf.critical)
+            SegmentSpec(
+                tier=leaf.tier,
+                weight=leaf.weight,
+                content_digest=digest32(key.cid),
+                critical=leaf.critical,
+                contradiction=leaf.index in self.contradictions,
+            )
             for leaf, key in zip(self.leaves, self.segments, strict=True)
         ]
 
@@ -279,7 +338,7 @@ async def store_trace(
     """
     profiles = default_profiles(graph) if profiles is None else profiles
     trace_id = new_trace_id(rng)
-    sealed = seal_graph(graph, trace_id, rng)
+    sealed = seal_units(graph, trace_id, rng)
     missing = [s.node_id for s in sealed if s.node_id not in profiles]
     if missing:
         raise VerificationError(f"no segment profile (tier, weight, critical) for nodes {missing[:5]}")
@@ -296,12 +355,22 @@ async def store_trace(
     return StoredTrace.from_keys(trace_id, segment_keys(ordered, cids), profiles)
 
 
+def seal_units(graph: Hdag | Cig, trace_id: bytes, rng: Rng) -> list[SealedSegment]:
+    """Every node sealed (`seal_graph`), then every other unit of `units_of` (its descriptor), each
+    under a fresh key of its own."""
+    sealed = seal_graph(graph, trace_id, rng)
+    for unit in units_of(graph):
+        if unit.kind is not UnitKind.NODE:
+            sealed.append(seal(unit.id, unit_plaintext(unit), trace_id, new_key(rng), rng))
+    return sealed
+
+
 async def deliver_keys(
     protocol: Protocol,
     kubo: KuboClient,
     provider: LocalAccount,
     session_id: int,
-    graph: Hdag | Cig,
+    graph: Hdag | Cig | nx.DiGraph,
     stored: StoredTrace,
     committees: Sequence[CommitteeDrawn],
     *,
@@ -325,7 +394,10 @@ async def deliver_keys(
     infos = await asyncio.gather(*(protocol.registry.auditor(member) for member in auditors))
     key_of = {member: info.encryption_key for member, info in zip(auditors, infos, strict=True)}
     seats = [Seat(c.segment_id, member, key_of[member]) for c in committees for member in c.members]
-    plans = plan_envelopes(graph, stored.trace_id, stored.all_segments, seats, reply_key=reply_key)
+    # A seat reads its unit and what the unit is about (`trust.core.graphs.units.access_graph`); a
+    # batch's union graph comes as a networkx digraph already.
+    access = access_graph(graph, units_of(graph)) if isinstance(graph, Hdag | Cig) else graph
+    plans = plan_envelopes(access, stored.trace_id, stored.all_segments, seats, reply_key=reply_key)
     sealed = seal_envelopes(plans, stored.root)
     cids = await gather_bounded(concurrency, _uploads(kubo, [s.envelope for s in sealed]))
     cid_of = {(s.seat.segment_index, s.seat.auditor): cid for s, cid in zip(sealed, cids, strict=True)}

@@ -137,24 +137,34 @@ def _draws(rounds: int, k: int = 3) -> int:
     return total
 
 
-async def test_a_multi_agent_log_is_audited_turn_by_turn(client: TrustClient) -> None:
+async def test_a_multi_agent_log_is_audited_turn_by_turn_and_message_by_message(client: TrustClient) -> None:
     result = await client.audit_agents(APPLES_LOG)
     assert result.kind == "agents"
     # The user's turn (t0) poses the task: it travels as context to the turns that use it, and only
-    # the agents' turns are segments on chain.
+    # the agents' turns are node segments on chain.
     assert list(result.nodes) == [f"t{i}" for i in range(1, len(APPLES_LOG["turns"]))], _describe(result)
     assert all(node.tier in (2, 3) for node in result.nodes.values()), _describe(result)  # 3: escalated
-    # Each round of k draws seats one to k members; an escalated node's rounds draw 3, then 7.
-    assert (
-        sum(node.rounds for node in result.nodes.values())
-        <= result.seats
-        <= sum(_draws(node.rounds) for node in result.nodes.values())
-    )
+    # Every message into an agent's turn is a segment of its own (the telephone test): at tier 1 where
+    # a message check decides it (a reply format asked for, a labelled value restated), else tier 2.
+    edges = {(e.source, e.target): e for e in result.edges}
+    assert list(edges) == [("t0", "t1"), ("t1", "t2"), ("t2", "t3"), ("t3", "t4")], result.to_json()["edges"]
+    assert [edges[key].tier for key in list(edges)[1:]] == [1, 1, 1]
+    # The aggregator restates the reviewer's "Remaining: 104" as 140: its incoming edge fails, and
+    # Algorithm 1 makes it Invalid_Root for a protocol breach at its boundary, whatever its own seats said.
+    assert edges[("t3", "t4")].outcome == "failed" and edges[("t2", "t3")].outcome == "passed"
+    assert "t3 sent 104, t4 restated 140" in edges[("t3", "t4")].critiques[0].critique
+    assert result.nodes["t4"].status is NodeStatus.INVALID_ROOT
+    cause = next(c for c in result.root_causes if c.node_id == "t4")
+    assert (cause.reason, cause.involved) == ("protocol breach at its boundary", ("t3",))
+    assert result.stationary == () and result.to_json()["stationary"] == []
+    units = [*result.nodes.values(), *result.edges]
+    # Each round of k draws seats one to k members; an escalated segment's rounds draw 3, then 7.
+    assert sum(u.rounds for u in units) <= result.seats <= sum(_draws(u.rounds) for u in units)
     _check_proof_and_phases(result)
     failed = {n for n, node in result.nodes.items() if node.outcome != "passed"}
     assert (result.verdict is Verdict.VALID) == result.proof.valid_on_chain
     for node_id, node in result.nodes.items():
-        if node_id not in failed:
+        if node_id not in failed and node_id != "t4":
             assert node.status in (NodeStatus.VALID, NodeStatus.NEGLIGENT, NodeStatus.INVALID_CASCADE)
 
 

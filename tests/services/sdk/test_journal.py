@@ -105,3 +105,19 @@ def test_table_3_separates_evaluation_from_protocol_time() -> None:
     assert seconds["vote_aggregation"] == pytest.approx(11.0 - 7.5)  # 4..15 minus evaluations 4.5..12
     assert seconds["finalization"] == 5.0
     assert timings.total_s == 20.0 and timings.overhead_s == pytest.approx(20.0 - 7.5)
+
+
+def test_a_contradiction_flag_survives_the_journal(tmp_path: Path) -> None:
+    from tests.core.graphs.test_units import corrected
+    from trust.services.delivery import seal_units
+
+    graph = corrected()
+    trace_id = new_trace_id(os.urandom)
+    sealed = seal_units(graph, trace_id, os.urandom)
+    keys = segment_keys(sealed, [str(unixfs_cid(s.blob)) for s in sealed])
+    trace = StoredTrace.from_keys(trace_id, keys, default_profiles(graph))
+    assert [spec.contradiction for spec in trace.specs()] == [False, False, False, True]
+    journal = Journal(tmp_path / "provider")
+    record = SessionRecord(31337, AUDIT, "trace", graph, trace, session_id=9)
+    journal.save(record)
+    assert journal.find(31337, 9).stored.specs() == trace.specs()

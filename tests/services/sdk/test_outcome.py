@@ -166,3 +166,99 @@ def test_an_undetermined_turn_makes_no_reviewer_negligent() -> None:
     assert statuses["t2"] is NodeStatus.UNDETERMINED
     assert statuses["t3"] is NodeStatus.VALID  # approving an input nobody judged is no negligence
     assert judged.root_causes == ()
+
+
+def test_a_confirmed_contradiction_fails_the_trace_and_is_reported_apart_from_the_nodes() -> None:
+    from tests.core.graphs.test_units import corrected
+
+    graph = corrected()
+    unit_id = "contradiction:s1|s2"
+    nodes = [
+        SegmentOutcome(i, node.id, int(node.tier), 1, False, False, Outcome.PASSED, 1, 1.0)
+        for i, node in enumerate(graph.nodes())
+    ]
+    critique = Critique("0xabc", 1, 0, "fail", 0.0, "'total' is 18 in s1 and 15 in s2", "logical")
+    confirmed = SegmentOutcome(3, unit_id, 1, 1, False, True, Outcome.FAILED, 1, 0.0, (critique,))
+    judged = judge(graph, [*nodes, confirmed], valid_on_chain=False, beta_bps=BETA_BPS)
+    assert judged.verdict is Verdict.INVALID and list(judged.nodes) == ["goal", "s1", "s2"]
+    assert all(node.status is NodeStatus.VALID for node in judged.nodes.values()) and judged.root_causes == ()
+    (found,) = judged.contradictions
+    assert (found.unit_id, found.source, found.target, found.outcome) == (unit_id, "s1", "s2", Outcome.FAILED)
+    assert found.critiques == (critique,) and judged.edges == ()
+    assert judged.failure_reasons == (
+        "contradiction between 's1' and 's2' confirmed (tier 1, 1 round): 'total' is 18 in s1 and 15 in s2",
+    )
+    resolved = dataclasses.replace(confirmed, outcome=Outcome.PASSED, pass_share=1.0, critiques=())
+    judged = judge(graph, [*nodes, resolved], valid_on_chain=True, beta_bps=BETA_BPS)
+    assert judged.verdict is Verdict.VALID and judged.failure_reasons == ()
+    assert judged.contradictions[0].outcome is Outcome.PASSED
+
+
+def test_an_agent_stuck_in_a_loop_is_reported_and_a_repeating_tool_is_not() -> None:
+    from trust.core.graphs.stationarity import LexicalSimilarity
+    from trust.services.sdk.outcome import stationary_agents
+
+    fix = "The fix: change the loop bound to n + 1 and rerun the tests."
+    log = {
+        "format": "trust.agent-log",
+        "version": 1,
+        "task": "Fix the off-by-one error.",
+        "agents": [
+            {"name": "Coder", "role": "coder"},
+            {"name": "Reviewer", "role": "reviewer"},
+            {"name": "Terminal", "role": "tool"},
+        ],
+        "turns": [
+            {"agent": "Coder", "content": fix},
+            {"agent": "Terminal", "content": "exitcode: 1"},
+            {"agent": "Reviewer", "content": "Still failing: the bound is wrong."},
+            {"agent": "Coder", "content": fix},
+            {"agent": "Terminal", "content": "exitcode: 1"},
+        ],
+    }
+    cig = build_cig(parse_log(log))
+    (stuck,) = stationary_agents(cig, LexicalSimilarity(), tau_stat=0.95)
+    assert (stuck.agent, stuck.earlier, stuck.later) == ("Coder", "t0", "t3") and stuck.similarity > 0.95
+    assert stuck.to_json() == {"agent": "Coder", "earlier": "t0", "later": "t3", "similarity": 1.0}
+    assert stationary_agents(build_cig(parse_log(APPLES_LOG)), LexicalSimilarity(), tau_stat=0.95) == ()
+
+
+def test_a_failed_edge_segment_feeds_algorithm_1_and_is_reported_beside_the_turns() -> None:
+    cig = build_cig(parse_log(APPLES_LOG))
+    turns = [
+        SegmentOutcome(i, turn.id, 2, 1, False, False, Outcome.PASSED, 1, 1.0)
+        for i, turn in enumerate(t for t in cig.turns() if t.id != "t0")
+    ]
+    corrupted = Critique("0xabc", 1, 0, "fail", 0.0, "'remaining': t3 sent 104, t4 restated 140", "protocol")
+    edges = [
+        SegmentOutcome(
+            len(turns) + i,
+            f"edge:{source}->{target}",
+            1,
+            1,
+            False,
+            False,
+            Outcome.FAILED if target == "t4" else Outcome.PASSED,
+            1,
+            0.0 if target == "t4" else 1.0,
+            (corrupted,) if target == "t4" else (),
+        )
+        for i, (source, target) in enumerate([("t0", "t1"), ("t1", "t2"), ("t2", "t3"), ("t3", "t4")])
+    ]
+    judged = judge(cig, [*turns, *edges], valid_on_chain=False, beta_bps=BETA_BPS)
+    assert list(judged.nodes) == ["t1", "t2", "t3", "t4"]
+    assert judged.nodes["t4"].status is NodeStatus.INVALID_ROOT  # its own segment passed; its input arrived corrupted
+    (cause,) = judged.root_causes
+    assert (cause.node_id, cause.reason, cause.involved) == ("t4", "protocol breach at its boundary", ("t3",))
+    assert cause.critiques == (corrupted,)
+    assert [(e.source, e.target, e.outcome) for e in judged.edges] == [
+        ("t0", "t1", Outcome.PASSED),
+        ("t1", "t2", Outcome.PASSED),
+        ("t2", "t3", Outcome.PASSED),
+        ("t3", "t4", Outcome.FAILED),
+    ]
+    assert "message from 't3' into 't4' failed (tier 1, 1 round): 'remaining'" in judged.failure_reasons[0]
+    # With every edge sound the same turns are all Valid: the edge's verdict, not an assumption, decided.
+    sound = [dataclasses.replace(e, outcome=Outcome.PASSED, pass_share=1.0, critiques=()) for e in edges]
+    judged = judge(cig, [*turns, *sound], valid_on_chain=True, beta_bps=BETA_BPS)
+    assert judged.root_causes == () and {n.status for n in judged.nodes.values()} == {NodeStatus.VALID}

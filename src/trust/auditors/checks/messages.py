@@ -40,6 +40,7 @@ __all__ = [
     "PROTOCOL_FAILURES",
     "ContractCheck",
     "ValueFidelityCheck",
+    "edge_decidable",
     "json_request",
     "labelled_values",
 ]
@@ -112,6 +113,10 @@ class ContractCheck:
         return "contract"
 
     async def check(self, request: AuditRequest) -> CheckResult:
+        return self.decide(request)
+
+    def decide(self, request: AuditRequest) -> CheckResult:
+        """The check, synchronously (it reads text only), for `edge_decidable`."""
         skipped = _not_edge(self.name, request)
         if skipped is not None:
             return skipped
@@ -235,6 +240,10 @@ class ValueFidelityCheck:
         return "value-fidelity"
 
     async def check(self, request: AuditRequest) -> CheckResult:
+        return self.decide(request)
+
+    def decide(self, request: AuditRequest) -> CheckResult:
+        """The check, synchronously (it reads text only), for `edge_decidable`."""
         skipped = _not_edge(self.name, request)
         if skipped is not None:
             return skipped
@@ -264,3 +273,12 @@ class ValueFidelityCheck:
                 error_type=ErrorType.PROTOCOL,
             )
         return CheckResult(self.name, Outcome.PASS, f"{shared} restated value(s) arrived intact")
+
+
+def edge_decidable(request: AuditRequest) -> bool:
+    """Whether a tier-1 check decides this edge-layer request (a reply format asked for, or a
+    labelled value restated): the router sends such an edge to tier 1 and any other to tier 2,
+    exactly as a node goes to tier 1 when a checker can judge it."""
+    return any(
+        check.decide(request).outcome is not Outcome.NOT_APPLICABLE for check in (ContractCheck(), ValueFidelityCheck())
+    )

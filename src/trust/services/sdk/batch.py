@@ -262,7 +262,13 @@ def plan_batch(entries: Sequence[BatchEntry], *, rng: random.Random | None = Non
                 entry,
                 label,
                 renamed,
-                {batch_node_id(label, node_id): profile for node_id, profile in profiles.items()},
+                # A batch seats the node layer only: its union graph has no place for the units of
+                # one member's `contradicts` edges (`trust.core.graphs.units`).
+                {
+                    batch_node_id(label, node_id): profile
+                    for node_id, profile in profiles.items()
+                    if node_id in entry.graph
+                },
                 original,
             )
         )

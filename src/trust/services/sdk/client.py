@@ -47,6 +47,7 @@ from trust.core.graphs.agent_log import AgentLog, LogLimits, build_cig, parse_lo
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.hdag import Hdag, Tier
 from trust.core.graphs.serialization import FORMAT as HDAG_FORMAT
+from trust.core.graphs.units import UnitKind
 from trust.core.graphs.validation import validate
 from trust.errors import (
     AuditError,
@@ -61,7 +62,8 @@ from trust.errors import (
     TrustError,
     excerpt,
 )
-from trust.services.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace
+from trust.services.delivery import SegmentProfile, StoredTrace, default_profiles, store_trace, units_of
+from trust.services.localize import build_similarity
 from trust.services.refine import Regenerate
 from trust.services.refine import refine as refine_loop
 from trust.services.sdk.config import AuditConfig
@@ -69,10 +71,10 @@ from trust.services.sdk.inputs import read_json, trace_from_text
 from trust.services.sdk.journal import Journal, SessionRecord
 from trust.services.sdk.keys import reply_key
 from trust.services.sdk.outage import RPC, lost_service
-from trust.services.sdk.outcome import judge
+from trust.services.sdk.outcome import judge, stationary_agents
 from trust.services.sdk.progress import ProgressCallback, ProgressEvent
 from trust.services.sdk.refinement import NetworkRefinement, ReauditRound, findings_of, rebuild_graph
-from trust.services.sdk.result import AuditResult, Proof
+from trust.services.sdk.result import AuditResult, Proof, StationaryResult
 from trust.services.sdk.session import SessionDriver
 from trust.services.sdk.timings import phase_timings
 from trust.settings import RefinementSettings, Settings
@@ -475,7 +477,17 @@ class TrustClient:
             phases=phase_timings(driver.marks, driver.rounds.values(), reports.values()),
             seats=sum(len(track.members) for track in driver.rounds.values()),
             graph=driver.graph,
+            contradictions=judgement.contradictions,
+            edges=judgement.edges,
+            stationary=self._stationary(driver.graph),
         )
+
+    def _stationary(self, graph: Hdag | Cig) -> tuple[StationaryResult, ...]:
+        """`stationary_agents` of a multi-agent log, with the similarity and tau_stat of the settings."""
+        if not isinstance(graph, Cig):
+            return ()
+        similarity = build_similarity(self.settings.audit, warn=log.warning)
+        return stationary_agents(graph, similarity, tau_stat=self.settings.audit.tau_stat)
 
 
 async def unpin(kubo: KuboClient, cids: Sequence[str]) -> None:
@@ -556,12 +568,20 @@ def segment_profiles(
     is audited: a CIG's user and tool turns travel as context only (`trust.services.delivery.default_profiles`),
     and with `only` (a re-audit) so does every node outside it."""
     profiles = default_profiles(graph)
+    units = {unit.id: unit for unit in units_of(graph) if unit.kind is not UnitKind.NODE}
+
+    def wanted(node_id: str) -> bool:
+        # A re-audit seats the units of the nodes it re-audits too (their claims or messages changed).
+        unit = units.get(node_id)
+        return only is None or node_id in only or (unit is not None and bool({unit.source, unit.target} & set(only)))
+
     return {
         node_id: SegmentProfile(
             int(config.tier_for(Tier(p.tier))),
             p.weight,
             p.critical,
-            p.audited and (only is None or node_id in only),
+            p.audited and wanted(node_id),
+            p.contradiction,
         )
         for node_id, p in profiles.items()
     }

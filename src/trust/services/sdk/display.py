@@ -11,7 +11,7 @@ from rich.table import Table
 
 from trust.core.graphs.status import NodeStatus
 from trust.services.sdk.progress import STAGES, ProgressEvent
-from trust.services.sdk.result import PHASES, AuditResult
+from trust.services.sdk.result import PHASES, AuditResult, Outcome
 
 __all__ = ["ProgressBars", "render_phases", "render_result"]
 
@@ -100,6 +100,18 @@ def render_result(result: AuditResult, console: Console, *, title: str = "") -> 
         console.print(f"  [bold red]root cause[/] {escape(cause.node_id)} ({cause.status}): {escape(cause.reason)}")
         for critique in cause.critiques:
             console.print(f"    tier {critique.tier} {escape(critique.auditor[:10])}..: {escape(critique.critique)}")
+    for unit in (*result.contradictions, *result.edges):
+        if unit.outcome is not Outcome.PASSED:
+            what = "contradiction" if unit.kind == "contradiction" else "message"
+            ended = "confirmed" if unit.kind == "contradiction" and unit.outcome is Outcome.FAILED else unit.outcome
+            console.print(
+                f"  [bold red]{what}[/] {escape(unit.source)} -> {escape(unit.target)} {ended} (tier {unit.tier})"
+            )
+    for pair in result.stationary:
+        console.print(
+            f"  [bold yellow]stuck in a loop[/] {escape(pair.agent)}: {escape(pair.later)} repeats "
+            f"{escape(pair.earlier)} (similarity {pair.similarity:.2f})"
+        )
     for node_id in result.undetermined:
         reason = result.nodes[node_id].reason or "undetermined"
         console.print(f"  [bold cyan]undetermined[/] {escape(node_id)}: {escape(reason)}")

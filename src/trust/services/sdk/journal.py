@@ -97,6 +97,7 @@ class SessionRecord:
             "segments": [key.entry() for key in self.stored.segments],
             "context": [key.entry() for key in self.stored.context],
             "leaves": [[leaf.tier, leaf.weight, leaf.critical] for leaf in self.stored.leaves],
+            "contradictions": sorted(self.stored.contradictions),
             "graph": graph_to_json(self.graph),
         }
 
@@ -110,7 +111,8 @@ class SessionRecord:
             merkle.SegmentLeaf(key.segment_index, merkle.cid_bytes(key.cid), key.ciphertext_digest, tier, weight, crit)
             for key, (tier, weight, crit) in zip(keys, data["leaves"], strict=True)
         )
-        stored = StoredTrace.build(bytes.fromhex(data["trace_id"]), keys, leaves, context)
+        flagged = frozenset(int(i) for i in data.get("contradictions", []))
+        stored = StoredTrace.build(bytes.fromhex(data["trace_id"]), keys, leaves, context, flagged)
         return cls(
             chain_id=data["chain_id"],
             audit_contract=data["audit_contract"],

@@ -16,10 +16,14 @@ therefore comes back with a verdict of its own, and:
   for a *failed* node below a failed parent (Invalid_Cascade there); the paper's rule exists to
   avoid spending auditors on such nodes, which a parallel audit has already spent.
 - CIG (a multi-agent log). Algorithm 1 exactly (`trust.core.graphs.localize.localize`): a turn's validity
-  score is 1 when its segment passed and 0 otherwise; every edge scores 1 on both Layer-2 checks
-  because the network audits nodes (a seat sees the turn with its inputs, so a breach at the boundary
-  fails the receiving turn's own segment); a reviewer turn "rejects its input" when its output says
-  so (`trust.core.graphs.audit.rejects`), which the provider reads from its own log.
+  score is 1 when its segment passed and 0 otherwise; an edge audited as a segment of its own (the
+  telephone test, `trust.core.graphs.units`) scores 0 on both Layer-2 checks when its segment failed
+  and 1 otherwise (an edge that was not audited, or nobody decided, is read as sound, as an
+  undetermined turn is); a reviewer turn "rejects its input" when its output says so
+  (`trust.core.graphs.audit.rejects`), which the provider reads from its own log.
+- Contradictions and edges (units beside the nodes) come back as `UnitResult`s of their own, never
+  as nodes: a confirmed contradiction (its segment failed) fails the trace on chain, with the
+  statuses of its two claims left to their own segments.
 - Undetermined (both graphs). A segment that ended `Undetermined` (no committee could be seated, or
   its votes neither passed nor failed it through the last escalation round) was never judged: its
   node is `Undetermined`, with its tier, its rounds and why (`SegmentOutcome.why`), and is neither a
@@ -39,13 +43,23 @@ from dataclasses import dataclass
 
 from trust.core.graphs.analysis import cascade
 from trust.core.graphs.audit import EdgeScore, rejects
-from trust.core.graphs.cig import Cig
+from trust.core.graphs.cig import CONTEXT_ROLES, Cig
 from trust.core.graphs.hdag import Hdag
 from trust.core.graphs.localize import localize
+from trust.core.graphs.stationarity import Similarity, detect_stationarity
 from trust.core.graphs.status import NodeStatus
-from trust.services.sdk.result import Critique, NodeResult, Outcome, RootCauseResult, Verdict
+from trust.core.graphs.units import AuditUnit, UnitKind, audit_units
+from trust.services.sdk.result import (
+    Critique,
+    NodeResult,
+    Outcome,
+    RootCauseResult,
+    StationaryResult,
+    UnitResult,
+    Verdict,
+)
 
-__all__ = ["Judgement", "SegmentOutcome", "judge", "undetermined_reason"]
+__all__ = ["Judgement", "SegmentOutcome", "judge", "stationary_agents", "undetermined_reason"]
 
 _BPS = 10_000
 
@@ -76,6 +90,8 @@ class Judgement:
     nodes: dict[str, NodeResult]
     root_causes: tuple[RootCauseResult, ...]
     failure_reasons: tuple[str, ...]
+    contradictions: tuple[UnitResult, ...] = ()
+    edges: tuple[UnitResult, ...] = ()
 
 
 def _counted_outcome(segment: SegmentOutcome, threshold: float | None) -> Outcome:
@@ -100,8 +116,15 @@ def undetermined_reason(segment: SegmentOutcome) -> str:
     return f"undetermined after {_rounds(segment.rounds)}, the last at tier {segment.tier}{why}"
 
 
+_REASONS = {
+    "node_failure": "failed its audit",
+    "approved_invalid": "approved invalid input",
+    "edge_failure": "protocol breach at its boundary",
+}
+
+
 def _statuses(
-    graph: Hdag | Cig, failed: set[str], undetermined: set[str]
+    graph: Hdag | Cig, failed: set[str], undetermined: set[str], failed_edges: frozenset[tuple[str, str]] = frozenset()
 ) -> tuple[dict[str, NodeStatus], list[RootCauseResult]]:
     if isinstance(graph, Hdag):
         statuses = {node.id: NodeStatus.VALID for node in graph.nodes()}
@@ -112,17 +135,16 @@ def _statuses(
     # An undetermined turn scores 1: nobody found it wrong, so it must not make the turns around it
     # look negligent or cascaded; it is reported as undetermined on its own below.
     node_scores = {turn.id: 0.0 if turn.id in failed else 1.0 for turn in graph.turns()}
-    edges = {(source, target): EdgeScore() for target in node_scores for source in graph.parents(target)}
+    edges = {
+        (source, target): EdgeScore(0.0, 0.0) if (source, target) in failed_edges else EdgeScore()
+        for target in node_scores
+        for source in graph.parents(target)
+    }
     rejecting = frozenset(turn.id for turn in graph.turns() if rejects(turn.output))
     # Thresholds in (0, 1]: with scores of exactly 0 or 1 any of them gives the same answer.
     found = localize(graph, node_scores, edges, tau_node=1.0, tau_edge=1.0, rejecting=rejecting)
-    reasons = {
-        "node_failure": "failed its audit",
-        "approved_invalid": "approved invalid input",
-        "edge_failure": "protocol breach at its boundary",
-    }
     causes = [
-        RootCauseResult(c.node_id, c.status, reasons[str(c.reason)], (), c.parents)
+        RootCauseResult(c.node_id, c.status, _REASONS[str(c.reason)], (), c.parents)
         for c in found.root_causes
         if c.node_id not in undetermined
     ]
@@ -140,11 +162,20 @@ def judge(
     consensus_threshold: float | None = None,
 ) -> Judgement:
     """Statuses, root causes, failure reasons and the verdict of a finished session."""
+    units = {unit.id: unit for unit in audit_units(graph) if unit.kind is not UnitKind.NODE}
     counted = {s.node_id: _counted_outcome(s, consensus_threshold) for s in segments}
-    failed = {node_id for node_id, outcome in counted.items() if outcome is Outcome.FAILED}
-    undetermined = {node_id for node_id, outcome in counted.items() if outcome is Outcome.UNDETERMINED}
-    statuses, causes = _statuses(graph, failed, undetermined)
+    failed = {node_id for node_id, outcome in counted.items() if outcome is Outcome.FAILED and node_id not in units}
+    undetermined = {
+        node_id for node_id, outcome in counted.items() if outcome is Outcome.UNDETERMINED and node_id not in units
+    }
+    failed_edges = frozenset(
+        (units[node_id].source, units[node_id].target)
+        for node_id, outcome in counted.items()
+        if outcome is Outcome.FAILED and node_id in units and units[node_id].kind is UnitKind.EDGE
+    )
+    statuses, causes = _statuses(graph, failed, undetermined, failed_edges)
     by_node: Mapping[str, SegmentOutcome] = {s.node_id: s for s in segments}
+    results = [_unit_result(units[s.node_id], s) for s in segments if s.node_id in units]
     nodes = {
         s.node_id: NodeResult(
             s.node_id,
@@ -158,13 +189,14 @@ def judge(
             undetermined_reason(s) if s.outcome is Outcome.UNDETERMINED else None,
         )
         for s in segments
+        if s.node_id not in units
     }
     root_causes = tuple(
         RootCauseResult(
             cause.node_id,
             cause.status,
             cause.reason,
-            tuple(c for c in by_node[cause.node_id].critiques if c.vote == "fail") or by_node[cause.node_id].critiques,
+            _cause_critiques(cause, by_node, units),
             cause.involved,
         )
         for cause in causes
@@ -179,16 +211,18 @@ def judge(
                 f"requested consensus threshold {consensus_threshold}"
             )
         elif outcome is Outcome.UNDETERMINED:
-            where = "critical-path node" if s.critical else "contradiction" if s.contradiction else "node"
             counts = (
                 "the contract counts a critical node nobody decided as not passed, which makes the trace INVALID"
-                if s.critical or s.contradiction
+                if s.critical
+                else "the contract counts an unresolved contradiction as confirmed, which makes the trace INVALID"
+                if s.contradiction
                 else "it counts as not passed in the trace's weight"
             )
-            reasons.append(f"{where} {s.node_id!r} {undetermined_reason(s)}; {counts}")
+            reasons.append(f"{_what(s, units)} {undetermined_reason(s)}; {counts}")
         elif outcome is not Outcome.PASSED:
-            where = "critical-path node" if s.critical else "contradiction" if s.contradiction else "node"
-            reasons.append(f"{where} {s.node_id!r} {outcome} (tier {s.tier}, {_rounds(s.rounds)}){_first_critique(s)}")
+            unit = units.get(s.node_id)
+            ended = "confirmed" if unit is not None and unit.kind is UnitKind.CONTRADICTION else str(outcome)
+            reasons.append(f"{_what(s, units)} {ended} (tier {s.tier}, {_rounds(s.rounds)}){_first_critique(s)}")
     total = sum(s.weight for s in segments)
     passed = sum(s.weight for s in segments if counted[s.node_id] is Outcome.PASSED)
     quorum = passed * _BPS >= beta_bps * total
@@ -204,4 +238,61 @@ def judge(
             reasons.append(f"the chain decided {'VALID' if valid_on_chain else 'INVALID'}; its verdict stands")
     else:
         valid = valid_on_chain and valid_here
-    return Judgement(Verdict.VALID if valid else Verdict.INVALID, nodes, root_causes, tuple(reasons))
+    return Judgement(
+        Verdict.VALID if valid else Verdict.INVALID,
+        nodes,
+        root_causes,
+        tuple(reasons),
+        tuple(r for r in results if r.kind == UnitKind.CONTRADICTION),
+        tuple(r for r in results if r.kind == UnitKind.EDGE),
+    )
+
+
+def _what(segment: SegmentOutcome, units: Mapping[str, AuditUnit]) -> str:
+    """How a failure reason names a segment: its node, or the unit's two nodes."""
+    unit = units.get(segment.node_id)
+    if unit is None:
+        return f"{'critical-path node' if segment.critical else 'node'} {segment.node_id!r}"
+    if unit.kind is UnitKind.CONTRADICTION:
+        return f"contradiction between {unit.source!r} and {unit.target!r}"
+    return f"message from {unit.source!r} into {unit.target!r}"
+
+
+def _unit_result(unit: AuditUnit, s: SegmentOutcome) -> UnitResult:
+    return UnitResult(
+        unit.id,
+        str(unit.kind),
+        unit.source,
+        unit.target,
+        s.index,
+        s.tier,
+        s.outcome,
+        s.rounds,
+        s.pass_share,
+        s.critiques,
+        undetermined_reason(s) if s.outcome is Outcome.UNDETERMINED else None,
+    )
+
+
+def _cause_critiques(
+    cause: RootCauseResult, by_node: Mapping[str, SegmentOutcome], units: Mapping[str, AuditUnit]
+) -> tuple[Critique, ...]:
+    """What the provider reads about a root cause: its own seats' failing critiques, and for an edge
+    failure those of the failed edge segments into it."""
+    own = by_node[cause.node_id].critiques
+    found = [c for c in own if c.vote == "fail"]
+    if cause.reason == _REASONS["edge_failure"]:
+        for unit in units.values():
+            if unit.kind is UnitKind.EDGE and unit.target == cause.node_id and unit.id in by_node:
+                found += [c for c in by_node[unit.id].critiques if c.vote == "fail"]
+    return tuple(found) or own
+
+
+def stationary_agents(cig: Cig, similarity: Similarity, *, tau_stat: float) -> tuple[StationaryResult, ...]:
+    """The agents of a multi-agent log stuck in a loop (paper 2.2.6): consecutive turns of one agent
+    more similar than `tau_stat` (`trust.core.graphs.stationarity.detect_stationarity`, the detector
+    `trust graph localize` runs offline). Read from the log the provider submitted, so it needs no
+    seat: the seats each see one turn and its parents, never an agent's history. User and tool turns
+    are not compared: a terminal that prints the same thing twice is not an agent repeating itself."""
+    pairs = detect_stationarity(cig, similarity, tau_stat=tau_stat, skip_roles=CONTEXT_ROLES)
+    return tuple(StationaryResult(p.agent, p.earlier, p.later, p.similarity) for p in pairs)

@@ -25,6 +25,8 @@ __all__ = [
     "PhaseTimings",
     "Proof",
     "RootCauseResult",
+    "StationaryResult",
+    "UnitResult",
     "Verdict",
 ]
 
@@ -98,6 +100,63 @@ class NodeResult:
             "pass_share": round(self.pass_share, 6),
             "reason": self.reason,
             "critiques": [c.to_json() for c in self.critiques],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UnitResult:
+    """A unit audited beside the nodes (`trust.core.graphs.units`): a contradiction between two claims
+    of an HDAG (`kind` "contradiction": `source` the earlier claim, `target` the later) or a message
+    between two turns of a CIG (`kind` "edge": from `source` into `target`, the telephone test).
+
+    `outcome` is how its segment ended: for a contradiction, FAILED means the contradiction was
+    confirmed (the trace is invalid on chain) and PASSED that the claims were found consistent; for an
+    edge, FAILED means the message broke its interface or lost fidelity (Algorithm 1, line 5)."""
+
+    unit_id: str
+    kind: str
+    source: str
+    target: str
+    segment: int
+    tier: int
+    outcome: Outcome
+    rounds: int
+    pass_share: float
+    critiques: tuple[Critique, ...] = ()
+    reason: str | None = None
+    """For an undetermined unit: its rounds, its last tier and why nobody decided it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.unit_id,
+            "source": self.source,
+            "target": self.target,
+            "segment": self.segment,
+            "tier": self.tier,
+            "outcome": str(self.outcome),
+            "rounds": self.rounds,
+            "pass_share": round(self.pass_share, 6),
+            "reason": self.reason,
+            "critiques": [c.to_json() for c in self.critiques],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StationaryResult:
+    """An agent stuck in a loop (paper 2.2.6): two consecutive turns of `agent` whose outputs are more
+    similar than tau_stat (`AuditSettings.tau_stat`)."""
+
+    agent: str
+    earlier: str
+    later: str
+    similarity: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "earlier": self.earlier,
+            "later": self.later,
+            "similarity": round(self.similarity, 6),
         }
 
 
@@ -202,6 +261,12 @@ class AuditResult:
     member that won several of its draws holds one seat), so at most the draws (k per segment,
     2k+1 per escalation)."""
     graph: Hdag | Cig = field(repr=False, compare=False)
+    contradictions: tuple[UnitResult, ...] = ()
+    """Every `contradicts` edge of an HDAG, audited as a contradiction segment."""
+    edges: tuple[UnitResult, ...] = ()
+    """Every message into an audited turn of a CIG, audited as an edge segment (the telephone test)."""
+    stationary: tuple[StationaryResult, ...] = ()
+    """The agents of a CIG found stuck in a loop (empty for an HDAG)."""
 
     @property
     def valid(self) -> bool:
@@ -229,6 +294,9 @@ class AuditResult:
             "kind": self.kind,
             "session_id": self.proof.session_id,
             "nodes": {node_id: node.to_json() for node_id, node in self.nodes.items()},
+            "contradictions": [unit.to_json() for unit in self.contradictions],
+            "edges": [unit.to_json() for unit in self.edges],
+            "stationary": [pair.to_json() for pair in self.stationary],
             "root_causes": [cause.to_json() for cause in self.root_causes],
             "undetermined": list(self.undetermined),
             "failure_reasons": list(self.failure_reasons),
