@@ -121,10 +121,16 @@ async def test_a_contradiction_is_registered_flagged_and_its_seat_reads_only_the
     protocol, graph = network.protocol, corrected()
     unit_id = "contradiction:s1|s2"
     stored = await store_trace(kubo, graph)
-    assert [key.node_id for key in stored.segments] == ["goal", "s1", "s2", unit_id]
+    assert [key.node_id for key in stored.segments] == ["goal", "s1", "s2", "s3", unit_id]
     session_id, committees = await _open_session(network, stored)
     flagged = [await protocol.audit.segment(session_id, i) for i in range(len(stored.segments))]
-    assert [(info.tier, info.contradiction) for info in flagged] == [(2, False), (1, False), (2, False), (1, True)]
+    assert [(info.tier, info.contradiction) for info in flagged] == [
+        (2, False),
+        (1, False),
+        (2, False),
+        (1, False),
+        (1, True),
+    ]
 
     await deliver_keys(protocol, kubo, network.provider, session_id, graph, stored, committees)
     plaintexts = segment_plaintexts(graph)

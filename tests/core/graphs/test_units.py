@@ -16,26 +16,39 @@ from trust.core.graphs.units import (
     audit_units,
     contradiction_tier,
     loads_unit,
+    resolved,
     unit_plaintext,
 )
 from trust.errors import GraphError
 
 
-def corrected(later: str = "Wait, that is wrong: the total is 15.", tier: Tier = Tier.LLM) -> Hdag:
-    """A goal, a step, and a later step that contradicts it."""
+def corrected(
+    later: str = "Wait, that is wrong: the total is 15.", tier: Tier = Tier.LLM, *, builds_on: str = "s1"
+) -> Hdag:
+    """A goal, a step, a later step that contradicts it, and a last step that builds on `builds_on`:
+    on the contradicted step by default (so the contradiction is unresolved)."""
     graph = Hdag()
     graph.add_node(HdagNode("goal", Level.GOAL, "What do 5 boxes of 3 cost in total?"))
     graph.add_node(HdagNode("s1", Level.STEP, "The total = 5 * 3 = 18.", tier=Tier.COMPUTATIONAL))
     graph.add_node(HdagNode("s2", Level.STEP, later, tier=tier))
+    graph.add_node(HdagNode("s3", Level.STEP, "With the delivery fee, 18 + 2 = 20.", tier=Tier.COMPUTATIONAL))
     graph.add_edge("goal", "s1", EdgeType.DECOMPOSES_TO)
     graph.add_edge("s1", "s2", EdgeType.CONTRADICTS)
+    graph.add_edge(builds_on, "s3", EdgeType.DEPENDS_ON)
     return graph
+
+
+def test_a_self_correction_the_trace_goes_on_from_is_resolved_and_gets_no_unit() -> None:
+    graph = corrected(builds_on="s2")  # the trace goes on from the corrected value
+    assert resolved(graph, "s1", "s2")
+    assert [u.id for u in audit_units(graph)] == ["goal", "s1", "s2", "s3"]
+    assert not resolved(corrected(), "s1", "s2")
 
 
 def test_a_contradicts_edge_is_a_unit_after_the_nodes_reading_its_two_claims() -> None:
     graph = corrected()
     units = audit_units(graph)
-    assert [u.id for u in units] == ["goal", "s1", "s2", "contradiction:s1|s2"]
+    assert [u.id for u in units] == ["goal", "s1", "s2", "s3", "contradiction:s1|s2"]
     unit = units[-1]
     assert (unit.kind, unit.source, unit.target, unit.reads, unit.belongs_to) == (
         UnitKind.CONTRADICTION,

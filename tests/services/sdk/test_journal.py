@@ -116,7 +116,7 @@ def test_a_contradiction_flag_survives_the_journal(tmp_path: Path) -> None:
     sealed = seal_units(graph, trace_id, os.urandom)
     keys = segment_keys(sealed, [str(unixfs_cid(s.blob)) for s in sealed])
     trace = StoredTrace.from_keys(trace_id, keys, default_profiles(graph))
-    assert [spec.contradiction for spec in trace.specs()] == [False, False, False, True]
+    assert [spec.contradiction for spec in trace.specs()] == [False, False, False, False, True]
     journal = Journal(tmp_path / "provider")
     record = SessionRecord(31337, AUDIT, "trace", graph, trace, session_id=9)
     journal.save(record)

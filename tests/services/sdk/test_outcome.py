@@ -178,9 +178,9 @@ def test_a_confirmed_contradiction_fails_the_trace_and_is_reported_apart_from_th
         for i, node in enumerate(graph.nodes())
     ]
     critique = Critique("0xabc", 1, 0, "fail", 0.0, "'total' is 18 in s1 and 15 in s2", "logical")
-    confirmed = SegmentOutcome(3, unit_id, 1, 1, False, True, Outcome.FAILED, 1, 0.0, (critique,))
+    confirmed = SegmentOutcome(4, unit_id, 1, 1, False, True, Outcome.FAILED, 1, 0.0, (critique,))
     judged = judge(graph, [*nodes, confirmed], valid_on_chain=False, beta_bps=BETA_BPS)
-    assert judged.verdict is Verdict.INVALID and list(judged.nodes) == ["goal", "s1", "s2"]
+    assert judged.verdict is Verdict.INVALID and list(judged.nodes) == ["goal", "s1", "s2", "s3"]
     assert all(node.status is NodeStatus.VALID for node in judged.nodes.values()) and judged.root_causes == ()
     (found,) = judged.contradictions
     assert (found.unit_id, found.source, found.target, found.outcome) == (unit_id, "s1", "s2", Outcome.FAILED)

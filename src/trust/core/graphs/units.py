@@ -2,8 +2,8 @@
 
 A graph's nodes are not all there is to audit. The DAAN protocol also asks:
 
-- of every `contradicts` edge of an HDAG, whether its two claims really contradict each other (the
-  contract's third validity condition: a confirmed contradiction fails the trace);
+- of every unresolved `contradicts` edge of an HDAG, whether its two claims really contradict each
+  other (the contract's third validity condition: a confirmed contradiction fails the trace);
 - of every message a CIG turn received, whether it arrived intact ("the telephone test": protocol
   compliance and information fidelity), so that Algorithm 1 reads each edge's own verdict.
 
@@ -18,6 +18,13 @@ unit's predecessors are what its seat reads): `trust.core.privacy.access.plan_en
 Units are derived from the graph alone (`audit_units`), so the provider, a resumed session and the
 journal all find the same ones in the same order: node units in the graph's order, then the
 contradictions in edge order, then the edges in time order of their receiving turn.
+
+Resolved contradictions (decision; the paper fails traces with "unresolved contradicts edges" and does
+not define resolution): a `contradicts` edge runs from the earlier claim to the later one that turns
+on it, and it is resolved when nothing but that later claim builds on the earlier one, as in a
+self-correction ("wait, 5 * 3 is 15, not 18") after which the trace goes on from the corrected
+value. It gets no unit: seating it would fail a trace for correcting itself. When anything else
+depends on the earlier claim, the contradicted value may have flowed on, and the edge is a unit.
 
 Unit ids name what they audit ("contradiction:<a>|<b>", "edge:<a>-><b>"); a node whose own id
 collides with one is a `GraphError` (the segments of one trace need distinct ids).
@@ -47,6 +54,7 @@ __all__ = [
     "contradiction_tier",
     "is_unit_document",
     "loads_unit",
+    "resolved",
     "unit_plaintext",
 ]
 
@@ -101,7 +109,7 @@ def audit_units(graph: Hdag | Cig, *, edges: bool = True) -> list[AuditUnit]:
             AuditUnit(_contradiction_id(edge.source, edge.target), UnitKind.CONTRADICTION, (edge.source, edge.target),
                       edge.source, edge.target)
             for edge in graph.edges()
-            if edge.type is EdgeType.CONTRADICTS
+            if edge.type is EdgeType.CONTRADICTS and not resolved(graph, edge.source, edge.target)
         ]  # fmt: skip
     elif isinstance(graph, Cig):
         turns = list(graph.turns())
@@ -125,6 +133,12 @@ def audit_units(graph: Hdag | Cig, *, edges: bool = True) -> list[AuditUnit]:
             "rename the node"
         )
     return units
+
+
+def resolved(graph: Hdag, earlier: str, later: str) -> bool:
+    """Whether the contradiction of `later` with `earlier` is resolved: nothing but `later` builds on
+    `earlier` (see the module docstring)."""
+    return all(child == later for child in graph.children(earlier))
 
 
 def contradiction_tier(graph: Hdag, unit: AuditUnit) -> Tier:
