@@ -41,3 +41,13 @@ def test_values_tried_identities_and_new_unknowns_are_not_failed() -> None:
     assert results("So x - 14 - 7 = x - 21.")[0].outcome is Outcome.NOT_APPLICABLE
     renamed = results("We solve 2x = 10.", "Let x be the number of pens now: 3x = 12.")
     assert renamed[1].outcome is Outcome.NOT_APPLICABLE
+
+
+def test_display_blocks_on_one_line_are_separate_equations() -> None:
+    # three display blocks on one line: each holds its own statement, none runs into the next
+    sound = results("Let x be the weight: \\[ x = \\frac{2}{3} \\times 27 \\] \\[ x = 2 \\times 9 \\] \\[ x = 18 \\]")
+    assert sound[0].outcome is not Outcome.FAIL
+    found = [written for written, *_ in solved_equations("\\[ 4y = 36 \\] \\[ y = 9 \\]")]
+    assert found == ["4 * y = 36", "y = 9"]
+    wrong = results("We have \\[ 4y = 36 \\]", "Dividing: \\[ 2y = 36 \\] \\[ y = 18 \\]")
+    assert wrong[1].outcome is Outcome.FAIL

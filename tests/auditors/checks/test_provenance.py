@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome
-from trust.auditors.checks.provenance import ProvenanceCheck
+from trust.auditors.checks.provenance import ProvenanceCheck, equation_numbers
 from trust.core.graphs.cig import AgentTurn, Role
 
 CHECK = ProvenanceCheck()
@@ -63,3 +63,16 @@ def test_prose_and_tool_output_are_not_judged() -> None:
     assert results(("The answer is 567 dollars.",))[0].outcome is Outcome.NOT_APPLICABLE
     tool = AgentTurn("t0", 0, "python", Role.TOOL, "13 * 17 = 221", "")
     assert asyncio.run(CHECK.check(AuditRequest(tool))).outcome is Outcome.NOT_APPLICABLE
+
+
+def test_the_numbers_of_an_equation_are_given_to_the_operation_that_solves_it() -> None:
+    problem = "A bus carries 96 people; there are five times as many adults as children. How many children?"
+    steps = (
+        "Let c be the children: c + 5c = 96.",
+        "Combining like terms, \\[ 6c = 96 \\] \\[ c = \\frac{96}{6} = 16 \\]",
+    )
+    # 6 is the coefficient the step's own algebra wrote (whether it follows is the equation check's to say)
+    assert [r.outcome for r in results(steps, problem)] == [Outcome.NOT_APPLICABLE, Outcome.PASS]
+    # an assignment gives nothing: the operation it writes is the one judged
+    assert equation_numbers("c = 96/13 = 7.38") == set()
+    assert results(("So c = 96 / 13 = 7.38.",), problem)[0].outcome is Outcome.FAIL

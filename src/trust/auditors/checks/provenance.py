@@ -15,6 +15,12 @@ parents wrote; inside the node, the value of every part of each operation it wro
 "20 + 8 = 28, 28 * 2" is grounded). A wrong result carried on ("3 × 4 = 13, 13 + 2") is the
 arithmetic check's to fail first; here it is a number from nowhere as well.
 
+The numbers of an equation in an unknown ("14x = 84", "0.07x = 1.89", in the node or before it)
+are given too: combining like terms or moving a term writes new coefficients, and whether that
+equation follows from the one before is the equation check's to decide, so "x = 84/14" computes
+with what the step's own algebra says. An equation that only assigns a value ("x = 84/14") gives
+nothing: it is the operation being judged.
+
 What is never failed: numbers outside an operation (a number stated in prose may be a label, a
 date, a restatement; the arithmetic check decides stated results), algebra (the coefficients of an
 equation), and the output of a tool turn (an observation, not a claim).
@@ -27,12 +33,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.auditors.checks.symbolic import statements
 from trust.auditors.checks.verdicts import failed, listed
 from trust.core.graphs.cig import AgentTurn, Role
-from trust.core.maths.expressions import Number
+from trust.core.maths.expressions import Number, Symbol, free_symbols, subexpressions
 from trust.core.maths.quantities import COMMON_CONSTANTS, given_values, operations
 
-__all__ = ["NumberSource", "ProvenanceCheck", "known_values"]
+__all__ = ["NumberSource", "ProvenanceCheck", "equation_numbers", "known_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +59,25 @@ def known_values(texts: Iterable[str]) -> set[Fraction]:
     value of every part of every operation they wrote, with the common constants."""
     known: set[Fraction] = set(COMMON_CONSTANTS)
     for text in texts:
-        known |= given_values(text)
+        known |= given_values(text) | equation_numbers(text)
         for operation in operations(text):
             known |= operation.values
     return known
+
+
+def equation_numbers(text: str) -> set[Fraction]:
+    """The numbers of the equations in an unknown that `text` writes ("14x = 84": 14 and 84), not
+    those of an equation that only assigns a value to its unknown ("x = 84/14")."""
+    found: set[Fraction] = set()
+    for sides, ops in statements(text):
+        parsed = [side for side in sides if side is not None]
+        if "=" not in ops or not any(free_symbols(side) for side in parsed):
+            continue
+        if any(isinstance(side, Symbol) for side in parsed) and sum(bool(free_symbols(s)) for s in parsed) == 1:
+            continue  # "x = 84/14 = 6": a value assigned, the operation the check judges
+        for side in parsed:
+            found.update(node.value for node in subexpressions(side) if isinstance(node, Number))
+    return found
 
 
 def _given(value: Fraction, known: set[Fraction]) -> bool:
@@ -80,7 +102,7 @@ class ProvenanceCheck:
 
     def sources(self, request: AuditRequest) -> list[NumberSource]:
         """Every operand of the node's operations, in order, with whether it was given."""
-        known = known_values(_sources(request))
+        known = known_values(_sources(request)) | equation_numbers(node_text(request.node))
         found: list[NumberSource] = []
         for operation in operations(node_text(request.node)):
             for operand in operation.operands:

@@ -187,7 +187,10 @@ def _merge_into(mine: dict[str, T], theirs: dict[str, T], ambiguous: set[str]) -
 
 # ---------------------------------------------------------------------------------------------- finding statements
 
-_DELIMITERS = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\$")
+_DISPLAY = re.compile(r"\$\$|\\\[|\\\]")
+"""Display maths ("\\[ x = 3/4 * 48 \\] \\[ x = 36 \\]") holds one statement a block: its delimiters end a
+statement even on one line, as a line break does."""
+_DELIMITERS = re.compile(r"\\\(|\\\)|\$")
 _LATEX_SPACING = re.compile(r"\\[,;:! ]|&")
 _LATEX_BREAKS = re.compile(r"\\\\|\\q?quad\b|\\text\s*\{[^{}]*\}|\\implies\b|\\Rightarrow\b|\\iff\b")
 _INTEGRAL_WORDS = re.compile(r"\b(?:the\s+)?(?:(?:in)?definite\s+)?(?:integral|antiderivative)\s+of\b", re.I)
@@ -220,6 +223,7 @@ def _prepare(text: str) -> str:
     text = ANNOTATION.sub(" ", text)
     text = _LATEX_BREAKS.sub("\n", text)
     text = ARROWS.sub("\n", text)
+    text = _DISPLAY.sub("\n", text)
     text = _DELIMITERS.sub(" ", text)
     text = _LATEX_SPACING.sub(" ", text)
     return _INTEGRAL_WORDS.sub("∫", text)
