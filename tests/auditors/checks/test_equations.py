@@ -51,3 +51,12 @@ def test_display_blocks_on_one_line_are_separate_equations() -> None:
     assert found == ["4 * y = 36", "y = 9"]
     wrong = results("We have \\[ 4y = 36 \\]", "Dividing: \\[ 2y = 36 \\] \\[ y = 18 \\]")
     assert wrong[1].outcome is Outcome.FAIL
+
+
+def test_a_spaced_dash_is_a_minus_and_a_unit_is_no_unknown() -> None:
+    found = results("We have 3x + 4 = 28.", "Subtracting 4 from each side, 3x + 4 - 4 = 28 – 4.")
+    assert found[1].outcome is Outcome.PASS
+    # "62 mm" is a length, not m * m: no equation in m is read, so none can fail
+    assert solved_equations("The first is 50 - 5 = 45 mm thick.") == []
+    units = results("The first is 50 - 5 = 45 mm thick.", "The second is 31 x 2 = 62 mm thick.")
+    assert Outcome.FAIL not in [r.outcome for r in units]

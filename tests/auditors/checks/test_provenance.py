@@ -76,3 +76,11 @@ def test_the_numbers_of_an_equation_are_given_to_the_operation_that_solves_it() 
     # an assignment gives nothing: the operation it writes is the one judged
     assert equation_numbers("c = 96/13 = 7.38") == set()
     assert results(("So c = 96 / 13 = 7.38.",), problem)[0].outcome is Outcome.FAIL
+
+
+def test_a_fraction_restating_a_computed_value_is_given() -> None:
+    problem = "A snail crawls 3 metres in 51 minutes. How far does it crawl in a minute?"
+    # 1/17 writes anew the value 3/51 just computed; 17 itself was never given
+    assert results(("It crawls 3/51 = 1/17 metres per minute.",), problem)[0].outcome is Outcome.PASS
+    # a fraction whose value is only a constant's (6/2 = 3) is still traced: 6 comes from nowhere
+    assert results(("It crawls 6/2 = 3 metres in 51 * 2 minutes.",), problem)[0].outcome is Outcome.FAIL

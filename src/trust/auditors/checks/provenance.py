@@ -21,6 +21,10 @@ equation follows from the one before is the equation check's to decide, so "x = 
 with what the step's own algebra says. An equation that only assigns a value ("x = 84/14") gives
 nothing: it is the operation being judged.
 
+A fraction whose value the text already gave or computed ("2/40 = 1/20": 1/20 was just computed;
+"3/4 = 9/12") writes a known value anew: its operands are not traced (a constant's value does not
+count: "6/2" is not given because 3 is a constant).
+
 What is never failed: numbers outside an operation (a number stated in prose may be a label, a
 date, a restatement; the arithmetic check decides stated results), algebra (the coefficients of an
 equation), and the output of a tool turn (an observation, not a claim).
@@ -36,8 +40,16 @@ from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
 from trust.auditors.checks.symbolic import statements
 from trust.auditors.checks.verdicts import failed, listed
 from trust.core.graphs.cig import AgentTurn, Role
-from trust.core.maths.expressions import Number, Symbol, free_symbols, subexpressions
-from trust.core.maths.quantities import COMMON_CONSTANTS, given_values, operations
+from trust.core.maths.expressions import (
+    EvaluationError,
+    Number,
+    Product,
+    Symbol,
+    evaluate_exact,
+    free_symbols,
+    subexpressions,
+)
+from trust.core.maths.quantities import COMMON_CONSTANTS, Operation, given_values, operations
 
 __all__ = ["NumberSource", "ProvenanceCheck", "equation_numbers", "known_values"]
 
@@ -69,7 +81,7 @@ def equation_numbers(text: str) -> set[Fraction]:
     """The numbers of the equations in an unknown that `text` writes ("14x = 84": 14 and 84), not
     those of an equation that only assigns a value to its unknown ("x = 84/14")."""
     found: set[Fraction] = set()
-    for sides, ops in statements(text):
+    for sides, _, ops in statements(text):
         parsed = [side for side in sides if side is not None]
         if "=" not in ops or not any(free_symbols(side) for side in parsed):
             continue
@@ -83,6 +95,18 @@ def equation_numbers(text: str) -> set[Fraction]:
 def _given(value: Fraction, known: set[Fraction]) -> bool:
     # "0.2" for a given 20%, and "20" for a given 0.2: the same quantity in the other scale
     return value in known or value * 100 in known or value / 100 in known
+
+
+def _restates(operation: Operation, known: set[Fraction]) -> bool:
+    """Whether `operation` is a fraction of two literals whose value the text already gave or
+    computed ("1/20" after "2/40"): a value written anew (a constant's value does not count)."""
+    expr = operation.expr
+    if not (isinstance(expr, Product) and len(expr.rest) == 1 and expr.rest[0][0] == "/"):
+        return False
+    try:
+        return evaluate_exact(expr) in known
+    except EvaluationError:
+        return False
 
 
 def _sources(request: AuditRequest) -> list[str]:
@@ -105,8 +129,13 @@ class ProvenanceCheck:
         known = known_values(_sources(request)) | equation_numbers(node_text(request.node))
         found: list[NumberSource] = []
         for operation in operations(node_text(request.node)):
+            restated = _restates(operation, known - COMMON_CONSTANTS)
             for operand in operation.operands:
-                found.append(self._judge(operand, operation.text, known))
+                if restated:  # "2/40 = 1/20", "3/4 = 9/12": a known value written anew, not computed from inputs
+                    detail = f"{operand.text} in {operation.text!r} writes a known value anew"
+                    found.append(NumberSource(operand.text, operation.text, True, detail))
+                else:
+                    found.append(self._judge(operand, operation.text, known))
             known |= operation.values
         return found
 
