@@ -84,3 +84,15 @@ def test_a_fraction_restating_a_computed_value_is_given() -> None:
     assert results(("It crawls 3/51 = 1/17 metres per minute.",), problem)[0].outcome is Outcome.PASS
     # a fraction whose value is only a constant's (6/2 = 3) is still traced: 6 comes from nowhere
     assert results(("It crawls 6/2 = 3 metres in 51 * 2 minutes.",), problem)[0].outcome is Outcome.FAIL
+
+
+def test_a_constant_is_not_read_in_another_scale() -> None:
+    problem = "A kite flies 1000 feet high on a 300 foot line. How high with a longer line?"
+    # 200 is no given 2 (a constant, "pairs") read as a percentage: it comes from nowhere
+    assert results(("It flies 1000 + 200 = 1200 feet.",), problem)[0].outcome is Outcome.FAIL
+    # a given percentage is still read in both scales
+    assert results(("The tax is 0.15 * 300 = 45.",), "A 300 dollar kite with 15% tax.")[0].outcome is Outcome.PASS
+    # coins in cents and the weekdays are constants of their own
+    assert results(("She has 3 * 25 + 2 * 5 = 85 cents.",), "She has 3 quarters and 2 nickels.")[0].outcome is (
+        Outcome.PASS
+    )

@@ -93,8 +93,11 @@ def equation_numbers(text: str) -> set[Fraction]:
 
 
 def _given(value: Fraction, known: set[Fraction]) -> bool:
-    # "0.2" for a given 20%, and "20" for a given 0.2: the same quantity in the other scale
-    return value in known or value * 100 in known or value / 100 in known
+    # "0.2" for a given 20%, and "20" for a given 0.2: the same quantity in the other scale; a
+    # constant is not rescaled (5 is no "0.05", the nickel, read as a percentage)
+    if value in known:
+        return True
+    return any(other in known and other not in COMMON_CONSTANTS for other in (value * 100, value / 100))
 
 
 def _restates(operation: Operation, known: set[Fraction]) -> bool:

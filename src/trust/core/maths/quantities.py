@@ -60,6 +60,7 @@ COMMON_CONSTANTS: Final = frozenset(
         "28", "30", "31",  # days in a month
         "4", "3", "8", "16",  # quarters (weeks a month), feet a yard, pints a gallon (ounces a cup), ounces a pound
         "0.01", "0.05", "0.1", "0.25", "0.5",  # a cent, a nickel, a dime, a quarter, a half
+        "5", "25",  # a nickel and a quarter in cents; 5 weekdays
     )
 )  # fmt: skip
 """Values any grade-school solution may bring in without being told: unit conversions a reader is
