@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from trust.auditors.base import AuditRequest, CheckResult, Outcome
-from trust.auditors.checks.provenance import ProvenanceCheck, equation_numbers
+from trust.auditors.checks.provenance import AssumptionCheck, ProvenanceCheck, equation_numbers
 from trust.core.graphs.cig import AgentTurn, Role
 
 CHECK = ProvenanceCheck()
@@ -96,3 +96,29 @@ def test_a_constant_is_not_read_in_another_scale() -> None:
     assert results(("She has 3 * 25 + 2 * 5 = 85 cents.",), "She has 3 quarters and 2 nickels.")[0].outcome is (
         Outcome.PASS
     )
+
+
+def assumption_results(steps: tuple[str, ...], problem: str) -> list[CheckResult]:
+    turns = [AgentTurn(f"t{i}", i, "solver", Role.EXPERT, text, problem) for i, text in enumerate(steps)]
+    check = AssumptionCheck()
+    return [asyncio.run(check.check(AuditRequest(turn, tuple(turns[:i])))) for i, turn in enumerate(turns)]
+
+
+def test_a_number_brought_in_by_an_assumption_fails_at_its_step() -> None:
+    problem = "Nia earns $40 a day at the bakery and spends $90 a week. How much does she save in a week?"
+    flawed = ("Nia earns $40 a day.", "Assuming she works 6 days a week, she earns 6 × 40 = $240.")
+    outcomes = [r.outcome for r in assumption_results(flawed, problem)]
+    assert outcomes == [Outcome.NOT_APPLICABLE, Outcome.FAIL]
+    failed = assumption_results(flawed, problem)[1]
+    assert failed.fault == "assumed data" and "writes 6, 6" in failed.detail
+    # a usual value is still the solution's own data when it is assumed: 7 days is a constant elsewhere
+    usual = assumption_results(("Assuming a week of 7 days, she earns 7 × 40 = $280.",), problem)
+    assert usual[0].outcome is Outcome.FAIL
+
+
+def test_an_assumption_with_given_numbers_only_passes() -> None:
+    problem = "Nia works 5 days a week and earns $40 a day. How much does she earn in 7 days?"
+    sound = ("Assuming she keeps the same 5-day schedule, in a week she earns 5 × 40 = $200.",)
+    assert assumption_results(sound, problem)[0].outcome is Outcome.PASS
+    # a step that assumes nothing is the provenance check's to judge
+    assert assumption_results(("She earns 6 × 40 = $240.",), problem)[0].outcome is Outcome.NOT_APPLICABLE

@@ -63,3 +63,8 @@ def test_glued_units_ordinals_mixed_numbers_and_halves_are_given() -> None:
     assert Fraction(20) in given_values("she paid with five twenties")
     # "2 3/4" is one number, not a slash between two: 3/4 is no mixed number's part on its own
     assert Fraction(11, 4) not in given_values("2 and 3/4")
+
+
+def test_a_decimal_coefficient_gives_no_whole_part() -> None:
+    # "1.5x" is a coefficient of x: neither 1.5 nor its whole part 1 is a numeral of the text
+    assert numerals("she spends 1.5x dollars, then 5.") == [(Fraction(5), False)]

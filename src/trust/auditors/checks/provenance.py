@@ -32,11 +32,13 @@ equation), and the output of a tool turn (an observation, not a claim).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Final
 
-from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
+from trust.auditors.base import AuditRequest, CheckResult, ErrorType, Outcome, node_text
 from trust.auditors.checks.symbolic import statements
 from trust.auditors.checks.verdicts import failed, listed
 from trust.core.graphs.cig import AgentTurn, Role
@@ -49,9 +51,9 @@ from trust.core.maths.expressions import (
     free_symbols,
     subexpressions,
 )
-from trust.core.maths.quantities import COMMON_CONSTANTS, Operation, given_values, operations
+from trust.core.maths.quantities import COMMON_CONSTANTS, Operation, given_values, numerals, operations
 
-__all__ = ["NumberSource", "ProvenanceCheck", "equation_numbers", "known_values"]
+__all__ = ["AssumptionCheck", "NumberSource", "ProvenanceCheck", "equation_numbers", "known_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +68,10 @@ class NumberSource:
     expected: str | None = None
 
 
-def known_values(texts: Iterable[str]) -> set[Fraction]:
+def known_values(texts: Iterable[str], *, constants: bool = True) -> set[Fraction]:
     """What `texts` (the problem, the earlier steps) make available: their given values and the
-    value of every part of every operation they wrote, with the common constants."""
-    known: set[Fraction] = set(COMMON_CONSTANTS)
+    value of every part of every operation they wrote, with the common constants (`constants`)."""
+    known: set[Fraction] = set(COMMON_CONSTANTS) if constants else set()
     for text in texts:
         known |= given_values(text) | equation_numbers(text)
         for operation in operations(text):
@@ -165,3 +167,63 @@ class ProvenanceCheck:
         if wrong:
             return failed(self.name, wrong, len(sources), "operand(s)")
         return CheckResult(self.name, Outcome.PASS, f"{len(sources)} operand(s), all given: {listed(sources)}")
+
+
+_ASSUMES: Final = re.compile(r"\bassum(?:e|es|ed|ing|ption)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class AssumptionCheck:
+    """Fails a step that says it assumes something and writes a number nobody gave it.
+
+    A worked solution's problem gives every number the solution needs. A step that announces an
+    assumption ("assuming a standard workweek of 5 days", "we assume 4 weeks in a month") and
+    writes a number that is in neither the problem, an earlier step nor its own calculations has
+    supplied data of its own: the answer then solves another problem. Here a common constant does
+    not count as given (`COMMON_CONSTANTS`), since an assumption is exactly how a solution brings
+    in a "usual" value the problem did not state; a constant the problem or an earlier step wrote
+    is given. A step with no such word is the provenance check's to judge."""
+
+    @property
+    def name(self) -> str:
+        return "assumptions"
+
+    def assumed(self, request: AuditRequest) -> list[str]:
+        """The numbers (as written) that an assuming node brings in from nowhere; [] when it does
+        not say it assumes anything."""
+        text = node_text(request.node)
+        if not _ASSUMES.search(text):
+            return []
+        known = known_values(_sources(request), constants=False) | equation_numbers(text)
+        for operation in operations(text):
+            # what the step computed, not the literals it computed with ("5 × $30": 150, not 5)
+            known |= operation.values - {operand.value for operand in operation.operands}
+            try:
+                known.add(evaluate_exact(operation.expr))
+            except EvaluationError:
+                pass
+        # zero is no data: "0 left", "a remainder of 0"
+        return [
+            f"{value}{'%' if percent else ''}"
+            for value, percent in numerals(text)
+            if value and not _given(value, known)
+        ]
+
+    async def check(self, request: AuditRequest) -> CheckResult:
+        node = request.node
+        if isinstance(node, AgentTurn) and node.role is Role.TOOL:
+            return CheckResult(
+                self.name, Outcome.NOT_APPLICABLE, "a tool's output is an observation of its environment, not a claim"
+            )
+        if not _ASSUMES.search(node_text(node)):
+            return CheckResult(self.name, Outcome.NOT_APPLICABLE, "the step assumes nothing")
+        assumed = self.assumed(request)
+        if not assumed:
+            return CheckResult(
+                self.name, Outcome.PASS, "the step assumes something, but every number it writes is given"
+            )
+        detail = (
+            f"the step assumes something and writes {', '.join(assumed)}, which neither the problem nor an "
+            "earlier step gives: it supplies data the problem did not state"
+        )
+        return CheckResult(self.name, Outcome.FAIL, detail, fault="assumed data", error_type=ErrorType.FACTUAL)

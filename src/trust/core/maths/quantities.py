@@ -86,7 +86,7 @@ _PARTS: Final = {"half": 2, "halves": 2, "halved": 2, "third": 3, "thirds": 3, "
                  "tenths": 10}  # fmt: skip
 """A part names its denominator: "a third" is 1/3, and 3 is what one divides by."""
 _WORD = re.compile(r"[A-Za-z]+")
-_NUMERAL = re.compile(rf"(?<![\w.])(?:{NUMBER_PATTERN})(?![\w])(?:\s*%)?")
+_NUMERAL = re.compile(rf"(?<![\w.])(?:{NUMBER_PATTERN})(?![\w]|\.\d)(?:\s*%)?")
 _GLUED = re.compile(rf"(?<![\w.])({NUMBER_PATTERN})[a-z]+\b")
 """A numeral glued to a unit or an ordinal suffix: "18mph", "40g", "19th", "2nd"."""
 _MIXED = re.compile(r"(?<![\w.])(\d+)\s+(\d+)\s*/\s*(\d+)(?![\w.])")
