@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["PROCESSBENCH_METHODS", "WHOWHEN_METHODS", "eval_app", "eval_processbench_cmd", "eval_whowhen_cmd"]
+__all__ = [
+    "PROCESSBENCH_METHODS",
+    "WHOWHEN_METHODS",
+    "eval_app",
+    "eval_processbench_cmd",
+    "eval_references_cmd",
+    "eval_whowhen_cmd",
+]
 
 eval_app = typer.Typer(help="Score the audit pipeline on public evaluation data.", no_args_is_help=True)
 
@@ -169,6 +176,46 @@ def eval_processbench_cmd(
         typer.echo(json.dumps(report.score.metrics()))
     else:
         render(report, console)
+
+
+@eval_app.command("references")
+def eval_references_cmd(
+    file: Annotated[Path, typer.Argument(help="GSM8K JSONL file of reference solutions (e.g. gsm8k/test.jsonl)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON line of metrics")] = False,
+    predictions: PredictionsOption = None,
+    keep_annotations: Annotated[
+        bool, typer.Option("--keep-annotations", help="leave the <<a*b=c>> calculator annotations in the steps")
+    ] = False,
+    home: HomeOption = None,
+) -> None:
+    """Tier 1's false alarms: run the tier-1 checks alone on GSM8K's reference solutions (all sound)."""
+
+    from trust.lab.evaluation.processbench import evaluate_processbench, tier1_auditor
+    from trust.lab.evaluation.progress import progress_bar
+    from trust.lab.evaluation.references import load_references
+
+    tau_node = settings_for(home).audit.tau_node
+    items = load_references(file, keep_annotations=keep_annotations)
+    with progress_bar("GSM8K references", err_console) as bar:
+        task = bar.add_task("", total=len(items))
+
+        def advance(item_id: str) -> None:
+            bar.update(task, advance=1, description=item_id)
+
+        report = asyncio.run(
+            evaluate_processbench(items, tau_node=tau_node, auditors=[tier1_auditor()], progress=advance)
+        )
+    flagged = [(item, label) for item, label in report.predictions if label != -1]
+    if predictions is not None:
+        write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
+    metrics = {"false_alarm_rate": len(flagged) / len(items), "flagged": len(flagged), "n": len(items)}
+    if as_json:
+        typer.echo(json.dumps(metrics))
+    else:
+        console.print(
+            f"GSM8K reference solutions: {len(flagged)} of {len(items)} flagged by tier 1 "
+            f"(false-alarm rate {metrics['false_alarm_rate']:.2%})"
+        )
 
 
 def _judged(

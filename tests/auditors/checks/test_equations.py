@@ -41,3 +41,22 @@ def test_values_tried_identities_and_new_unknowns_are_not_failed() -> None:
     assert results("So x - 14 - 7 = x - 21.")[0].outcome is Outcome.NOT_APPLICABLE
     renamed = results("We solve 2x = 10.", "Let x be the number of pens now: 3x = 12.")
     assert renamed[1].outcome is Outcome.NOT_APPLICABLE
+
+
+def test_display_blocks_on_one_line_are_separate_equations() -> None:
+    # three display blocks on one line: each holds its own statement, none runs into the next
+    sound = results("Let x be the weight: \\[ x = \\frac{2}{3} \\times 27 \\] \\[ x = 2 \\times 9 \\] \\[ x = 18 \\]")
+    assert sound[0].outcome is not Outcome.FAIL
+    found = [written for written, *_ in solved_equations("\\[ 4y = 36 \\] \\[ y = 9 \\]")]
+    assert found == ["4 * y = 36", "y = 9"]
+    wrong = results("We have \\[ 4y = 36 \\]", "Dividing: \\[ 2y = 36 \\] \\[ y = 18 \\]")
+    assert wrong[1].outcome is Outcome.FAIL
+
+
+def test_a_spaced_dash_is_a_minus_and_a_unit_is_no_unknown() -> None:
+    found = results("We have 3x + 4 = 28.", "Subtracting 4 from each side, 3x + 4 - 4 = 28 – 4.")
+    assert found[1].outcome is Outcome.PASS
+    # "62 mm" is a length, not m * m: no equation in m is read, so none can fail
+    assert solved_equations("The first is 50 - 5 = 45 mm thick.") == []
+    units = results("The first is 50 - 5 = 45 mm thick.", "The second is 31 x 2 = 62 mm thick.")
+    assert Outcome.FAIL not in [r.outcome for r in units]

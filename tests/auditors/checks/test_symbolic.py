@@ -264,7 +264,8 @@ async def test_no_processbench_step_judged_correct_fails() -> None:
 
     results = [await verdict(step) for step in correct_processbench_steps()]
     assert [r.detail for r in results if r.outcome is Outcome.FAIL] == []
-    assert sum(r.outcome is Outcome.PASS for r in results) == 13
+    # 12: a 13th passed only as a misreading of three display blocks run together as one statement
+    assert sum(r.outcome is Outcome.PASS for r in results) == 12
 
 
 async def test_catches_the_wrong_integral_of_the_papers_refinement_example() -> None:

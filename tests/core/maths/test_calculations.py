@@ -36,6 +36,10 @@ def found(text: str) -> list[tuple[str, str, str]]:
         # a parenthesis after a value opens a remark, it is not glued to it
         ("8 ÷ 3 = 2.67 (round up to 3)", [("8 / 3", "=", "2.67")]),
         ("3 * 8 = 24kg", [("3 * 8", "=", "24")]),
+        # a slash glued to a number before a unit word writes a rate, not a division by a word
+        ("Total = 40 students * $12/student = $480", [("40 * 12", "=", "480")]),
+        (r"\(3 \text{ boxes} \times \$7/\text{box} = \$21\)", [("3 * 7", "=", "21")]),
+        ("so 6 * 2/x = 4", []),
     ],
 )
 def test_what_is_found(text: str, expected: list[tuple[str, str, str]]) -> None:

@@ -54,3 +54,17 @@ def test_an_assignment_computes_with_given_numbers() -> None:
 def test_constants_are_conventions_of_measurement() -> None:
     assert {Fraction(60), Fraction(100), Fraction(7), Fraction(12), Fraction(1, 4)} <= COMMON_CONSTANTS
     assert Fraction(37) not in COMMON_CONSTANTS
+
+
+def test_glued_units_ordinals_mixed_numbers_and_halves_are_given() -> None:
+    given = given_values("She cycles at 14mph from May 9th, buys 2 3/4 pounds and waits an hour and a half")
+    assert {Fraction(14), Fraction(9), Fraction(11, 4), Fraction(3, 2)} <= given
+    assert Fraction(7, 2) in given_values("three and a half cups") and Fraction(9, 2) in given_values("4 and a half")
+    assert Fraction(20) in given_values("she paid with five twenties")
+    # "2 3/4" is one number, not a slash between two: 3/4 is no mixed number's part on its own
+    assert Fraction(11, 4) not in given_values("2 and 3/4")
+
+
+def test_a_decimal_coefficient_gives_no_whole_part() -> None:
+    # "1.5x" is a coefficient of x: neither 1.5 nor its whole part 1 is a numeral of the text
+    assert numerals("she spends 1.5x dollars, then 5.") == [(Fraction(5), False)]

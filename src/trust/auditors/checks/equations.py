@@ -8,7 +8,8 @@ check reads statements (`trust.auditors.checks.symbolic.statements`), with the o
 and solved with SymPy.
 
 What is compared: equations in one unknown (one single-letter variable, both sides parsed, "=")
-that SymPy solves to a finite, non-empty set of real values, each with the previous such equation
+that SymPy solves to a finite, non-empty set of real values, the unknown written as a letter of
+its own (not "mm" read as m * m, a unit), each with the previous such equation
 in the same unknown, in the step right before (the last parent) and then in the node. What is
 never failed: identities ("x - 14 - 7 = x - 21": true for every x, the symbolic check's to decide),
 equations SymPy cannot solve or that have no solution, two assignments in a row ("for n = 1",
@@ -87,13 +88,14 @@ def solved_equations(text: str) -> list[tuple[str, str, frozenset[Any], bool]]:
     """The equations in one unknown that `text` writes, in order: (as written, unknown, solutions,
     whether it only assigns a value to the unknown: "x = 350 - 150", "10000 = x")."""
     found = []
-    for sides, ops in statements(text):
+    for sides, texts, ops in statements(text):
         for index, op in enumerate(ops):
             left, right = sides[index], sides[index + 1]
             if op != "=" or left is None or right is None:
                 continue
             solved = _solve(left, right)
-            if solved is not None:
+            written = f"{texts[index]} {texts[index + 1]}"
+            if solved is not None and re.search(rf"(?<![A-Za-z]){re.escape(solved[0])}(?![A-Za-z])", written):
                 assignment = isinstance(left, Symbol) and not free_symbols(right)
                 assignment |= isinstance(right, Symbol) and not free_symbols(left)
                 found.append((f"{render(left)} = {render(right)}", solved[0], solved[1], assignment))

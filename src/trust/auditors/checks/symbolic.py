@@ -187,7 +187,12 @@ def _merge_into(mine: dict[str, T], theirs: dict[str, T], ambiguous: set[str]) -
 
 # ---------------------------------------------------------------------------------------------- finding statements
 
-_DELIMITERS = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\$")
+_DISPLAY = re.compile(r"\$\$|\\\[|\\\]")
+"""Display maths ("\\[ x = 3/4 * 48 \\] \\[ x = 36 \\]") holds one statement a block: its delimiters end a
+statement even on one line, as a line break does."""
+_SPACED_DASH = re.compile(r"(?<=[\w)])[ \t]+[–—][ \t]+(?=[\w(])")
+"""An en or em dash with spaces around it between two operands is a minus ("28 – 4")."""
+_DELIMITERS = re.compile(r"\\\(|\\\)|\$")
 _LATEX_SPACING = re.compile(r"\\[,;:! ]|&")
 _LATEX_BREAKS = re.compile(r"\\\\|\\q?quad\b|\\text\s*\{[^{}]*\}|\\implies\b|\\Rightarrow\b|\\iff\b")
 _INTEGRAL_WORDS = re.compile(r"\b(?:the\s+)?(?:(?:in)?definite\s+)?(?:integral|antiderivative)\s+of\b", re.I)
@@ -220,6 +225,8 @@ def _prepare(text: str) -> str:
     text = ANNOTATION.sub(" ", text)
     text = _LATEX_BREAKS.sub("\n", text)
     text = ARROWS.sub("\n", text)
+    text = _DISPLAY.sub("\n", text)
+    text = _SPACED_DASH.sub(" - ", text)
     text = _DELIMITERS.sub(" ", text)
     text = _LATEX_SPACING.sub(" ", text)
     return _INTEGRAL_WORDS.sub("∫", text)
@@ -300,11 +307,11 @@ def _statements(text: str) -> list[_Found]:
     return found
 
 
-def statements(text: str) -> list[tuple[tuple[Expr | None, ...], tuple[str, ...]]]:
+def statements(text: str) -> list[tuple[tuple[Expr | None, ...], tuple[str, ...], tuple[str, ...]]]:
     """The statements of `text` as this check cuts them out of prose, in order: each one's sides
-    (None where a side did not parse) and the relations between them. Other checks that read
-    equations (`trust.auditors.checks.equations`) read them the same way."""
-    return [(found.sides, found.ops) for found in _statements(text)]
+    (None where a side did not parse), the sides as written, and the relations between them. Other
+    checks that read equations (`trust.auditors.checks.equations`) read them the same way."""
+    return [(found.sides, found.texts, found.ops) for found in _statements(text)]
 
 
 # ---------------------------------------------------------------------------------------------- classifying

@@ -93,7 +93,8 @@ _CLAUSE_BREAK = re.compile(
 )
 """Where a clause ends: a calculation never spans one. A "!" followed by an operator or a relation
 is a factorial ("5! = 120"), any other an exclamation ("2 + 3 = 5! Great")."""
-_UNIT_WORD = re.compile(r"[a-z][a-z'/]+")
+_UNIT_WORD = re.compile(r"/?[a-z][a-z'/]+")
+_RATE_UNIT = re.compile(r"[a-z][a-z']+")
 _GLUED_UNIT = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -180,7 +181,34 @@ def _tokenize(piece: str) -> list[_Tok]:
             kind = "of"
         tokens.append(_Tok(kind, text, match.start(), match.end(), space))
         space = False
-    return tokens
+    return _rates(tokens)
+
+
+def _rates(tokens: list[_Tok]) -> list[_Tok]:
+    """ "$15/student", "2/ book": a slash glued to a number and followed by a unit word writes a
+    rate's unit ("per student"), not a division by a word; it becomes one unit word "/student", which
+    is dropped as "15 dollars/student" drops its unit."""
+    merged: list[_Tok] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if (
+            tok.text == "/"
+            and not tok.space_before
+            and merged
+            and merged[-1].kind == "num"
+            and following is not None
+            and following.kind == "word"
+            and _RATE_UNIT.fullmatch(following.text) is not None
+            and following.text not in _STOP_WORDS
+        ):
+            merged.append(_Tok("word", "/" + following.text, tok.start, following.end, True))
+            i += 2
+            continue
+        merged.append(tok)
+        i += 1
+    return merged
 
 
 def _arith_mask(tokens: Sequence[_Tok]) -> list[str]:

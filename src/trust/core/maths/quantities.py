@@ -9,7 +9,9 @@ engine's reading of numbers (`trust.core.maths.text.plain_maths`, `NUMBER_PATTER
 
 - `given_values`: every value a text makes available: its numerals, each percentage also as a
   fraction and as the factors of an increase or a decrease ("40%" gives 40, 2/5, 7/5 and 3/5),
-  and its number words ("seventy", "twice", "a third": 3 and 1/3, "dozen");
+  its number words ("seventy", "twice", "a third": 3 and 1/3, "dozen", "twenties"), numerals glued
+  to a unit or an ordinal suffix ("18mph", "19th"), mixed numbers ("1 1/2") and halves ("two and a
+  half", "an hour and a half": 3/2);
 - `operations`: every run of numbers joined by arithmetic signs ("7 * 70 - 40", "3 hours × 35"),
   with the literals it computes with (`operands`) and the value of every part of it (`values`:
   "20 + 8 + 12" gives 28 as well as 40), which are numbers the text has now computed.
@@ -58,6 +60,7 @@ COMMON_CONSTANTS: Final = frozenset(
         "28", "30", "31",  # days in a month
         "4", "3", "8", "16",  # quarters (weeks a month), feet a yard, pints a gallon (ounces a cup), ounces a pound
         "0.01", "0.05", "0.1", "0.25", "0.5",  # a cent, a nickel, a dime, a quarter, a half
+        "5", "25",  # a nickel and a quarter in cents; 5 weekdays
     )
 )  # fmt: skip
 """Values any grade-school solution may bring in without being told: unit conversions a reader is
@@ -83,7 +86,13 @@ _PARTS: Final = {"half": 2, "halves": 2, "halved": 2, "third": 3, "thirds": 3, "
                  "tenths": 10}  # fmt: skip
 """A part names its denominator: "a third" is 1/3, and 3 is what one divides by."""
 _WORD = re.compile(r"[A-Za-z]+")
-_NUMERAL = re.compile(rf"(?<![\w.])(?:{NUMBER_PATTERN})(?![\w])(?:\s*%)?")
+_NUMERAL = re.compile(rf"(?<![\w.])(?:{NUMBER_PATTERN})(?![\w]|\.\d)(?:\s*%)?")
+_GLUED = re.compile(rf"(?<![\w.])({NUMBER_PATTERN})[a-z]+\b")
+"""A numeral glued to a unit or an ordinal suffix: "18mph", "40g", "19th", "2nd"."""
+_MIXED = re.compile(r"(?<![\w.])(\d+)\s+(\d+)\s*/\s*(\d+)(?![\w.])")
+"""A mixed number: "1 1/2" is one and a half."""
+_AND_A_HALF = re.compile(r"\b([A-Za-z]+|\d+)\s+(?:[a-z]+\s+)?and\s+a\s+half\b", re.I)
+""""one and a half", "3 and a half", "a minute and a half" ("a" is one): a whole and a half."""
 _OPERAND = rf"\(*\s*(?:{NUMBER_PATTERN})(?![A-Za-z_\d])\s*%?\s*\)*(?:\s+[a-z]+(?:/[a-z]+)?){{0,2}}"
 _OPERATION = re.compile(rf"(?<![\w.]){_OPERAND}(?:\s*[-+*/×÷]\s*{_OPERAND})+")
 _UNIT_WORDS = re.compile(r"(?<=[\d%)])((?:\s+[a-z]+(?:/[a-z]+)?){1,2})(?=\s*(?:[-+*/×÷)]|$))")
@@ -127,6 +136,8 @@ def number_words(text: str) -> frozenset[Fraction]:
     for index, word in enumerate(words):
         if word in _UNITS:
             values.add(Fraction(_UNITS[word]))
+        elif word.endswith("ies") and word[:-3] + "y" in _TENS:  # "twenties": notes or decades of twenty
+            values.add(Fraction(_TENS[word[:-3] + "y"]))
         elif word in _TENS:
             values.add(Fraction(_TENS[word]))
             following = words[index + 1] if index + 1 < len(words) else ""
@@ -141,9 +152,26 @@ def number_words(text: str) -> frozenset[Fraction]:
     return frozenset(values)
 
 
+def _halves(text: str) -> Iterable[Fraction]:
+    for match in _AND_A_HALF.finditer(text):
+        whole = match.group(1).lower()
+        if whole.isdigit():
+            yield Fraction(whole) + Fraction(1, 2)
+        elif whole in ("a", "an"):
+            yield Fraction(3, 2)
+        elif whole in _UNITS:
+            yield _UNITS[whole] + Fraction(1, 2)
+
+
 def given_values(text: str) -> frozenset[Fraction]:
     """Every value `text` makes available to a calculation (see the module docstring)."""
-    values: set[Fraction] = set(number_words(text))
+    values: set[Fraction] = set(number_words(text)) | set(_halves(text))
+    plain = plain_maths(text)
+    values.update(Fraction(match.group(1).replace(",", "")) for match in _GLUED.finditer(plain))
+    for match in _MIXED.finditer(plain):
+        whole, numerator, denominator = (int(group) for group in match.groups())
+        if 0 < numerator < denominator:
+            values.add(whole + Fraction(numerator, denominator))
     for value, percent in numerals(text):
         values.add(value)
         if percent:

@@ -35,7 +35,7 @@ from rich.table import Table
 from trust.auditors.base import Auditor, AuditRequest, Check, Verdict
 from trust.auditors.checks.arithmetic import ArithmeticCheck
 from trust.auditors.checks.equations import EquationCheck
-from trust.auditors.checks.provenance import ProvenanceCheck
+from trust.auditors.checks.provenance import AssumptionCheck, ProvenanceCheck
 from trust.auditors.computational import ComputationalAuditor
 from trust.core.decompose.rules import from_steps
 from trust.core.graphs.cig import AgentTurn, Role
@@ -81,8 +81,9 @@ class Method(StrEnum):
 
 def tier1_checks() -> list[Check]:
     """The deterministic checks of a worked solution's step, in order: every calculation
-    recomputed exactly, and every operand traced to the problem, an earlier step or a constant."""
-    return [ArithmeticCheck(), EquationCheck(), ProvenanceCheck()]
+    recomputed exactly, every operand traced to the problem, an earlier step or a constant, and
+    no number brought in by an assumption the problem did not make."""
+    return [ArithmeticCheck(), EquationCheck(), ProvenanceCheck(), AssumptionCheck()]
 
 
 def tier1_auditor() -> ComputationalAuditor:
