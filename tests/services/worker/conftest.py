@@ -26,9 +26,10 @@ from trust.core.cid import unixfs_cid
 from trust.core.decompose.rules import from_steps
 from trust.core.graphs.cig import AgentTurn, Cig, Role
 from trust.core.graphs.hdag import Hdag
+from trust.core.graphs.units import UnitKind
 from trust.core.privacy import merkle
 from trust.lab.devnet import AuditorAccount, provision_auditors
-from trust.services.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace
+from trust.services.delivery import SegmentProfile, StoredTrace, deliver_keys, store_trace, units_of
 from trust.services.worker.daemon import Worker
 from trust.services.worker.identity import AuditorIdentity
 from trust.services.worker.keys import load_encryption_key
@@ -130,8 +131,14 @@ def products_log() -> Cig:
 
 
 def tier1_log_profiles(graph: Cig) -> dict[str, SegmentProfile]:
-    """Tier 1 for the reasoning turns; the user's and tools' turns context-only."""
-    return {turn.id: SegmentProfile(1, audited=turn.role not in (Role.USER, Role.TOOL)) for turn in graph.turns()}
+    """Tier 1 for the reasoning turns; the user's and tools' turns context-only. The messages' edge
+    units are stored but seat no committee: these tests are about the node layer (the edge seats
+    are audited end to end in tests/services/sdk/test_client.py)."""
+    profiles = {turn.id: SegmentProfile(1, audited=turn.role not in (Role.USER, Role.TOOL)) for turn in graph.turns()}
+    for unit in units_of(graph):
+        if unit.kind is UnitKind.EDGE:
+            profiles[unit.id] = SegmentProfile(1, audited=False)
+    return profiles
 
 
 async def open_session(network: Network, stored: StoredTrace) -> tuple[int, list[CommitteeDrawn]]:

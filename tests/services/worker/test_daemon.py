@@ -21,9 +21,11 @@ from trust.adapters.chain.types import SegmentStatus, SessionStatus
 from trust.adapters.chain.wallets import load_keystore
 from trust.adapters.storage.kubo import KuboClient
 from trust.core.graphs.hdag import Tier
+from trust.core.graphs.units import UnitKind
 from trust.core.privacy.envelopes import public_key_bytes
 from trust.core.privacy.reports import MAX_REPORT_BYTES, open_report
 from trust.errors import ConfigError
+from trust.services.delivery import units_of
 from trust.services.worker.adversary import Adversary, ensure_local_chain
 from trust.services.worker.daemon import Worker
 from trust.services.worker.identity import AuditorIdentity, ensure_registered
@@ -129,7 +131,8 @@ async def test_a_multi_agent_log_is_voted_with_its_user_and_tool_turns_as_contex
     graph = products_log()
     session_id, stored, committees = await submit(network, kubo, graph, profiles=tier1_log_profiles(graph))
     audited = [key.node_id for key in stored.segments]
-    assert audited == ["t1", "t2", "t4"] and [key.node_id for key in stored.context] == ["u0", "x3"]
+    edges = [unit.id for unit in units_of(graph) if unit.kind is UnitKind.EDGE]
+    assert audited == ["t1", "t2", "t4"] and [key.node_id for key in stored.context] == ["u0", "x3", *edges]
     assert sorted(c.segment_id for c in committees) == [0, 1, 2]  # no committee on a context-only turn
     audit = network.protocol.audit
 
