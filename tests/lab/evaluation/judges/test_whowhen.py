@@ -167,6 +167,19 @@ def test_combined_takes_a_checked_root_cause_without_asking(tmp_path: Path, stub
     assert report.score.step_accuracy == 1.0
 
 
+def test_combined_takes_the_turn_that_first_stated_the_answer_without_asking(tmp_path: Path, stub: OpenAiStub) -> None:
+    turns = [
+        ("Planner", "Find how many people live in the town and report the number."),
+        ("Searcher", "According to the census page, the town has 12500 residents."),
+        ("Reviewer", "The answer is 12500 residents. TERMINATE"),
+    ]
+    log = who_when_log(tmp_path / "1.json", turns, agent="Searcher", step=1)
+    report, judged = _run(stub, [log], "combined")
+    assert stub.requests == []  # the answer's origin is a finding; only the first-turn prior asks the judge
+    assert judged[0].as_dict() == {"id": "1.json", "agent": "Searcher", "step": 1, "source": "deterministic"}
+    assert report.score.step_accuracy == 1.0
+
+
 def test_combined_asks_the_judge_up_to_the_first_loop(tmp_path: Path, stub: OpenAiStub) -> None:
     stuck = "I will now search the web for the number of apples in each basket and report back."
     turns = [

@@ -23,8 +23,10 @@ with or without the "1." numbering (a reply is read, not graded for form); greed
 prediction (theirs printed "Failed to get prediction" and moved on) and is reported, not hidden.
 
 `combined` (this project's method): the deterministic layer first, the judge where it is silent.
-When tier 1 and the CIG find an Invalid_Root (`trust.lab.evaluation.whowhen.predict`: checker
-evidence, not an opinion), that is the prediction. Otherwise the judge answers all-at-once, over
+When tier 1 and the CIG find an Invalid_Root, or the turn that first stated a value of the final
+answer (`trust.core.graphs.attribution`: checker evidence, not an opinion), that is the prediction;
+the deterministic method's last resort, the first reasoning turn, is only a prior, and the judge
+replaces it. Otherwise the judge answers all-at-once, over
 the log cut after the first repeated turn that stationarity finds: an agent that repeats itself is
 already derailed, so the decisive mistake lies at or before that turn, and the shorter prompt also
 fits a small model's context.
@@ -41,10 +43,10 @@ from pathlib import Path
 
 from trust.auditors.base import Auditor
 from trust.core.graphs.agent_log import AgentLog, MistakeLabel
+from trust.core.graphs.attribution import Basis, attribute
 from trust.errors import GraphError, LlmError
 from trust.lab.evaluation.judges.chat import JudgeChat
 from trust.lab.evaluation.whowhen import WhoWhenItem, WhoWhenPrediction, WhoWhenReport, score_whowhen
-from trust.lab.evaluation.whowhen import predict as deterministic_prediction
 from trust.services.localize import LogAudit, audit_agent_log, read_agent_log
 from trust.settings import AuditSettings
 
@@ -301,10 +303,16 @@ def _stationary_bound(audit: LogAudit) -> int | None:
 
 
 async def combined(case: WhoWhenCase, chat: JudgeChat, audit: LogAudit) -> Attribution:
-    """The deterministic root cause when there is one, else the judge over the log up to the first
-    loop (see the module docstring)."""
-    found = deterministic_prediction(case.id, audit.localization)
-    if found.agent is not None:
+    """What the deterministic method finds (`trust.core.graphs.attribution`: the earliest root cause,
+    or the turn that first stated the final answer) when it finds something, else the judge over
+    the log up to the first loop (see the module docstring). The deterministic method's last resort,
+    the first reasoning turn, is a prior and not a finding: the judge's opinion replaces it."""
+    task = case.log.task if case.log is not None else case.question
+    try:
+        found = attribute(audit.cig, audit.localization, task)
+    except GraphError:  # no turn reasons: nothing for the checks to name
+        found = None
+    if found is not None and found.basis is not Basis.FIRST_REASONING:
         return Attribution(found.agent, found.step, source="deterministic")
     return await all_at_once(case, chat, end=_stationary_bound(audit))
 
