@@ -8,8 +8,7 @@ Readers walk already-decoded JSON (reading files is the caller's business) and r
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from trust.core.graphs.agent_log import (
     AgentLog,
@@ -18,6 +17,8 @@ from trust.core.graphs.agent_log import (
     LogTurn,
     MistakeLabel,
     _Budget,
+    _expect_list,
+    _expect_object,
     _type_name,
     infer_role,
 )
@@ -26,19 +27,10 @@ from trust.errors import GraphError
 
 __all__ = ["LogBuilder", "expect_list", "expect_object", "message_text", "render_call", "type_name"]
 
+# The readers report bad input exactly as the project's own format does: one set of field checks.
 type_name = _type_name
-
-
-def expect_object(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise GraphError(f"{path}: expected an object, got {type_name(value)}")
-    return value
-
-
-def expect_list(value: object, path: str) -> Sequence[Any]:
-    if not isinstance(value, list):
-        raise GraphError(f"{path}: expected an array, got {type_name(value)}")
-    return value
+expect_object = _expect_object
+expect_list = _expect_list
 
 
 def render_call(name: object, arguments: object) -> str:
