@@ -18,16 +18,8 @@ from hypothesis import strategies as st
 
 from tests.auditors import cha2ds2vasc as paper
 from trust.auditors.base import AuditRequest, Check, CheckResult, Outcome, loads_request, request_for
-from trust.auditors.checks.grounding import (
-    CHECK_NAME,
-    GroundingCheck,
-    RuleKind,
-    normalize_text,
-    parse_note,
-    parse_rules,
-    parse_step,
-    parse_task,
-)
+from trust.auditors.checks.grounding import CHECK_NAME, GroundingCheck
+from trust.core.decompose.scoring import RuleKind, normalize_text, parse_note, parse_rules, parse_step, parse_task
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, HdagNode, Level
 from trust.core.graphs.refinement import ErrorType
 from trust.core.graphs.serialization import dumps, loads

@@ -96,8 +96,6 @@ from trust.auditors.base import AuditRequest, CheckResult, Outcome, node_text
 from trust.core.decompose.scoring import (
     _GENERIC_HEADS,
     FINAL_SCORE_RE,
-    Comparison,
-    NoteSection,
     NoteStatement,
     NoteValue,
     Quote,
@@ -118,8 +116,6 @@ from trust.core.decompose.scoring import (
     _stem,
     _words,
     normalize_text,
-    parse_note,
-    parse_rules,
     parse_step,
     parse_task,
     stated_score,
@@ -127,25 +123,7 @@ from trust.core.decompose.scoring import (
 from trust.core.graphs.refinement import ErrorType
 from trust.core.maths.arithmetic import check_expression
 
-__all__ = [
-    "CHECK_NAME",
-    "Comparison",
-    "GroundingCheck",
-    "NoteSection",
-    "NoteStatement",
-    "NoteValue",
-    "Quote",
-    "RuleKind",
-    "ScoringRule",
-    "ScoringTask",
-    "SourceNote",
-    "StepClaim",
-    "normalize_text",
-    "parse_note",
-    "parse_rules",
-    "parse_step",
-    "parse_task",
-]
+__all__ = ["CHECK_NAME", "GroundingCheck"]
 
 CHECK_NAME = "grounding"
 
