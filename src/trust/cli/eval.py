@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -62,6 +62,20 @@ def _checked_method(method: str, choices: tuple[str, ...], command: str) -> str:
     return method
 
 
+def _with_progress(title: str, total: int, work: Callable[[Callable[[str], None]], Coroutine[Any, Any, T]]) -> T:
+    """Runs `work(advance)` under a progress bar of `total` items on stderr; `advance(name)` moves it
+    one item on and shows the item's name."""
+    from trust.lab.evaluation.progress import progress_bar
+
+    with progress_bar(title, err_console) as bar:
+        task = bar.add_task("", total=total)
+
+        def advance(name: str) -> None:
+            bar.update(task, advance=1, description=name)
+
+        return asyncio.run(work(advance))
+
+
 def _judge_note(endpoint: str, asked: int, cached: int, failures: list[str]) -> None:
     """What the judge ran on and how much was resumed from the cache, on stderr; endpoint failures
     are said, never hidden (each such item counts as wrong)."""
@@ -89,7 +103,6 @@ def eval_whowhen_cmd(
     (deterministic) or a published LLM judging method on the endpoint the settings name."""
 
     from trust.auditors.tiers import offline_auditors
-    from trust.lab.evaluation.progress import progress_bar
     from trust.lab.evaluation.sample import evenly_spaced
     from trust.lab.evaluation.whowhen import WhoWhenReport, evaluate_whowhen, log_files, render
 
@@ -99,18 +112,13 @@ def eval_whowhen_cmd(
     if method != DETERMINISTIC:
         _judge_whowhen(files, method, settings, as_json=as_json, predictions=predictions)
         return
-    with progress_bar("Who&When", err_console) as bar:
-        task = bar.add_task("", total=len(files))
 
-        def advance(name: str) -> None:
-            bar.update(task, advance=1, description=name)
+    async def run(advance: Callable[[str], None]) -> WhoWhenReport:
+        async with AsyncExitStack() as stack:
+            auditors = await offline_auditors(settings, stack)
+            return await evaluate_whowhen(files, settings.audit, auditors, progress=advance)
 
-        async def run() -> WhoWhenReport:
-            async with AsyncExitStack() as stack:
-                auditors = await offline_auditors(settings, stack)
-                return await evaluate_whowhen(files, settings.audit, auditors, progress=advance)
-
-        report = asyncio.run(run())
+    report = _with_progress("Who&When", len(files), run)
     if predictions is not None:
         write_lines(predictions, [item.prediction.as_dict() for item in report.items])
     if as_json:
@@ -143,7 +151,6 @@ def eval_processbench_cmd(
         render,
         tier1_auditor,
     )
-    from trust.lab.evaluation.progress import progress_bar
     from trust.lab.evaluation.sample import evenly_spaced
 
     settings = settings_for(home)
@@ -153,23 +160,18 @@ def eval_processbench_cmd(
         _judge_processbench(items, method, settings, as_json=as_json, predictions=predictions)
         return
     tau_node = settings.audit.tau_node
-    with progress_bar("ProcessBench", err_console) as bar:
-        task = bar.add_task("", total=len(items))
 
-        def advance(item_id: str) -> None:
-            bar.update(task, advance=1, description=item_id)
+    async def run(advance: Callable[[str], None]) -> ProcessBenchReport:
+        # Tier 1 is the exact operation check of the decomposed steps and the tier-1 checks of each
+        # step; with `tiers`, the tier-2 auditor joins them when an endpoint is configured, built as
+        # a worker builds it.
+        async with AsyncExitStack() as stack:
+            auditors: list[Auditor] = [tier1_auditor()]
+            if method == Method.TIERS and settings.auditor_llm.configured:
+                auditors.append(await llm_auditor(settings, stack, share_server=False))
+            return await evaluate_processbench(items, tau_node=tau_node, auditors=auditors, progress=advance)
 
-        async def run() -> ProcessBenchReport:
-            # Tier 1 is the exact operation check of the decomposed steps and the tier-1 checks of
-            # each step; with `tiers`, the tier-2 auditor joins them when an endpoint is configured,
-            # built as a worker builds it.
-            async with AsyncExitStack() as stack:
-                auditors: list[Auditor] = [tier1_auditor()]
-                if method == Method.TIERS and settings.auditor_llm.configured:
-                    auditors.append(await llm_auditor(settings, stack, share_server=False))
-                return await evaluate_processbench(items, tau_node=tau_node, auditors=auditors, progress=advance)
-
-        report = asyncio.run(run())
+    report = _with_progress("ProcessBench", len(items), run)
     if predictions is not None:
         write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
     if as_json:
@@ -191,20 +193,15 @@ def eval_references_cmd(
     """Tier 1's false alarms: run the tier-1 checks alone on GSM8K's reference solutions (all sound)."""
 
     from trust.lab.evaluation.processbench import evaluate_processbench, tier1_auditor
-    from trust.lab.evaluation.progress import progress_bar
     from trust.lab.evaluation.references import load_references
 
     tau_node = settings_for(home).audit.tau_node
     items = load_references(file, keep_annotations=keep_annotations)
-    with progress_bar("GSM8K references", err_console) as bar:
-        task = bar.add_task("", total=len(items))
-
-        def advance(item_id: str) -> None:
-            bar.update(task, advance=1, description=item_id)
-
-        report = asyncio.run(
-            evaluate_processbench(items, tau_node=tau_node, auditors=[tier1_auditor()], progress=advance)
-        )
+    report = _with_progress(
+        "GSM8K references",
+        len(items),
+        lambda advance: evaluate_processbench(items, tau_node=tau_node, auditors=[tier1_auditor()], progress=advance),
+    )
     flagged = [(item, label) for item, label in report.predictions if label != -1]
     if predictions is not None:
         write_lines(predictions, [{"id": item.id, "label": label} for item, label in report.predictions])
@@ -224,22 +221,15 @@ def _judged(
     """Runs `judge` with a chat on the judge's endpoint (its answers cached under the home) and a
     progress bar of `total` items; returns its result, the chat (for its counts) and the endpoint."""
     from trust.lab.evaluation.judges import AnswerCache, JudgeChat, default_cache_path, judge_model
-    from trust.lab.evaluation.progress import progress_bar
 
-    with progress_bar(title, err_console) as bar:
-        task = bar.add_task("", total=total)
+    async def run(advance: Callable[[str], None]) -> tuple[T, JudgeChat, str]:
+        async with AsyncExitStack() as stack:
+            endpoint = await judge_model(settings, stack)
+            cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
+            chat = JudgeChat(endpoint.model, cache)
+            return await judge(chat, advance), chat, endpoint.source
 
-        def advance(name: str) -> None:
-            bar.update(task, advance=1, description=name)
-
-        async def run() -> tuple[T, JudgeChat, str]:
-            async with AsyncExitStack() as stack:
-                endpoint = await judge_model(settings, stack)
-                cache = stack.enter_context(AnswerCache(default_cache_path(settings.home)))
-                chat = JudgeChat(endpoint.model, cache)
-                return await judge(chat, advance), chat, endpoint.source
-
-        return asyncio.run(run())
+    return _with_progress(title, total, run)
 
 
 def _judge_whowhen(
