@@ -57,7 +57,16 @@ from trust.core.graphs.units import AuditUnit, UnitKind, access_graph, audit_uni
 from trust.core.privacy import merkle
 from trust.core.privacy.access import Seat, plan_envelopes, seal_envelopes, segment_keys
 from trust.core.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, SegmentKey, open_envelope
-from trust.core.privacy.segments import Rng, SealedSegment, new_key, new_trace_id, open_segment, seal, seal_graph
+from trust.core.privacy.segments import (
+    Rng,
+    SealedSegment,
+    new_key,
+    new_trace_id,
+    open_segment,
+    seal,
+    seal_graph,
+    segment_plaintexts,
+)
 from trust.errors import GraphError, VerificationError
 
 __all__ = [
@@ -72,6 +81,7 @@ __all__ = [
     "open_granted",
     "receive_keys",
     "store_trace",
+    "unit_plaintexts",
     "units_of",
 ]
 
@@ -353,6 +363,16 @@ async def store_trace(
     ordered = audited + context
     cids = await gather_bounded(concurrency, _uploads(kubo, [s.blob for s in ordered]))
     return StoredTrace.from_keys(trace_id, segment_keys(ordered, cids), profiles)
+
+
+def unit_plaintexts(graph: Hdag | Cig) -> dict[str, bytes]:
+    """The plaintext of every unit's segment (`units_of`), by unit id: every node's own segment in the
+    graph's order (`segment_plaintexts`), then the descriptor of every other unit, in unit order."""
+    plaintexts = segment_plaintexts(graph)
+    for unit in units_of(graph):
+        if unit.kind is not UnitKind.NODE:
+            plaintexts[unit.id] = unit_plaintext(unit)
+    return plaintexts
 
 
 def seal_units(graph: Hdag | Cig, trace_id: bytes, rng: Rng) -> list[SealedSegment]:

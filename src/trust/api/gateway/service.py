@@ -89,7 +89,7 @@ from trust.errors import (
     SessionInterrupted,
     TrustError,
 )
-from trust.services.sdk.batch import BatchClient, BatchEntry, SegmentInclusion
+from trust.services.sdk.batch import BatchClient, BatchEntry, SegmentInclusion, registered_segments
 from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.inputs import trace_document
 from trust.services.sdk.progress import ProgressEvent
@@ -256,9 +256,13 @@ class AuditState:
     """One submission, from the open epoch to its result: what the endpoints read and the events its
     streams follow. Mutated only by the gateway, on the event loop."""
 
-    def __init__(self, audit_id: str, entry: BatchEntry, submitted_at: float, owner: str | None = None) -> None:
+    def __init__(
+        self, audit_id: str, entry: BatchEntry, submitted_at: float, segments: int, owner: str | None = None
+    ) -> None:
         self.id = audit_id
         self.entry = entry
+        self.segments = segments
+        """The segments it registers in its batch's session (`trust.services.sdk.batch.registered_segments`)."""
         self.submitted_at = submitted_at
         self.owner = owner
         """Who may read it: `owner_of` the submitting key (None: an open gateway, anyone)."""
@@ -447,16 +451,18 @@ class Gateway:
         entry = BatchEntry(request.kind, graph, config, time.monotonic() - started)
         chain_limit = await self._admission.admit(entry)
         cap = min(self.options.max_segments_per_epoch, chain_limit)
-        if len(graph) > cap:
+        segments = registered_segments(entry)
+        if segments > cap:
             raise GraphError(
-                f"the trace has {len(graph)} nodes; one batch holds at most {cap} segments (the gateway's "
-                "max_segments_per_epoch and the protocol's maxSegmentsPerSession): split the trace"
+                f"the trace has {segments} segments to audit (its nodes, and the messages or contradictions "
+                f"between them); one batch holds at most {cap} (the gateway's max_segments_per_epoch and the "
+                "protocol's maxSegmentsPerSession): split the trace"
             )
         if self._closing:
             raise GatewayError(503, "shutting_down", "the gateway is shutting down; submit to it again once it is up")
         audit_id = secrets.token_urlsafe(AUDIT_ID_BYTES)
         if self.billing is None:
-            return self._accept(audit_id, entry, key, cap, None)
+            return self._accept(audit_id, entry, key, cap, None, segments)
         provider = None if key is None else key.provider
         # One admission per provider at a time: the estimates of its waiting traces must include
         # every trace admitted before this one.
@@ -469,7 +475,7 @@ class Gateway:
                 raise GatewayError(
                     503, "shutting_down", "the gateway is shutting down; submit to it again once it is up"
                 )
-            return self._accept(audit_id, entry, key, cap, charge)
+            return self._accept(audit_id, entry, key, cap, charge, segments)
 
     def _waiting_wei(self, provider: str | None) -> int:
         """The estimates of `provider`'s traces admitted but not reserved yet (their epoch is open)."""
@@ -483,13 +489,19 @@ class Gateway:
         )
 
     def _accept(
-        self, audit_id: str, entry: BatchEntry, key: ApiKey | None, cap: int, charge: ChargeRecord | None
+        self,
+        audit_id: str,
+        entry: BatchEntry,
+        key: ApiKey | None,
+        cap: int,
+        charge: ChargeRecord | None,
+        segments: int,
     ) -> AuditState:
         graph, config = entry.graph, entry.config
-        audit = AuditState(audit_id, entry, time.time(), owner_of(key))
+        audit = AuditState(audit_id, entry, time.time(), segments, owner_of(key))
         audit.charge = charge
         # No await from here on: the epoch's dispatch (a task) sees the audit registered and queued.
-        audit.epoch = self._batcher.add(audit, len(graph), max_segments=cap)
+        audit.epoch = self._batcher.add(audit, segments, max_segments=cap)
         self._audits[audit.id] = audit
         if config.max_latency_ms is not None:
             seconds = config.max_latency_ms / _MS_PER_SECOND
@@ -572,7 +584,7 @@ class Gateway:
     async def _run_batch(
         self, number: int, live: list[AuditState], fee: int | None, charging: list[asyncio.Task[None]]
     ) -> None:
-        segments = sum(len(audit.entry.graph) for audit in live)
+        segments = sum(audit.segments for audit in live)
         for audit in live:
             audit.batch_traces, audit.batch_segments = len(live), segments
             audit.advance(AuditStatus.BATCHED)

@@ -14,15 +14,21 @@ single provider for all of it. Inside the session:
   random order (`secrets.SystemRandom().shuffle`, a Fisher-Yates shuffle over `os.urandom`): segment
   i of the session is no longer "node i of some trace", so an auditor seated on a few segments cannot
   tell from their indices where one trace ends and the next begins.
-- Key envelopes are planned on the disjoint union of the graphs (`BatchPlan.graph`, a networkx
-  digraph, which `trust.core.privacy.access` accepts as a graph): a seat on a node still receives its
-  node's key and its parents' keys only, all of them from the same trace.
+- Every member's audit units are seated, as in a session of its own (`trust.core.graphs.units`): its
+  nodes, the unresolved `contradicts` edges of an HDAG, the messages into an agent log's audited turns
+  (the telephone test). Units are derived from the relabelled graph, so a unit's id and descriptor
+  name batch ids (`edge:<label>/<a>-><label>/<b>`), and `BatchMember.original` maps them back.
+- Key envelopes are planned on the disjoint union of the members' need-to-know graphs
+  (`BatchPlan.graph`, a networkx digraph of `trust.core.graphs.units.access_graph`s, which
+  `trust.core.privacy.access` accepts as a graph): a seat on a node still receives its node's key and
+  its parents' keys only, a seat on an edge or a contradiction the keys of its two nodes, all of them
+  from the same trace.
 
 Why a union digraph and not an `Hdag` or a `Cig`: an HDAG admits one goal node and a CIG one time
 line of strictly increasing steps, so neither holds two disjoint traces (nor a trace next to an agent
 log), and rewriting steps would change what the auditors read. Each segment's plaintext is already
 self-describing (an HDAG node or a CIG turn, `trust.auditors.base.parse_segment_plaintext`), so the
-worker needs nothing new; only the provider side needs the union, for the parents of each node.
+worker needs nothing new; only the provider side needs the union, for what each unit's seat reads.
 
 After the session is final, each trace is judged on its own segments with the SDK's judgement
 (`trust.services.sdk.outcome.judge`); the chain's part of that judgement (eq. 3.5-3.6, the critical path and
@@ -50,6 +56,7 @@ import networkx as nx
 from trust.adapters.storage.kubo import KuboClient
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.hdag import Hdag
+from trust.core.graphs.units import access_graph
 from trust.core.privacy import merkle
 from trust.core.privacy.access import segment_keys
 from trust.core.privacy.segments import (
@@ -60,10 +67,9 @@ from trust.core.privacy.segments import (
     new_key,
     new_trace_id,
     seal,
-    segment_plaintexts,
 )
 from trust.errors import GraphError
-from trust.services.delivery import DEFAULT_CONCURRENCY, SegmentProfile, StoredTrace
+from trust.services.delivery import DEFAULT_CONCURRENCY, SegmentProfile, StoredTrace, unit_plaintexts, units_of
 from trust.services.sdk.client import TrustClient, segment_profiles, unpin
 from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.outcome import SegmentOutcome, judge
@@ -82,6 +88,7 @@ __all__ = [
     "batch_node_id",
     "check_entry",
     "plan_batch",
+    "registered_segments",
     "relabel",
     "store_batch",
 ]
@@ -122,9 +129,11 @@ class BatchMember:
     label: str
     graph: Hdag | Cig = field(repr=False)
     profiles: dict[str, SegmentProfile] = field(repr=False)
-    """Tier, weight and critical flag by batch id (the entry's own routing, renamed)."""
+    """Tier, weight, critical and contradiction flags of every unit by batch id (the entry's own
+    routing, renamed)."""
     original: dict[str, str] = field(repr=False)
-    """Batch id -> the node id the provider gave."""
+    """Batch id -> the id the provider's graph gives the unit (a node id, or an edge or contradiction
+    unit's id over the provider's node ids)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +143,8 @@ class BatchPlan:
     members: tuple[BatchMember, ...]
     order: tuple[str, ...]
     graph: nx.DiGraph = field(repr=False)
-    """The disjoint union of the members' graphs under batch ids (for key envelopes)."""
+    """The disjoint union of the members' need-to-know graphs under batch ids (for key envelopes): a
+    unit's predecessors are what its seat reads."""
 
     @property
     def profiles(self) -> dict[str, SegmentProfile]:
@@ -211,24 +221,41 @@ def relabel(graph: Hdag | Cig, label: str) -> Hdag | Cig:
 
 def check_entry(entry: BatchEntry) -> None:
     """Everything that could make sealing fail for this entry inside a batch, checked up front so that
-    one bad trace never fails the others: an empty graph, a node id too long to carry the batch label,
-    a node whose plaintext exceeds the segment limit. `GraphError` naming the node."""
+    one bad trace never fails the others: an empty graph, a node or unit id too long to carry the
+    batch label, a node whose plaintext exceeds the segment limit. `GraphError` naming the node."""
     if entry.kind not in ("trace", "agents"):
         raise GraphError(f"batch entry kind {entry.kind!r}: expected 'trace' or 'agents'")
     if len(entry.graph) == 0:
         raise GraphError("the graph has no nodes: nothing to audit")
-    for node_id, plaintext in segment_plaintexts(entry.graph).items():
-        size = len(encode_node_id(node_id))
-        if size + _PREFIX_BYTES > MAX_NODE_ID_BYTES:
+    for node_id in entry.graph.graph.nodes:
+        size = len(encode_node_id(node_id)) + _PREFIX_BYTES
+        if size > MAX_NODE_ID_BYTES:
             raise GraphError(
-                f"node id {node_id[:40]!r}... is {size} bytes; in a batch it carries a {_PREFIX_BYTES}-byte label "
-                f"and must stay within {MAX_NODE_ID_BYTES} bytes: shorten it"
+                f"node id {node_id[:40]!r}... is {size - _PREFIX_BYTES} bytes; in a batch it carries a "
+                f"{_PREFIX_BYTES}-byte label and must stay within {MAX_NODE_ID_BYTES} bytes: shorten the node ids"
             )
+    # The unit ids as a batch writes them (any label has the same length): an edge unit's names two.
+    labelled = units_of(relabel(entry.graph, "0" * LABEL_HEX_CHARS))
+    for unit, batched in zip(units_of(entry.graph), labelled, strict=True):
+        size = len(batched.id.encode())
+        if size > MAX_NODE_ID_BYTES:
+            raise GraphError(
+                f"{unit.kind.value} {unit.id[:40]!r}... is {size} bytes in a batch, where each node id it names "
+                f"carries a {_PREFIX_BYTES}-byte label; ids must stay within {MAX_NODE_ID_BYTES} bytes: shorten "
+                "the node ids"
+            )
+    for node_id, plaintext in unit_plaintexts(entry.graph).items():
         if len(plaintext) > DEFAULT_MAX_PLAINTEXT_BYTES:
             raise GraphError(
                 f"node {node_id!r} is {len(plaintext):,} bytes as a segment, over the limit of "
                 f"{DEFAULT_MAX_PLAINTEXT_BYTES:,}: split it"
             )
+
+
+def registered_segments(entry: BatchEntry) -> int:
+    """How many segments `entry` registers in a batch session: its audited units (its audited nodes,
+    and its edge and contradiction units); context-only turns travel unregistered."""
+    return sum(1 for profile in segment_profiles(entry.graph, entry.config).values() if profile.audited)
 
 
 def _label(rng: random.Random, taken: set[str]) -> str:
@@ -255,25 +282,17 @@ def plan_batch(entries: Sequence[BatchEntry], *, rng: random.Random | None = Non
         check_entry(entry)
         label = _label(rng, taken)
         renamed = relabel(entry.graph, label)
+        units = units_of(renamed)
+        # Relabelling keeps the graph's order, so both graphs list their units in the same order.
+        original = {unit.id: own.id for unit, own in zip(units, units_of(entry.graph), strict=True)}
         profiles = segment_profiles(entry.graph, entry.config)
-        original = {batch_node_id(label, node_id): node_id for node_id in segment_plaintexts(entry.graph)}
         members.append(
-            BatchMember(
-                entry,
-                label,
-                renamed,
-                # A batch seats the node layer only: its union graph has no place for the units of
-                # one member's `contradicts` edges (`trust.core.graphs.units`).
-                {
-                    batch_node_id(label, node_id): profile
-                    for node_id, profile in profiles.items()
-                    if node_id in entry.graph
-                },
-                original,
-            )
+            BatchMember(entry, label, renamed, {unit.id: profiles[original[unit.id]] for unit in units}, original)
         )
-        union.add_nodes_from(original)
-        union.add_edges_from(renamed.graph.edges)
+        access = access_graph(renamed, units)
+        union.add_nodes_from(access)
+        # Unit by unit, so that each unit's predecessors keep the order its seat reads them in.
+        union.add_edges_from((read, unit) for unit in access for read in access.predecessors(unit))
     order = [node_id for member in members for node_id in member.original]
     rng.shuffle(order)
     # Registered segments first, context-only nodes (CIG user and tool turns) after them, each part
@@ -297,7 +316,7 @@ async def store_batch(
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     trace_id = new_trace_id(rng)
-    plaintexts = {key: value for member in plan.members for key, value in segment_plaintexts(member.graph).items()}
+    plaintexts = {key: value for member in plan.members for key, value in unit_plaintexts(member.graph).items()}
     sealed = [seal(node_id, plaintexts[node_id], trace_id, new_key(rng), rng) for node_id in plan.order]
     gate = asyncio.Semaphore(concurrency)
 
@@ -433,6 +452,9 @@ class BatchClient(TrustClient):
                     phases=phase_timings(marks, tracks, evaluations),
                     seats=sum(len(track.members) for track in tracks),
                     graph=graph,
+                    contradictions=judgement.contradictions,
+                    edges=judgement.edges,
+                    stationary=self._stationary(graph),
                 )
             )
             inclusion.append(
