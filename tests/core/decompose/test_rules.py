@@ -21,6 +21,7 @@ from trust.core.decompose.rules import (
     from_text,
     segment,
 )
+from trust.core.decompose.scoring import final_score
 from trust.core.graphs.hdag import Difficulty, EdgeType, Hdag, Level, Tier
 from trust.core.graphs.serialization import dumps
 from trust.core.graphs.validation import violations
@@ -510,3 +511,17 @@ def test_a_first_paragraph_stating_a_task_is_the_goal_and_its_lines_are_steps() 
 def test_a_first_paragraph_with_no_task_stays_reasoning() -> None:
     graph = from_text("We have 3 apples.\nThen 2 more.\n\nSo 3 + 2 = 5 apples.")
     assert graph.node(GOAL_ID).content == UNSTATED_GOAL
+
+
+@pytest.mark.parametrize(
+    ("text", "score"),
+    [
+        ("Final Score: CURB-65 = 2", 2),
+        ("Total score: 3.", 3),  # a sentence's full stop ends the number
+        ("The total score is therefore = 4. Treat as high risk.", 4),
+        ("Total score: 3.5", None),  # no score is fractional: not a score line
+        ("Score: 3", None),  # a running score, not the final one
+    ],
+)
+def test_the_final_score_line_is_read_with_or_without_a_full_stop(text: str, score: int | None) -> None:
+    assert final_score(text) == score

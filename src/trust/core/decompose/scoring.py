@@ -649,7 +649,7 @@ _ATTRIBUTION_RE = re.compile(r"(?i)\b(?P<word>[^\W\d_]+)\s+notes?\b(?:\W+\w+){0,
 _ADD_RE = re.compile(r"(?i)\badd(?:s|ed|ing)?\s+(?P<points>[+-]?\s*\d+)\s+points?\b")
 _POINTS_RE = re.compile(r"(?i)(?P<points>[+-]?\s*\d+)\s+points?\b")
 _SCORE_RE = re.compile(r"(?i)\bscore\s*[:=]\s*(?P<score>[+-]?\d+)(?!\.?\d)(?:\s*[+=-]\s*\d+)*")
-FINAL_SCORE_RE = re.compile(r"(?i)\b(?:final|total)\s+score\b[^\n=]*?[=:]\s*(?P<score>[+-]?\d+)(?![\w.])")
+FINAL_SCORE_RE = re.compile(r"(?i)\b(?:final|total)\s+score\b[^\n=]*?[=:]\s*(?P<score>[+-]?\d+)(?!\w|\.\d)")
 
 
 def _header(text: str) -> tuple[str, str] | None:
