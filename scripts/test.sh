@@ -20,5 +20,5 @@ echo "==> ruff, mypy and import-linter"
 .venv/bin/mypy src
 .venv/bin/lint-imports
 
-echo "==> pytest"
-.venv/bin/python -m pytest --durations=30
+echo "==> pytest (two processes, each running whole test modules: a module's devnet stays its own)"
+.venv/bin/python -m pytest -n 2 --dist loadfile --durations=30

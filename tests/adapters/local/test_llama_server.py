@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
@@ -307,8 +308,9 @@ async def test_a_configured_endpoint_is_unavailable_while_its_host_refuses_conne
     assert not (tmp_path / "llm").exists()  # no embedded server for a configured endpoint
 
 
-def _private_servers() -> set[int]:
-    """Pids of model servers running in a private temporary folder (`audit_once`'s)."""
+def _private_servers(under: Path) -> set[int]:
+    """Pids of model servers running in a private temporary folder (`audit_once`'s) under `under`
+    (so that a server another test process runs at the same time is not counted)."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
@@ -316,21 +318,25 @@ def _private_servers() -> set[int]:
             command = (entry / "cmdline").read_bytes()
         except (OSError, ValueError):
             continue
-        if b"llama_cpp.server" in command and Path(cwd).name.startswith("trust-llm-"):
+        if b"llama_cpp.server" in command and Path(cwd).name.startswith("trust-llm-") and Path(cwd).parent == under:
             found.add(int(entry.name))
     return found
 
 
 @pytest.mark.slow
 @needs_llama_cpp
-async def test_a_one_off_audit_leaves_no_server_behind(tmp_path: Path) -> None:
+async def test_a_one_off_audit_leaves_no_server_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`trust audit-segment --tier 2` (`audit_once`) uses the home's server when one runs; otherwise
     its own, stopped when it is done, never a server left running in the home."""
-    settings = Settings(home=tmp_path)
-    before = _private_servers()
+    settings = Settings(home=tmp_path / "home")
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))  # audit_once's private folder lands here
+    before = _private_servers(private)
     request = AuditRequest(HdagNode("s1", Level.STEP, "17 * 23 = 391.", domain="math"), ())
     with contextlib.suppress(LlmError):  # the weak judge's answer may not pass validation; not the point
         await audit_once(request, 2, settings)
     assert ModelServerHome.from_settings(settings).running() is None
-    assert not (tmp_path / "llm" / STATE_FILE).exists()
-    assert _private_servers() <= before
+    assert not (tmp_path / "home" / "llm" / STATE_FILE).exists()
+    assert not before and _private_servers(private) == set()
+    assert not any(private.iterdir()), "the private folder was not removed"
