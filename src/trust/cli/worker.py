@@ -37,7 +37,7 @@ AuditorKeystoreOption = Annotated[Path, typer.Option("--keystore", help="the aud
 def _worker_logging(verbose: bool) -> logging.Logger:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)-7s %(message)s",
+        format="%(asctime)s.%(msecs)03d %(levelname)-7s %(message)s",
         datefmt="%Y-%m-%d %H:%M:%S",
         force=True,
     )
