@@ -293,6 +293,33 @@ def bench_e2e_cmd(
     print(json.dumps(bench.summary()), flush=True)
 
 
+@bench_app.command("throughput")
+def bench_throughput_cmd(
+    sessions: Annotated[int, typer.Option("--sessions", min=1, max=200, help="audits submitted at once")] = 20,
+    workers: Annotated[int, typer.Option("--workers", min=3, max=64, help="tier-1 workers")] = 12,
+    nodes: Annotated[int, typer.Option("--nodes", min=2, max=1024, help="nodes of each trace")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="print only the final JSON line")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Audits at once through the SDK on a local network of tier-1 workers: per trace its verdict
+    (sound and flawed running totals) and latency; sessions per minute, segments per second, p50
+    and p95 latency, gas per seat; ends with one JSON line {"sessions_per_min", "p95_s", ...}.
+    Exits 1 when a verdict is wrong."""
+    from trust.lab.bench.throughput import render, run_throughput_benchmark
+
+    with err_console.status("throughput benchmark") as status:
+        bench = asyncio.run(
+            run_throughput_benchmark(
+                settings_for(home), sessions=sessions, workers=workers, nodes=nodes, progress=status.update
+            )
+        )
+    if not as_json:
+        render(bench, console)
+    print(json.dumps(bench.summary()), flush=True)
+    if not bench.all_right:
+        raise typer.Exit(1)
+
+
 @bench_app.command("load")
 def bench_load_cmd(
     traces: Annotated[int, typer.Option("--traces", min=1, max=64, help="sound traces submitted at once")] = 10,

@@ -30,7 +30,16 @@ from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.result import PHASES, AuditResult
 from trust.settings import Settings
 
-__all__ = ["E2E_WORKERS", "E2eBench", "E2eRun", "e2e_trace", "render", "run_e2e_benchmark"]
+__all__ = [
+    "E2E_WORKERS",
+    "E2eBench",
+    "E2eRun",
+    "e2e_trace",
+    "gas_since",
+    "head_block",
+    "render",
+    "run_e2e_benchmark",
+]
 
 E2E_WORKERS: tuple[WorkerSpec, ...] = tuple(WorkerSpec(tier) for tier in (1, 1, 1, 2, 2, 2))
 
@@ -81,20 +90,42 @@ class E2eBench:
         }
 
 
-async def _gas_between(rpc_url: str, first_tx: str) -> int:
-    """Gas of every transaction mined from the block of `first_tx` to the latest block."""
+async def head_block(rpc_url: str) -> int:
+    """The number of the latest block."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3
+
+    w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
+    try:
+        return int(await w3.eth.block_number)
+    finally:
+        await w3.provider.disconnect()
+
+
+async def gas_since(rpc_url: str, first_block: int) -> int:
+    """Gas of every transaction mined from block `first_block` to the latest block."""
     from web3 import AsyncHTTPProvider, AsyncWeb3
 
     w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
     total = 0
     try:
-        first = int((await w3.eth.get_transaction_receipt(first_tx))["blockNumber"])  # type: ignore[arg-type]
-        for number in range(first, int(await w3.eth.block_number) + 1):
+        for number in range(first_block, int(await w3.eth.block_number) + 1):
             for tx_hash in (await w3.eth.get_block(number))["transactions"]:
                 total += int((await w3.eth.get_transaction_receipt(tx_hash))["gasUsed"])  # type: ignore[arg-type]
     finally:
         await w3.provider.disconnect()
     return total
+
+
+async def _gas_between(rpc_url: str, first_tx: str) -> int:
+    """Gas of every transaction mined from the block of `first_tx` to the latest block."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3
+
+    w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
+    try:
+        first = int((await w3.eth.get_transaction_receipt(first_tx))["blockNumber"])  # type: ignore[arg-type]
+    finally:
+        await w3.provider.disconnect()
+    return await gas_since(rpc_url, first)
 
 
 async def run_e2e_benchmark(
