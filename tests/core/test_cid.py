@@ -15,6 +15,7 @@ from trust.core.cid import (
     RAW_CODEC,
     SHA2_256_CODE,
     UnixfsHasher,
+    cid_from_bytes,
     cid_from_digest32,
     decode_file_node,
     digest32,
@@ -268,3 +269,18 @@ def test_layout_parameters_are_checked() -> None:
         UnixfsHasher(max_links=1)
     with pytest.raises(ConfigError, match="keep_blocks"):
         UnixfsHasher().blocks()
+
+
+def test_a_valid_cid_decodes_after_a_garbage_collection() -> None:
+    """multiformats keeps its multihash objects in a weak dictionary and reads it with `in` then
+    `[]`; `trust.core.cid` holds the sha2-256 one, so a collection can never drop it in between
+    (which made `CID.decode` of a valid CID raise `KeyError: 'sha2-256'`)."""
+    import gc
+
+    from multiformats.multihash import Multihash
+
+    raw = parse_cid(unixfs_cid(b"kept")).to_bytes()
+    for _ in range(3):
+        gc.collect()
+        assert "sha2-256" in Multihash._cache
+        assert cid_from_bytes(raw) == unixfs_cid(b"kept")

@@ -48,6 +48,13 @@ from multiformats import CID, multihash, varint
 
 from trust.errors import ConfigError, VerificationError
 
+_SHA2_256 = multihash.get("sha2-256")
+"""Held for the life of the process. multiformats caches its multihash objects in a weak dictionary
+and looks one up with `in` then `[]`: when nothing else holds the sha2-256 object, a garbage
+collection between the two makes `CID.decode` of a valid CID raise `KeyError: 'sha2-256'` (seen in a
+worker that then read a provider's envelope as "not a CID"). With this reference the entry never
+goes away."""
+
 __all__ = [
     "CHUNK_SIZE_BYTES",
     "DAG_PB_CODEC",

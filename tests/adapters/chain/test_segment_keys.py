@@ -305,6 +305,28 @@ async def test_republishing_replaces_a_seats_envelope(committee: Committee) -> N
     )
 
 
+async def test_an_envelope_that_is_no_cid_is_skipped_not_fatal_to_its_reader(
+    committee: Committee, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The contract checks a CID's length, not its form: a provider can announce bytes that are no
+    CID. Its seats' workers read them with everything else addressed to them; the bad one is skipped
+    (nothing was delivered to that seat) and the good ones still arrive."""
+    protocol, provider = committee.protocol, committee.provider
+    audit, keys, chain = protocol.audit, protocol.segment_keys, protocol.chain
+    specs = [SegmentSpec(tier=2, weight=1, content_digest=b"\x32" * 32)] * 2
+    session_id, _ = await audit.create_session(provider, b"\x79" * 32, specs)
+    await _mine_past(chain, (await audit.session(session_id)).randomness_block)
+    first, second = audit.committees_in(await audit.assign_auditors(provider, session_id, [0, 1]))
+    auditor = first.members[0]
+    await keys.publish_envelopes(provider, session_id, 0, 0, [b"\x01\x02 not a cid"] * len(first.members))
+    good = [unixfs_cid(f"good-{i}".encode()) for i in range(len(second.members))]
+    await keys.publish_envelopes(provider, session_id, 1, 0, good)
+    with caplog.at_level("WARNING", logger="trust.adapters.chain"):
+        mine = await keys.envelopes_for(auditor, session_id=session_id)
+    assert [e.segment_id for e in mine] == ([1] if auditor in second.members else [])
+    assert "KeyEnvelopePublished" in caplog.text and "not a binary CID" in caplog.text
+
+
 async def test_publication_refusals_name_the_failed_check(committee: Committee) -> None:
     protocol, provider = committee.protocol, committee.provider
     audit, keys, chain = protocol.audit, protocol.segment_keys, protocol.chain

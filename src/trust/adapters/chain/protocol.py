@@ -12,12 +12,13 @@ the contracts. It chooses no wallet: callers still pass their signer to each wri
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_abi import encode as abi_encode
 from eth_account.signers.local import LocalAccount
@@ -50,6 +51,9 @@ from trust.core.cid import cid_from_bytes, parse_cid
 from trust.core.privacy.merkle import SegmentLeaf
 from trust.errors import ChainError, ParameterError, VerificationError
 from trust.settings import Settings
+
+_Event = TypeVar("_Event")
+_logger = logging.getLogger("trust.adapters.chain")
 
 __all__ = [
     "AuditContract",
@@ -534,6 +538,20 @@ def _cid_from_chain(raw: bytes) -> str:
         ) from exc
 
 
+def _readable(read: Callable[[Any, int, int], _Event], log: Any, name: str) -> _Event | None:
+    """`read` of one publication event, or None (with a warning) when what it announces is not a CID.
+
+    The contract checks a CID's length, not its form, so anybody who may publish (a provider its
+    envelopes, an auditor its report) can put bytes there that are no CID. Raising would let that
+    one publication stop every reader of the event (a worker's whole scan, a provider's reports)
+    again on every restart; skipped, it is what it is: nothing was delivered to that seat."""
+    try:
+        return read(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+    except VerificationError as exc:
+        _logger.warning("%s in block %s skipped: %s", name, log["blockNumber"], exc)
+        return None
+
+
 def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
     return KeyEnvelope(
         session_id=int(args["sessionId"]),
@@ -648,8 +666,9 @@ class SegmentKeysContract:
             ) from exc
         latest: dict[tuple[int, int, int, int], KeyEnvelope] = {}
         for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
-            envelope = _key_envelope(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
-            latest[envelope.seat] = envelope
+            envelope = _readable(_key_envelope, log, "KeyEnvelopePublished")
+            if envelope is not None:
+                latest[envelope.seat] = envelope
         return sorted(latest.values(), key=lambda e: e.seat)
 
     async def publish_reports(
@@ -694,8 +713,9 @@ class SegmentKeysContract:
             ) from exc
         latest: dict[tuple[int, int, int, int], PublishedReport] = {}
         for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
-            report = _published_report(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
-            latest[report.seat] = report
+            report = _readable(_published_report, log, "ReportPublished")
+            if report is not None:
+                latest[report.seat] = report
         return sorted(latest.values(), key=lambda r: r.seat)
 
     async def verify_segment(self, session_id: int, leaf: SegmentLeaf, proof: Sequence[bytes]) -> bool:
