@@ -305,12 +305,13 @@ async def test_republishing_replaces_a_seats_envelope(committee: Committee) -> N
     )
 
 
-async def test_an_envelope_that_is_no_cid_is_skipped_not_fatal_to_its_reader(
+async def test_an_envelope_that_is_no_cid_is_read_as_a_corrupt_delivery_not_fatal_to_its_reader(
     committee: Committee, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The contract checks a CID's length, not its form: a provider can announce bytes that are no
-    CID. Its seats' workers read them with everything else addressed to them; the bad one is skipped
-    (nothing was delivered to that seat) and the good ones still arrive."""
+    CID. Its seats' workers read them with everything else addressed to them instead of failing
+    their whole scan: the bad one comes back as its hex, which no read accepts (the seat then votes
+    fail as for any corrupt delivery, issue M3), and the good ones still arrive."""
     protocol, provider = committee.protocol, committee.provider
     audit, keys, chain = protocol.audit, protocol.segment_keys, protocol.chain
     specs = [SegmentSpec(tier=2, weight=1, content_digest=b"\x32" * 32)] * 2
@@ -322,9 +323,12 @@ async def test_an_envelope_that_is_no_cid_is_skipped_not_fatal_to_its_reader(
     good = [unixfs_cid(f"good-{i}".encode()) for i in range(len(second.members))]
     await keys.publish_envelopes(provider, session_id, 1, 0, good)
     with caplog.at_level("WARNING", logger="trust.adapters.chain"):
-        mine = await keys.envelopes_for(auditor, session_id=session_id)
-    assert [e.segment_id for e in mine] == ([1] if auditor in second.members else [])
-    assert "KeyEnvelopePublished" in caplog.text and "not a binary CID" in caplog.text
+        mine = {e.segment_id: e.envelope_cid for e in await keys.envelopes_for(auditor, session_id=session_id)}
+    assert mine[0] == "0x" + b"\x01\x02 not a cid".hex() and "not a binary CID" in caplog.text
+    with pytest.raises(VerificationError, match="is not a valid CID"):
+        parse_cid(mine[0])  # what `KuboClient.cat` does first: the seat's `_open` votes fail on it
+    if auditor in second.members:
+        assert mine[1] == good[second.members.index(auditor)]
 
 
 async def test_publication_refusals_name_the_failed_check(committee: Committee) -> None:

@@ -541,15 +541,27 @@ def _cid_from_chain(raw: bytes) -> str:
 def _readable(read: Callable[[Any, int, int], _Event], log: Any, name: str) -> _Event | None:
     """`read` of one publication event, or None (with a warning) when what it announces is not a CID.
 
-    The contract checks a CID's length, not its form, so anybody who may publish (a provider its
-    envelopes, an auditor its report) can put bytes there that are no CID. Raising would let that
-    one publication stop every reader of the event (a worker's whole scan, a provider's reports)
-    again on every restart; skipped, it is what it is: nothing was delivered to that seat."""
+    The contract checks a CID's length, not its form, so anybody who may publish can put bytes there
+    that are no CID. Raising would let that one publication stop every reader of the event again on
+    every restart (an auditor's report: the provider's reading of all its session's reports)."""
     try:
         return read(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
     except VerificationError as exc:
         _logger.warning("%s in block %s skipped: %s", name, log["blockNumber"], exc)
         return None
+
+
+def _envelope_cid(raw: bytes) -> str:
+    """An envelope's CID as published. Bytes that are no CID (the contract checks the length only)
+    come back as their hex ("0x..."), with a warning: raising here would stop the scan of every
+    worker the provider addressed, again on every restart, and cost them every other seat. A read
+    of the hex fails (`VerificationError`), so the seat votes fail as for any corrupt delivery
+    (issue M3, `trust.services.worker.daemon.Worker._vote_unreadable`)."""
+    try:
+        return cid_from_bytes(bytes(raw))
+    except VerificationError as exc:
+        _logger.warning("a key envelope's CID is no CID; its seat will read it as a corrupt delivery: %s", exc)
+        return "0x" + bytes(raw).hex()
 
 
 def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
@@ -559,7 +571,7 @@ def _key_envelope(args: Any, block_number: int, log_index: int) -> KeyEnvelope:
         round=int(args["round"]),
         seat_index=int(args["seatIndex"]),
         auditor=to_checksum_address(args["auditor"]),
-        envelope_cid=_cid_from_chain(args["envelopeCid"]),
+        envelope_cid=_envelope_cid(args["envelopeCid"]),
         block_number=block_number,
         log_index=log_index,
     )
@@ -666,9 +678,8 @@ class SegmentKeysContract:
             ) from exc
         latest: dict[tuple[int, int, int, int], KeyEnvelope] = {}
         for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
-            envelope = _readable(_key_envelope, log, "KeyEnvelopePublished")
-            if envelope is not None:
-                latest[envelope.seat] = envelope
+            envelope = _key_envelope(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+            latest[envelope.seat] = envelope
         return sorted(latest.values(), key=lambda e: e.seat)
 
     async def publish_reports(
