@@ -64,7 +64,6 @@ from trust.core.privacy.segments import (
     new_trace_id,
     open_segment,
     seal,
-    seal_graph,
     segment_plaintexts,
 )
 from trust.errors import GraphError, VerificationError
@@ -376,13 +375,11 @@ def unit_plaintexts(graph: Hdag | Cig) -> dict[str, bytes]:
 
 
 def seal_units(graph: Hdag | Cig, trace_id: bytes, rng: Rng) -> list[SealedSegment]:
-    """Every node sealed (`seal_graph`), then every other unit of `units_of` (its descriptor), each
+    """Every unit's segment (`unit_plaintexts`: the nodes, then the other units' descriptors) sealed
     under a fresh key of its own."""
-    sealed = seal_graph(graph, trace_id, rng)
-    for unit in units_of(graph):
-        if unit.kind is not UnitKind.NODE:
-            sealed.append(seal(unit.id, unit_plaintext(unit), trace_id, new_key(rng), rng))
-    return sealed
+    return [
+        seal(unit_id, plaintext, trace_id, new_key(rng), rng) for unit_id, plaintext in unit_plaintexts(graph).items()
+    ]
 
 
 async def deliver_keys(

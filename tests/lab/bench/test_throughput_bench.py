@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,8 @@ from trust.auditors.base import AuditRequest
 from trust.auditors.tiers import computational_auditor
 from trust.core.graphs.hdag import Tier
 from trust.core.graphs.validation import violations
-from trust.lab.bench.throughput import _percentile, running_total_trace
+from trust.lab.bench.throughput import ThroughputBench, running_total_trace
+from trust.lab.bench.worker import Latency
 from trust.settings import SandboxSettings
 
 
@@ -50,10 +52,20 @@ def test_only_the_flawed_step_is_wrong_the_later_steps_carry_its_total_on() -> N
         running_total_trace(1, random.Random(3))
 
 
-def test_p95_is_the_nearest_rank() -> None:
-    assert _percentile([float(i) for i in range(1, 21)], 0.95) == 19.0
-    assert _percentile([4.0], 0.95) == 4.0
-    assert _percentile([1.0, 2.0], 0.5) == 1.0
+def test_the_summary_uses_the_benchmarks_one_latency_summary() -> None:
+    """p50 and p95 are `trust.lab.bench.worker.Latency`'s (the inclusive method), as in `trust bench
+    worker`; sessions per minute and segments per second are over the makespan."""
+    latencies = [float(i) for i in range(1, 21)]
+    runs = tuple(
+        SimpleNamespace(latency_s=seconds, right=True, result=SimpleNamespace(seats=3)) for seconds in latencies
+    )
+    bench = ThroughputBench(runs, workers=3, nodes=10, makespan_s=30.0, gas=600)  # type: ignore[arg-type]
+    summary = bench.summary()
+    expected = Latency.of(latencies)
+    assert summary["p50_s"] == round(expected.median_s, 3) == 10.5
+    assert summary["p95_s"] == round(expected.p95_s, 3) == 19.05
+    assert summary["sessions_per_min"] == 40.0 and summary["segments_per_s"] == round(200 / 30, 2)
+    assert summary["seats"] == 60 and summary["gas_per_seat"] == 10 and summary["all_right"] is True
 
 
 @pytest.mark.slow

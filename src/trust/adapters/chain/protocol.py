@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
 from eth_abi import encode as abi_encode
 from eth_account.signers.local import LocalAccount
@@ -52,7 +52,6 @@ from trust.core.privacy.merkle import SegmentLeaf
 from trust.errors import ChainError, ParameterError, VerificationError
 from trust.settings import Settings
 
-_Event = TypeVar("_Event")
 _logger = logging.getLogger("trust.adapters.chain")
 
 __all__ = [
@@ -538,19 +537,6 @@ def _cid_from_chain(raw: bytes) -> str:
         ) from exc
 
 
-def _readable(read: Callable[[Any, int, int], _Event], log: Any, name: str) -> _Event | None:
-    """`read` of one publication event, or None (with a warning) when what it announces is not a CID.
-
-    The contract checks a CID's length, not its form, so anybody who may publish can put bytes there
-    that are no CID. Raising would let that one publication stop every reader of the event again on
-    every restart (an auditor's report: the provider's reading of all its session's reports)."""
-    try:
-        return read(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
-    except VerificationError as exc:
-        _logger.warning("%s in block %s skipped: %s", name, log["blockNumber"], exc)
-        return None
-
-
 def _envelope_cid(raw: bytes) -> str:
     """An envelope's CID as published. Bytes that are no CID (the contract checks the length only)
     come back as their hex ("0x..."), with a warning: raising here would stop the scan of every
@@ -724,9 +710,14 @@ class SegmentKeysContract:
             ) from exc
         latest: dict[tuple[int, int, int, int], PublishedReport] = {}
         for log in sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"]))):
-            report = _readable(_published_report, log, "ReportPublished")
-            if report is not None:
-                latest[report.seat] = report
+            try:
+                report = _published_report(log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+            except VerificationError as exc:
+                # The contract checks a CID's length, not its form: raising would let one auditor's
+                # report that is no CID stop the provider's reading of all its session's reports.
+                _logger.warning("ReportPublished in block %s skipped: %s", log["blockNumber"], exc)
+                continue
+            latest[report.seat] = report
         return sorted(latest.values(), key=lambda r: r.seat)
 
     async def verify_segment(self, session_id: int, leaf: SegmentLeaf, proof: Sequence[bytes]) -> bool:

@@ -12,12 +12,13 @@ reports and claims), divided by its seats. Prints a table, then one JSON line
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +30,9 @@ from trust.services.sdk.client import TrustClient
 from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.result import PHASES, AuditResult
 from trust.settings import Settings
+
+if TYPE_CHECKING:
+    from web3 import AsyncWeb3
 
 __all__ = [
     "E2E_WORKERS",
@@ -90,41 +94,38 @@ class E2eBench:
         }
 
 
-async def head_block(rpc_url: str) -> int:
-    """The number of the latest block."""
+@contextlib.asynccontextmanager
+async def _web3(rpc_url: str) -> AsyncIterator[AsyncWeb3]:
+    """A plain web3 connection to `rpc_url` for the benchmarks' chain-wide reads, closed after."""
     from web3 import AsyncHTTPProvider, AsyncWeb3
 
     w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
     try:
-        return int(await w3.eth.block_number)
+        yield w3
     finally:
         await w3.provider.disconnect()
+
+
+async def head_block(rpc_url: str) -> int:
+    """The number of the latest block."""
+    async with _web3(rpc_url) as w3:
+        return int(await w3.eth.block_number)
 
 
 async def gas_since(rpc_url: str, first_block: int) -> int:
     """Gas of every transaction mined from block `first_block` to the latest block."""
-    from web3 import AsyncHTTPProvider, AsyncWeb3
-
-    w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
     total = 0
-    try:
+    async with _web3(rpc_url) as w3:
         for number in range(first_block, int(await w3.eth.block_number) + 1):
             for tx_hash in (await w3.eth.get_block(number))["transactions"]:
                 total += int((await w3.eth.get_transaction_receipt(tx_hash))["gasUsed"])  # type: ignore[arg-type]
-    finally:
-        await w3.provider.disconnect()
     return total
 
 
 async def _gas_between(rpc_url: str, first_tx: str) -> int:
     """Gas of every transaction mined from the block of `first_tx` to the latest block."""
-    from web3 import AsyncHTTPProvider, AsyncWeb3
-
-    w3 = AsyncWeb3(AsyncHTTPProvider(rpc_url))
-    try:
+    async with _web3(rpc_url) as w3:
         first = int((await w3.eth.get_transaction_receipt(first_tx))["blockNumber"])  # type: ignore[arg-type]
-    finally:
-        await w3.provider.disconnect()
     return await gas_since(rpc_url, first)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from rich.table import Table
 
 from trust.core.graphs.hdag import EdgeType, Hdag, HdagNode, Level, Tier
 from trust.lab.bench.e2e import gas_since, head_block
+from trust.lab.bench.worker import Latency
 from trust.lab.localnet import LocalNetwork, WorkerSpec
 from trust.services.sdk.client import TrustClient
 from trust.services.sdk.config import AuditConfig
@@ -136,7 +136,7 @@ class ThroughputBench:
         return all(run.right for run in self.runs)
 
     def summary(self) -> dict[str, Any]:
-        latencies = sorted(run.latency_s for run in self.runs)
+        latency = Latency.of([run.latency_s for run in self.runs])
         segments = len(self.runs) * self.nodes
         return {
             "sessions": len(self.runs),
@@ -144,20 +144,14 @@ class ThroughputBench:
             "nodes": self.nodes,
             "sessions_per_min": round(60 * len(self.runs) / self.makespan_s, 2),
             "segments_per_s": round(segments / self.makespan_s, 2),
-            "p50_s": round(statistics.median(latencies), 3),
-            "p95_s": round(_percentile(latencies, 0.95), 3),
+            "p50_s": round(latency.median_s, 3),
+            "p95_s": round(latency.p95_s, 3),
             "makespan_s": round(self.makespan_s, 3),
             "seats": self.seats,
             "gas_per_seat": self.gas // max(self.seats, 1),
             "right_verdicts": sum(run.right for run in self.runs),
             "all_right": self.all_right,
         }
-
-
-def _percentile(ordered: list[float], fraction: float) -> float:
-    """The nearest-rank percentile of an ascending list (p95 of 20 values is the 19th)."""
-    rank = max(1, -(-len(ordered) * fraction // 1))  # ceil(n * fraction), at least the first
-    return ordered[int(rank) - 1]
 
 
 async def run_throughput_benchmark(
