@@ -42,13 +42,20 @@ def bench_gas_cmd(
     segments: Annotated[int, typer.Option(min=1, max=64, help="segments in the session")] = 10,
     seats: Annotated[int, typer.Option(min=1, max=31, help="seats per segment")] = 5,
     auditors: Annotated[int, typer.Option(min=1, max=128, help="registered auditors")] = 15,
-    runs: Annotated[int, typer.Option(min=1, max=50, help="sessions to average, each on a fresh chain")] = 5,
+    runs: Annotated[int, typer.Option(min=1, max=50, help="runs to average, each on a fresh chain")] = 5,
+    sessions: Annotated[
+        int, typer.Option(min=1, max=20, help="sessions open at once, their seats committed and revealed together")
+    ] = 1,
 ) -> None:
-    """Gas per seat of a full session on a fresh Anvil: draw, commit, reveal, finalize, distribute."""
+    """Gas per seat of a full session on a fresh Anvil: draw, commit, reveal, finalize, distribute.
+    With --sessions N, N sessions run at once and each auditor commits, then reveals, its seats in
+    all of them with one transaction each (as a worker batches every seat ready in a block)."""
     from trust.lab.bench.gas import render, run_gas_benchmark
 
     with console.status("running the gas benchmark on a fresh anvil"):
-        report = asyncio.run(run_gas_benchmark(segments=segments, seats=seats, auditors=auditors, runs=runs))
+        report = asyncio.run(
+            run_gas_benchmark(segments=segments, seats=seats, auditors=auditors, runs=runs, sessions=sessions)
+        )
     render(report, console)
 
 
@@ -313,6 +320,34 @@ def bench_throughput_cmd(
                 settings_for(home), sessions=sessions, workers=workers, nodes=nodes, progress=status.update
             )
         )
+    if not as_json:
+        render(bench, console)
+    print(json.dumps(bench.summary()), flush=True)
+    if not bench.all_right:
+        raise typer.Exit(1)
+
+
+@bench_app.command("scale")
+def bench_scale_cmd(
+    nodes: Annotated[
+        list[int] | None,
+        typer.Option("--nodes", min=2, max=1024, help="a trace size; repeat for several (default: 10, 100, 1000)"),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=3, max=64, help="tier-1 workers")] = 12,
+    as_json: Annotated[bool, typer.Option("--json", help="print only the final JSON line")] = False,
+) -> None:
+    """One flawed trace of each size end to end on a local network of tier-1 workers: per size the
+    overhead, segments per second, gas per seat and IPFS bytes, and the ratio of the largest size's
+    overhead to the next one's; ends with one JSON line {"sizes": {...}, "ratio_1000_100": ...}.
+    Exits 1 when a verdict is wrong."""
+    from trust.lab.bench.scale import DEFAULT_SIZES, render, run_scale_benchmark
+
+    sizes = nodes or list(DEFAULT_SIZES)
+    try:
+        with err_console.status("scale benchmark") as status:
+            bench = asyncio.run(run_scale_benchmark(sizes=sizes, workers=workers, progress=status.update))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--nodes") from exc
     if not as_json:
         render(bench, console)
     print(json.dumps(bench.summary()), flush=True)

@@ -49,6 +49,7 @@ from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import AuditLayer, AuditRequest
 from trust.auditors.checks.messages import edge_decidable
+from trust.core.batching import bounded_runs
 from trust.core.cid import digest32
 from trust.core.graphs.analysis import critical_path
 from trust.core.graphs.cig import CONTEXT_ROLES, Cig
@@ -422,7 +423,10 @@ async def deliver_keys(
         EnvelopeSet(c.segment_id, c.round, [cid_of[(c.segment_id, member)] for member in c.members]) for c in committees
     ]
     announced: list[KeyEnvelope] = []
-    for chunk in _batches(sets, await protocol.segment_keys.max_batch_envelopes()):
+    # `publishEnvelopesBatch` takes at most so many envelopes; a set larger than that, impossible
+    # with committees of at most 127 seats, goes alone.
+    most = await protocol.segment_keys.max_batch_envelopes()
+    for chunk in bounded_runs(sets, most, lambda item: len(item.envelope_cids)):
         if len(chunk) == 1:  # one round alone is cheaper through the single call
             (only,) = chunk
             sent = await protocol.segment_keys.publish_envelopes(
@@ -432,21 +436,6 @@ async def deliver_keys(
             sent = await protocol.segment_keys.publish_envelopes_batch(provider, session_id, chunk)
         announced += protocol.segment_keys.envelopes_in(sent)
     return announced
-
-
-def _batches(sets: Sequence[EnvelopeSet], most: int) -> list[list[EnvelopeSet]]:
-    """`sets` in order, cut into runs of at most `most` envelopes (`publishEnvelopesBatch`'s bound;
-    a set larger than that, impossible with committees of at most 127 seats, goes alone)."""
-    chunks: list[list[EnvelopeSet]] = []
-    size = 0
-    for item in sets:
-        count = len(item.envelope_cids)
-        if not chunks or size + count > most:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(item)
-        size += count
-    return chunks
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ async def test_small_session_reports_every_phase() -> None:
     report = await run_gas_benchmark(segments=2, seats=3, auditors=4, runs=2, delivery_sets=())
     assert report.delivery is None
     summary = report.summary()
-    assert set(summary) == {"gas_per_seat", "draw", "commit", "reveal", "finalize"}
+    assert set(summary) == {"sessions", "gas_per_seat", "draw", "commit", "reveal", "finalize"}
+    assert summary["sessions"] == 1
     assert all(isinstance(v, int) and v > 0 for v in summary.values())
     assert summary["gas_per_seat"] == summary["draw"] + summary["commit"] + summary["reveal"] + summary["finalize"]
     assert report.runs == 2 and report.transactions["draw"] == 2 and len(report.run_totals) == 2
@@ -27,6 +28,24 @@ async def test_small_session_reports_every_phase() -> None:
     holders = report.transactions["commit"]
     assert report.transactions["reveal"] == report.transactions["claim"] == holders
     assert 2 * 1 <= holders <= 2 * 4
+
+
+async def test_sessions_at_once_share_one_commit_and_one_reveal_per_auditor() -> None:
+    """With three sessions open at once each auditor commits (and reveals) every seat it holds in
+    all three with one transaction, so a seat's share of the transaction's base cost falls."""
+    alone = await run_gas_benchmark(segments=2, seats=3, auditors=4, runs=1, delivery_sets=())
+    together = await run_gas_benchmark(segments=2, seats=3, auditors=4, runs=1, sessions=3, delivery_sets=())
+    assert together.seats == 3 * alone.seats == 18
+    assert together.transactions["draw"] == together.transactions["create"] == 3
+    # At most one commit and one reveal per auditor, whatever the sessions ...
+    assert together.transactions["commit"] == together.transactions["reveal"] <= 4
+    # ... so a seat's commit and reveal cost less than in a session alone.
+    assert together.per_seat("commit") + together.per_seat("reveal") < alone.per_seat("commit") + alone.per_seat(
+        "reveal"
+    )
+    assert together.summary()["sessions"] == 3
+    with pytest.raises(ValueError, match="sessions must be at least 1"):
+        await run_gas_benchmark(segments=1, seats=3, auditors=3, runs=1, sessions=0, delivery_sets=())
 
 
 async def test_key_delivery_in_batches_costs_less_per_set_than_one_call_each() -> None:
@@ -78,4 +97,4 @@ def test_cli_ends_with_the_json_line() -> None:
     assert result.returncode == 0, result.stderr
     assert "key delivery (provider)" in result.stdout and "publishEnvelopesBatch" in result.stdout
     last = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(last) == {"gas_per_seat", "draw", "commit", "reveal", "finalize"}
+    assert set(last) == {"sessions", "gas_per_seat", "draw", "commit", "reveal", "finalize"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,11 +35,13 @@ from trust.adapters.local.processes import free_port
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.status import NodeStatus
 from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
+from trust.lab.bench.throughput import running_total_trace
 from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, FLAWED_IDS, SOUND_IDS, flawed_trace, sound_trace
 from trust.lab.demo.expert import run_scripted_expert
 from trust.lab.localnet import LOCAL_PROTOCOL, LocalNetwork, WorkerSpec
 from trust.services.refine import Regenerated, RepairRequest
 from trust.services.sdk import AuditConfig, AuditResult, TrustClient, Verdict
+from trust.services.sdk import session as session_driver
 from trust.services.sdk.client import segment_profiles
 from trust.services.sdk.result import PHASES
 
@@ -262,3 +265,22 @@ async def test_a_tier_short_of_auditors_is_refused(network: LocalNetwork, client
         for account in humans:
             await protocol.registry.set_available(account, True)
         await chain.close()
+
+
+async def test_a_trace_too_large_for_one_transaction_is_registered_drawn_and_finalized_in_runs(
+    client: TrustClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace past `SEGMENTS_PER_REGISTRATION` (128) is opened registering and its segments follow
+    in runs; draws and finalizations are cut by their draws. The bounds are lowered here so that a
+    ten-node trace takes the path a thousand-node one takes (`trust bench scale` runs that one)."""
+    monkeypatch.setattr(session_driver, "SEGMENTS_PER_REGISTRATION", 4)
+    monkeypatch.setattr(session_driver, "DRAWS_PER_TRANSACTION", 6)  # two committees of three
+    monkeypatch.setattr(session_driver, "FINALIZE_DRAWS_PER_TRANSACTION", 6)
+    trace = running_total_trace(10, random.Random(5), flawed_step=4)
+    result = await client.audit_trace(trace, AuditConfig(auditor_tiers=["computational"]))
+    assert result.verdict is Verdict.INVALID
+    assert {cause.node_id for cause in result.root_causes} == {"s4"}
+    assert len(result.transactions["create_session"]) == 1
+    assert len(result.transactions["register_segments"]) == 3  # 4 + 4 + 2
+    assert len(result.transactions["assign_auditors"]) >= 5  # ten committees, two a draw
+    _check_proof_and_phases(result)

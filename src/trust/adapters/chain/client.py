@@ -248,12 +248,11 @@ class ChainClient:
         call data and estimate gas (a revert there raises ContractReverted and nothing is sent),
         then signs, sends and waits."""
         async with _nonce_lock(self.rpc_url, sender.address):
-            tx: dict[str, Any] = {
-                "from": sender.address,
-                "chainId": self.chain_id,
-                "nonce": await self.w3.eth.get_transaction_count(sender.address, "pending"),
-                **fields,
-            }
+            # The nonce and the fee fields are independent reads: one round trip's wait, not three.
+            nonce, fees = await asyncio.gather(
+                self.w3.eth.get_transaction_count(sender.address, "pending"), self._fee_fields(fields)
+            )
+            tx: dict[str, Any] = {"from": sender.address, "chainId": self.chain_id, "nonce": nonce, **fees, **fields}
             if build is not None:
                 try:
                     # The call data without web3's own estimate, which runs against the latest block:
@@ -271,16 +270,20 @@ class ChainClient:
                     raise ChainError(f"{what} could not be prepared: {exc}") from exc
             return await self._send(tx, sender, what)
 
+    async def _fee_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """EIP-1559 fee fields unless `fields` sets a fee: a tip the node suggests and a cap of twice
+        the latest base fee plus the tip (room for the base fee to double before it is mined). Given
+        to `build_transaction`, which would otherwise read the same two values one after the other."""
+        if "maxFeePerGas" in fields or "gasPrice" in fields:
+            return {}
+        block, tip = await asyncio.gather(self.w3.eth.get_block("latest"), self.w3.eth.max_priority_fee)
+        return {"maxPriorityFeePerGas": tip, "maxFeePerGas": 2 * int(block["baseFeePerGas"]) + tip}
+
     async def _send(self, tx: dict[str, Any], sender: LocalAccount, what: str) -> SentTransaction:
         if "gas" in tx and tx.get("gas", 0) > 21_000:
             # The estimate is taken against the pending state; other transactions mined first can
             # make ours costlier (a sortition tree that grew, a slot that became non-zero).
             tx["gas"] = int(tx["gas"] * _GAS_HEADROOM) + _GAS_MARGIN
-        if "maxFeePerGas" not in tx and "gasPrice" not in tx:
-            base = (await self.w3.eth.get_block("latest"))["baseFeePerGas"]
-            tip = await self.w3.eth.max_priority_fee
-            tx["maxPriorityFeePerGas"] = tip
-            tx["maxFeePerGas"] = 2 * base + tip
         signed = sender.sign_transaction(tx)
         try:
             tx_hash = await self.w3.eth.send_raw_transaction(signed.raw_transaction)

@@ -56,17 +56,21 @@ _logger = logging.getLogger("trust.adapters.chain")
 
 __all__ = [
     "AuditContract",
+    "DRAWS_PER_TRANSACTION",
     "DrawEvent",
     "DrawEventKind",
+    "FINALIZE_DRAWS_PER_TRANSACTION",
     "GovernanceTimelock",
     "KeyEnvelope",
     "ParamsContract",
     "Protocol",
+    "SEGMENTS_PER_REGISTRATION",
     "SETTLEMENT_CHUNK_SEATS",
     "PublishedReport",
     "RegistryContract",
     "SegmentKeysContract",
     "TokenContract",
+    "VOTES_PER_TRANSACTION",
     "open_chain",
     "protocol_artifacts",
 ]
@@ -76,6 +80,21 @@ SETTLEMENT_CHUNK_SEATS = 32
 """The settlement entries one transaction settles when a segment's round is settled in steps
 (`ParamsLib.SETTLEMENT_CHUNK_SEATS`, issue M4): `ParamsLib.validate` admits only committees whose
 step of this many seats, every one forfeiting, fits its 12,000,000-gas budget."""
+
+# Large traces are registered, drawn and finalized over several transactions, each inside the same
+# 12,000,000-gas budget (a block holds 30 to 36 million on Ethereum; a 1,000-segment draw in one
+# transaction would need about 100 million). Callers cut their lists with
+# `trust.core.batching.bounded_runs`.
+SEGMENTS_PER_REGISTRATION = 128
+"""Segments one `createSessionWithSegments` or `registerSegments` registers (about 75,000 gas each)."""
+DRAWS_PER_TRANSACTION = 256
+"""Committee draws (the sum of the segments' `committee_size`) one `assignAuditorsBatch` makes
+(about 35,000 gas a draw)."""
+VOTES_PER_TRANSACTION = 256
+"""Seats one `commitVotes` or `revealVotes` carries (about 36,000 and 23,000 gas a seat)."""
+FINALIZE_DRAWS_PER_TRANSACTION = SETTLEMENT_CHUNK_SEATS
+"""Committee draws whose seats one `finalizeSegments` settles: at most as many seats as one
+settlement step, so that a call in which every seat forfeits fits the same budget."""
 
 
 def _event_args(contract: AsyncContract, event: str, sent: SentTransaction) -> list[Any]:

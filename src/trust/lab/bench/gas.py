@@ -110,6 +110,9 @@ class GasReport:
     segments: int
     seats_per_segment: int
     auditors: int
+    sessions: int = 1
+    """Sessions open at once in each run, their seats committed and revealed together: one commit
+    and one reveal transaction per auditor for all of its seats in every session."""
     runs: int = 0
     gas: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     transactions: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -120,7 +123,8 @@ class GasReport:
 
     @property
     def seats(self) -> int:
-        return self.segments * self.seats_per_segment
+        """Draws of one run: every segment of every session."""
+        return self.segments * self.seats_per_segment * self.sessions
 
     def add(self, phase: str, sent: SentTransaction) -> None:
         self.gas[phase] += sent.gas_used
@@ -131,7 +135,8 @@ class GasReport:
         return round(self.gas[phase] / (self.seats * max(self.runs, 1)))
 
     def per_run(self, phase: str, what: dict[str, int]) -> float:
-        return what[phase] / max(self.runs, 1)
+        """Mean of `what[phase]` per session."""
+        return what[phase] / (max(self.runs, 1) * self.sessions)
 
     @property
     def per_seat_total(self) -> int:
@@ -146,6 +151,7 @@ class GasReport:
     def summary(self) -> dict[str, int]:
         """The JSON line: per-seat figures; `finalize` includes the seat's share of distribution."""
         return {
+            "sessions": self.sessions,
             "gas_per_seat": self.per_seat_total,
             "draw": self.per_seat("draw"),
             "commit": self.per_seat("commit"),
@@ -160,10 +166,13 @@ async def run_gas_benchmark(
     seats: int = 5,
     auditors: int = 15,
     runs: int = 5,
+    sessions: int = 1,
     delivery_sets: Sequence[int] = DELIVERY_SETS,
 ) -> GasReport:
-    """Runs `runs` sessions, each on a fresh Anvil, and returns the gas of each phase, with the key
-    delivery's gas for batches of `delivery_sets` sets (none when empty) measured on one more.
+    """Runs `runs` times, each on a fresh Anvil, `sessions` sessions at once, and returns the gas of
+    each phase, with the key delivery's gas for batches of `delivery_sets` sets (none when empty)
+    measured on one more. With several sessions each auditor commits, then reveals, the seats it
+    holds in all of them in one transaction, as a worker does with every seat ready in a block.
 
     Committees come from real block hashes, so which auditor holds how many seats (and with it the
     number of commit and reveal transactions) changes from run to run: the figures are means.
@@ -172,11 +181,13 @@ async def run_gas_benchmark(
         raise ValueError(f"a committee of {seats} draws needs at least one draw and one auditor, not {auditors}")
     if runs < 1:
         raise ValueError(f"runs must be at least 1, not {runs}")
+    if sessions < 1:
+        raise ValueError(f"sessions must be at least 1, not {sessions}")
     if any(count < 1 for count in delivery_sets):
         raise ValueError(f"delivery_sets must count at least one set per batch, not {list(delivery_sets)}")
     toolchain = Toolchain.discover()
     artifacts = protocol_artifacts()
-    report = GasReport(segments=segments, seats_per_segment=seats, auditors=auditors)
+    report = GasReport(segments=segments, seats_per_segment=seats, auditors=auditors, sessions=sessions)
     if delivery_sets:  # first: a batch the contract refuses fails before the longer session runs
         report.delivery = await _measure_delivery(toolchain, artifacts, tuple(delivery_sets))
     for _ in range(runs):
@@ -266,12 +277,15 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
             provider = dev_account(devnet.mnemonic, 3)
             deployment = await deploy_protocol(chain, deployer, protocol_settings, GovernanceSettings())
             protocol = Protocol.bind(chain, deployment)
+            minimum_stake = (await protocol.params.params())["minStakeTier2"]
             accounts = await provision_auditors(
                 protocol,
                 deployer,
                 [2] * auditors,
                 Path(tmp),
                 "benchmark-only",
+                # The default stakes (the minimum times 1, 2 or 3), backing every session's draws.
+                stake_for=lambda index, _tier: minimum_stake * (index % 3 + 1) * report.sessions,
                 new_account=lambda index: dev_account(devnet.mnemonic, _FIRST_AUDITOR_INDEX + index),
                 scrypt_n=2**10,
             )
@@ -280,23 +294,27 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
             }
 
             specs = [SegmentSpec(tier=2, weight=1, content_digest=bytes([i + 1]) * 32) for i in range(segments)]
-            session_id, created = await protocol.audit.create_session(provider, b"\x01" * 32, specs)
-            report.gas["create"] += created.gas_used
-            report.transactions["create"] += 1
-            params = await protocol.audit.session_params(session_id)
+            session_ids = []
+            for number in range(report.sessions):
+                session_id, created = await protocol.audit.create_session(provider, bytes([number + 1]) * 32, specs)
+                session_ids.append(session_id)
+                report.gas["create"] += created.gas_used
+                report.transactions["create"] += 1
+            params = await protocol.audit.session_params(session_ids[0])
             for _ in range(params["randomnessDelayBlocks"] + 1):
                 await chain.rpc("evm_mine", [])
 
-            drawn = await protocol.audit.assign_auditors(deployer, session_id, range(segments))
-            report.add("draw", drawn)
-            seats_of: dict[str, list[tuple[int, int]]] = defaultdict(list)
-            for committee in protocol.audit.committees_in(drawn):
-                report.distinct_seats += len(committee.members)
-                for index, member in enumerate(committee.members):
-                    seats_of[member].append((committee.segment_id, index))
+            # Seat refs (session, segment, seat index) of each auditor, over every session.
+            seats_of: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+            for session_id in session_ids:
+                drawn = await protocol.audit.assign_auditors(deployer, session_id, range(segments))
+                report.add("draw", drawn)
+                for committee in protocol.audit.committees_in(drawn):
+                    report.distinct_seats += len(committee.members)
+                    for index, member in enumerate(committee.members):
+                        seats_of[member].append((session_id, committee.segment_id, index))
 
             salts = {a: protocol.audit.new_salt() for a in seats_of}
-            commits = {}
             for auditor, held in seats_of.items():
                 batch = [
                     SeatCommit(
@@ -305,26 +323,27 @@ async def _run_once(toolchain: Toolchain, artifacts: dict[str, Artifact], report
                         index,
                         await protocol.audit.commitment_of(session_id, segment, 0, auditor, True, salts[auditor]),
                     )
-                    for segment, index in held
+                    for session_id, segment, index in held
                 ]
-                commits[auditor] = batch
-            for auditor, commit_batch in commits.items():
-                report.add("commit", await protocol.audit.commit_votes(wallets[auditor], commit_batch))
+                report.add("commit", await protocol.audit.commit_votes(wallets[auditor], batch))
 
-            # Every seat has committed, so the commit window closed with the last commit: reveal now.
-            reveals = {
-                a: [SeatReveal(session_id, segment, index, True, salts[a]) for segment, index in held]
-                for a, held in seats_of.items()
-            }
-            for auditor, reveal_batch in reveals.items():
-                report.add("reveal", await protocol.audit.reveal_votes(wallets[auditor], reveal_batch))
-
-            report.add("finalize", await protocol.audit.finalize_segments(deployer, session_id, range(segments)))
-            _, traced = await protocol.audit.finalize_trace(deployer, session_id)
-            report.add("finalize", traced)
-            report.add("distribute", await protocol.audit.distribute_rewards(deployer, session_id))
+            # Every seat has committed, so each commit window closed with its last commit: reveal now.
             for auditor, held in seats_of.items():
-                report.add("claim", await protocol.audit.claim_rewards(wallets[auditor], session_id, held))
+                reveals = [
+                    SeatReveal(session_id, segment, index, True, salts[auditor]) for session_id, segment, index in held
+                ]
+                report.add("reveal", await protocol.audit.reveal_votes(wallets[auditor], reveals))
+
+            for session_id in session_ids:
+                report.add("finalize", await protocol.audit.finalize_segments(deployer, session_id, range(segments)))
+                _, traced = await protocol.audit.finalize_trace(deployer, session_id)
+                report.add("finalize", traced)
+                report.add("distribute", await protocol.audit.distribute_rewards(deployer, session_id))
+            for auditor, held in seats_of.items():
+                for session_id in session_ids:
+                    mine = [(segment, index) for held_session, segment, index in held if held_session == session_id]
+                    if mine:
+                        report.add("claim", await protocol.audit.claim_rewards(wallets[auditor], session_id, mine))
 
 
 def render(report: GasReport, console: Console) -> None:
@@ -332,7 +351,12 @@ def render(report: GasReport, console: Console) -> None:
     table = Table(
         title=(
             f"gas per seat: {report.segments} segments x {report.seats_per_segment} seats, "
-            f"{report.auditors} auditors, mean of {report.runs} sessions"
+            f"{report.auditors} auditors, "
+            + (
+                f"mean of {report.runs} sessions"
+                if report.sessions == 1
+                else f"{report.sessions} sessions at once (one commit and one reveal per auditor), {report.runs} runs"
+            )
         )
     )
     table.add_column("phase")
@@ -357,11 +381,11 @@ def render(report: GasReport, console: Console) -> None:
     row("claim", "claim (auditors, pull)")
     console.print(table)
     if report.distinct_seats:
-        runs = max(report.runs, 1)
+        sessions = max(report.runs, 1) * report.sessions
         console.print(
-            f"gas per seat held: {report.per_distinct_seat_total:,} ({report.distinct_seats / runs:.1f} members "
-            f"seated per session for its {report.seats} draws: a member drawn twice holds one seat, commits and "
-            "reveals once)"
+            f"gas per seat held: {report.per_distinct_seat_total:,} ({report.distinct_seats / sessions:.1f} members "
+            f"seated per session for its {report.seats // report.sessions} draws: a member drawn twice holds one "
+            "seat, commits and reveals once)"
         )
     if report.delivery is not None:
         console.print(_delivery_table(report.delivery))

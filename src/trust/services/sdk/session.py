@@ -19,19 +19,26 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from trust.adapters.chain.protocol import Protocol
-from trust.adapters.chain.types import CommitteeDrawn, SegmentInfo, SegmentStatus, SessionStatus
+from trust.adapters.chain.protocol import (
+    DRAWS_PER_TRANSACTION,
+    FINALIZE_DRAWS_PER_TRANSACTION,
+    SEGMENTS_PER_REGISTRATION,
+    Protocol,
+)
+from trust.adapters.chain.types import CommitteeDrawn, SeatInfo, SegmentInfo, SegmentStatus, SessionStatus
 from trust.adapters.storage.kubo import KuboClient
+from trust.core.batching import bounded_runs
 from trust.core.graphs.cig import Cig
 from trust.core.graphs.hdag import Hdag
 from trust.core.privacy.envelopes import public_key_bytes
 from trust.core.privacy.reports import AuditReport, open_report
 from trust.errors import AuditTimeout, ChainError, ContractReverted, IpfsError, SessionInterrupted, VerificationError
-from trust.services.delivery import deliver_keys
+from trust.services.delivery import deliver_keys, gather_bounded
 from trust.services.sdk.journal import SessionRecord
 from trust.services.sdk.outage import RPC, Outage, lost_service
 from trust.services.sdk.outcome import SegmentOutcome
@@ -140,21 +147,51 @@ class SessionDriver:
                         continue
                 else:
                     since = await chain.block_number()
-                session_id, sent = await self.protocol.audit.create_session(
-                    self.account, stored.root, stored.specs(), fee_wei
-                )
+                specs = stored.specs()
+                if len(specs) <= SEGMENTS_PER_REGISTRATION:
+                    session_id, sent = await self.protocol.audit.create_session(
+                        self.account, stored.root, specs, fee_wei
+                    )
+                else:
+                    # Too many segments for one transaction: the session is created registering,
+                    # with the whole fee, and `_register_rest` registers them in runs below.
+                    session_id, sent = await self.protocol.audit.create_empty_session(
+                        self.account, stored.root, len(specs), fee_wei
+                    )
                 tx_hash, block = sent.tx_hash, sent.block_number
                 break
             except Exception as exc:
                 await self.outage.wait(exc, stopped=self._opening_interrupted)
         self.outage.recovered()
-        self.marks["created"] = time.time()
         self.record.session_id = session_id
         self.record.created_tx = tx_hash
         self.created_block = block
         self._tx("create_session", tx_hash)
+        await self._register_rest()
+        self.marks["created"] = time.time()
         self._say("session", 1, 1, f"session {session_id} opened in block {block}")
         return session_id
+
+    async def _register_rest(self) -> None:
+        """Registers the segments the chain does not hold yet, `SEGMENTS_PER_REGISTRATION` a
+        transaction, from the count the chain reports: after a lost connection or a restart
+        (`attach`), it goes on where the chain says registration stopped. The session opens (its
+        randomness block is fixed) with the last one."""
+        specs = self.record.stored.specs()
+        while True:
+            try:
+                session = await self.protocol.audit.session(self.session_id)
+                if session.status is not SessionStatus.REGISTERING:
+                    break
+                first = session.registered_count
+                run = specs[first : first + SEGMENTS_PER_REGISTRATION]
+                sent = await self.protocol.audit.register_segments(self.account, self.session_id, run)
+            except Exception as exc:
+                await self.outage.wait(exc, stopped=self.interrupted)
+                continue
+            self.outage.recovered()
+            self._tx("register_segments", sent.tx_hash)
+            self._say("session", 0, 1, f"{first + len(run)} of {len(specs)} segments registered")
 
     async def _unmined(self) -> int:
         """Transactions of this wallet the node holds but has not mined."""
@@ -223,6 +260,7 @@ class SessionDriver:
             receipt = await self.protocol.chain.w3.eth.get_transaction_receipt(self.record.created_tx)  # type: ignore[arg-type]
             self.created_block = int(receipt["blockNumber"])
         self.marks.setdefault("create_sent", time.time())
+        await self._register_rest()
         for committee in await self.protocol.audit.committees_drawn(self.created_block, self.session_id):
             self._track(committee, time.time(), delivered=False)
 
@@ -277,16 +315,26 @@ class SessionDriver:
         await self._deliver()
         if self.finalize:
             ready = [
-                info.segment_id
+                info
                 for info in infos
                 if info.status is SegmentStatus.VOTING
                 # Every seat done (a seat may weigh several of the committee's draws, so the
                 # round has `seat_count` seats, not `committee_size`), or the window is over.
                 and (_all_seats_done(info) or timestamp > info.reveal_deadline)
             ]
+            settled = False
             if ready:
-                await self._finalize_segments(ready)
-            if all(info.status.is_final for info in infos) or session.finalized_count == session.segment_count:
+                escalated = await self._finalize_segments(ready)
+                # Every open segment was just finalized and none escalated: the trace is finalized
+                # now, not a block later (should the chain disagree, the call reverts in its
+                # estimate, sends nothing, and the next block's read decides).
+                open_now = {info.segment_id for info in infos if not info.status.is_final}
+                settled = escalated is not None and not escalated and open_now <= {i.segment_id for i in ready}
+            if (
+                settled
+                or all(info.status.is_final for info in infos)
+                or session.finalized_count == session.segment_count
+            ):
                 await self._finalize_trace()
         # Only now: a step cut off above runs again on this block instead of waiting for the next.
         loop.open_ids = [info.segment_id for info in infos if not info.status.is_final]
@@ -294,13 +342,9 @@ class SessionDriver:
         return False
 
     async def _segments(self, ids: Sequence[int]) -> list[SegmentInfo]:
-        gate = asyncio.Semaphore(_READ_CONCURRENCY)
-
-        async def one(segment: int) -> SegmentInfo:
-            async with gate:
-                return await self.protocol.audit.segment(self.session_id, segment)
-
-        return list(await asyncio.gather(*(one(i) for i in ids)))
+        return await gather_bounded(
+            _READ_CONCURRENCY, [partial(self.protocol.audit.segment, self.session_id, i) for i in ids]
+        )
 
     def _latest(self) -> dict[int, RoundTrack]:
         latest: dict[int, RoundTrack] = {}
@@ -344,20 +388,23 @@ class SessionDriver:
             )
 
     async def _draw(self, waiting: Sequence[SegmentInfo], block: int) -> None:
-        ready = [info.segment_id for info in waiting if block > info.randomness_block]
-        if not ready:
-            return
-        try:
-            sent = await self.protocol.audit.assign_auditors(self.account, self.session_id, ready)
-        except ContractReverted as exc:
-            log.debug("session %s: draw of %s lost a race or waits: %s", self.session_id, ready, exc)
-            return
-        self._tx("assign_auditors", sent.tx_hash)
-        now = time.time()
-        drawn = self.protocol.audit.committees_in(sent)
-        for committee in drawn:
-            self._track(committee, now, delivered=False)
-        self._say_draws(f"{len(drawn)} committees drawn")
+        ready = [info for info in waiting if block > info.randomness_block]
+        for run in bounded_runs(ready, DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+            ids = [info.segment_id for info in run]
+            try:
+                sent = await self.protocol.audit.assign_auditors(self.account, self.session_id, ids)
+            except ContractReverted as exc:
+                log.debug("session %s: draw of %s lost a race or waits: %s", self.session_id, ids, exc)
+                continue
+            self._tx("assign_auditors", sent.tx_hash)
+            now = time.time()
+            drawn = self.protocol.audit.committees_in(sent)
+            for committee in drawn:
+                self._track(committee, now, delivered=False)
+            self._say_draws(f"{len(drawn)} committees drawn")
+            # These committees get their keys before the next run is drawn: with a large trace
+            # the first auditors start while the rest is still being drawn.
+            await self._deliver()
 
     async def _find_committees(self, voting: Sequence[SegmentInfo]) -> None:
         """Committees somebody else drew (or that a crash lost) come from the chain's events."""
@@ -389,22 +436,31 @@ class SessionDriver:
         self.envelopes += len(envelopes)
         self._say("keys", sum(1 for t in self.rounds.values() if t.delivered_at), len(self.rounds))
 
-    async def _finalize_segments(self, ready: Sequence[int]) -> None:
-        try:
-            sent = await self.protocol.audit.finalize_segments(self.account, self.session_id, ready)
-        except ContractReverted as exc:
-            log.debug("session %s: finalizing %s lost a race: %s", self.session_id, ready, exc)
-            return
-        self._tx("finalize_segments", sent.tx_hash)
-        now = time.time()
-        escalated = set(self.protocol.audit.escalations_in(sent))
-        for segment in ready:
-            if segment in escalated:
+    async def _finalize_segments(self, ready: Sequence[SegmentInfo]) -> set[int] | None:
+        """Finalizes `ready` (`FINALIZE_DRAWS_PER_TRANSACTION` draws a transaction); returns the
+        segments that escalated to a new round instead, or None when a call lost a race (someone
+        else finalized first: the next block's read shows what they did)."""
+        escalated: set[int] = set()
+        lost = False
+        for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+            ids = [info.segment_id for info in run]
+            try:
+                sent = await self.protocol.audit.finalize_segments(self.account, self.session_id, ids)
+            except ContractReverted as exc:
+                log.debug("session %s: finalizing %s lost a race: %s", self.session_id, ids, exc)
+                lost = True
+                continue
+            self._tx("finalize_segments", sent.tx_hash)
+            now = time.time()
+            escalated_now = set(self.protocol.audit.escalations_in(sent))
+            for segment in escalated_now:
                 round_id = self._round_of(segment) + 1
                 self._opened.setdefault(segment * 1000 + round_id, now)
                 self._rounds_needed[segment] = max(self._rounds_needed.get(segment, 1), round_id + 1)
+            escalated |= escalated_now
         if escalated:
             self._say_draws(f"{len(escalated)} escalated")
+        return None if lost else escalated
 
     def _say_draws(self, message: str) -> None:
         """Committees drawn of the committees needed so far: every segment's first round, plus one per
@@ -467,7 +523,9 @@ class SessionDriver:
         while True:
             published = await self.protocol.segment_keys.reports_for(self.session_id, from_block=self.created_block)
             fresh = [p for p in published if (p.segment_id, p.round, p.seat_index) not in set(found) | failed]
-            for item, report in zip(fresh, await asyncio.gather(*(self._open(p) for p in fresh)), strict=True):
+            for item, report in zip(
+                fresh, await gather_bounded(_READ_CONCURRENCY, [partial(self._open, p) for p in fresh]), strict=True
+            ):
                 key = (item.segment_id, item.round, item.seat_index)
                 if report is None:
                     failed.add(key)
@@ -499,29 +557,46 @@ class SessionDriver:
             return None
 
     async def _revealed_seats(self) -> set[tuple[int, int, int]]:
-        seats: set[tuple[int, int, int]] = set()
-        for (segment, round_id), track in self.rounds.items():
-            infos = await asyncio.gather(
-                *(self.protocol.audit.seat(self.session_id, segment, round_id, i) for i in range(len(track.members)))
-            )
-            seats |= {(segment, round_id, i) for i, info in enumerate(infos) if info.revealed}
+        tracks = list(self.rounds.values())
+        return {
+            (track.segment, track.round, i)
+            for track, seats in zip(tracks, await self._round_seats(tracks), strict=True)
+            for i, info in enumerate(seats)
+            if info.revealed
+        }
+
+    async def _round_seats(self, tracks: Sequence[RoundTrack]) -> list[list[SeatInfo]]:
+        """The seats of each round in `tracks`, read `_READ_CONCURRENCY` at a time."""
+        pairs = [(track, i) for track in tracks for i in range(len(track.members))]
+        infos = await gather_bounded(
+            _READ_CONCURRENCY,
+            [partial(self.protocol.audit.seat, self.session_id, t.segment, t.round, i) for t, i in pairs],
+        )
+        seats: list[list[SeatInfo]] = []
+        at = 0
+        for track in tracks:
+            seats.append(infos[at : at + len(track.members)])
+            at += len(track.members)
         return seats
 
     async def outcomes(self, reports: dict[tuple[int, int, int], AuditReport]) -> list[SegmentOutcome]:
         stored = self.record.stored
         infos = await self._segments(range(len(stored.segments)))
         tau = int((await self.protocol.audit.session_params(self.session_id))["tauBps"]) / _BPS
+        tracks = [self.rounds.get((info.segment_id, info.round)) for info in infos]
+        drawn = [track for track in tracks if track is not None]
+        seats_of = {(t.segment, t.round): seats for t, seats in zip(drawn, await self._round_seats(drawn), strict=True)}
+        critiques_of: dict[int, list[Critique]] = {}
+        for (segment, _round, _seat), r in sorted(reports.items()):
+            critiques_of.setdefault(segment, []).append(
+                Critique(r.auditor, r.tier, r.round, r.vote, r.score, r.critique, r.error_type, r.expected)
+            )
         outcomes = []
-        for info, key, leaf in zip(infos, stored.segments, stored.leaves, strict=True):
-            track = self.rounds.get((info.segment_id, info.round))
-            tally = await self._tally(track) if track is not None else None
+        for info, key, leaf, track in zip(infos, stored.segments, stored.leaves, tracks, strict=True):
+            tally = _tally(seats_of[(track.segment, track.round)]) if track is not None else None
             share = tally[0] if tally is not None else 0.0
             why = _why_undetermined(info, tally, tau) if info.status is SegmentStatus.UNDETERMINED else ""
-            critiques = tuple(
-                Critique(r.auditor, r.tier, r.round, r.vote, r.score, r.critique, r.error_type, r.expected)
-                for (segment, _round, _seat), r in sorted(reports.items())
-                if segment == info.segment_id
-            )
+            critiques = tuple(critiques_of.get(info.segment_id, ()))
             outcomes.append(
                 SegmentOutcome(
                     info.segment_id,
@@ -539,22 +614,17 @@ class SessionDriver:
             )
         return outcomes
 
-    async def _tally(self, track: RoundTrack) -> tuple[float, float, float]:
-        """Shares of the round's voting weight that revealed pass, revealed fail, and revealed
-        nothing (silent seats count against both outcomes, as on chain). A seat weighs its units,
-        the committee draws its member won, so the shares are of the committee size."""
-        seats = await asyncio.gather(
-            *(
-                self.protocol.audit.seat(self.session_id, track.segment, track.round, i)
-                for i in range(len(track.members))
-            )
-        )
-        total = sum(seat.weight for seat in seats)
-        if not total:
-            return 0.0, 0.0, 1.0
-        passed = sum(seat.weight for seat in seats if seat.revealed and seat.vote)
-        failed = sum(seat.weight for seat in seats if seat.revealed and not seat.vote)
-        return passed / total, failed / total, (total - passed - failed) / total
+
+def _tally(seats: Sequence[SeatInfo]) -> tuple[float, float, float]:
+    """Shares of a round's voting weight that revealed pass, revealed fail, and revealed nothing
+    (silent seats count against both outcomes, as on chain). A seat weighs its units, the committee
+    draws its member won, so the shares are of the committee size."""
+    total = sum(seat.weight for seat in seats)
+    if not total:
+        return 0.0, 0.0, 1.0
+    passed = sum(seat.weight for seat in seats if seat.revealed and seat.vote)
+    failed = sum(seat.weight for seat in seats if seat.revealed and not seat.vote)
+    return passed / total, failed / total, (total - passed - failed) / total
 
 
 def _all_seats_done(info: SegmentInfo) -> bool:

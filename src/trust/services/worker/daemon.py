@@ -55,12 +55,13 @@ import httpx
 from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import FINALIZE_DRAWS_PER_TRANSACTION, VOTES_PER_TRANSACTION, Protocol
 from trust.adapters.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor, Verdict, audit_seat, request_from_plaintexts
 from trust.core.amounts import eth_text
 from trust.core.backoff import backoff_delay
+from trust.core.batching import bounded_runs
 from trust.core.privacy.envelopes import MAX_ENVELOPE_BYTES, KeyGrant, open_envelope
 from trust.core.privacy.reports import MAX_EXPECTED_BYTES, AuditReport, clip_text, seal_report
 from trust.errors import (
@@ -349,12 +350,13 @@ class Worker:
             await self._prime_pipeline(last + 1)
         while last < head:
             end = min(head, last + self.settings.log_blocks)
-            drawn = await self.protocol.audit.committees_drawn(last + 1, to_block=end)
-            envelopes = await self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end)
-            self._pipeline.apply(
-                await self.protocol.audit.draw_events(last + 1, to_block=end),
-                [(c.session_id, c.segment_id, c.round) for c in drawn],
+            # The three reads are independent: one round trip's wait instead of three.
+            drawn, envelopes, draw_events = await asyncio.gather(
+                self.protocol.audit.committees_drawn(last + 1, to_block=end),
+                self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end),
+                self.protocol.audit.draw_events(last + 1, to_block=end),
             )
+            self._pipeline.apply(draw_events, [(c.session_id, c.segment_id, c.round) for c in drawn])
             mine = [c for c in drawn if self._address in c.members]
             # The event's deadlines are those of the draw; a window that closed early since (every
             # seat committed: a scan that catches up after a restart) is read from the segment,
@@ -1012,6 +1014,8 @@ class Worker:
         wall = self._clock()
         batch: list[SeatRecord] = []
         for seat in self.store.seats([SeatState.VOTED, SeatState.COMMITTING]):
+            if len(batch) == VOTES_PER_TRANSACTION:
+                break  # the rest go in the next tick's transaction
             if seat.next_try > wall:
                 continue
             # The commit lands in a later block: leave a block's worth of time at least.
@@ -1115,6 +1119,8 @@ class Worker:
         wall = self._clock()
         batch: list[SeatRecord] = []
         for seat in self.store.seats([SeatState.COMMITTING, SeatState.COMMITTED]):
+            if len(batch) == VOTES_PER_TRANSACTION:
+                break  # the rest go in the next tick's transaction
             if seat.next_try > wall or now.timestamp <= seat.commit_deadline:
                 continue
             if seat.state is SeatState.COMMITTING:
@@ -1335,24 +1341,25 @@ class Worker:
         for session_id, seats in due.items():
             infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
             phases = await asyncio.gather(*(self.protocol.audit.phase(session_id, s.segment_id) for s in seats))
-            ready = sorted(
-                {
-                    s.segment_id
-                    for s, phase, info in zip(seats, phases, infos, strict=True)
-                    if phase is Phase.FINALIZABLE and info.round == s.round
-                }
-            )
-            if ready:
+            finalizable = {
+                info.segment_id: info
+                for s, phase, info in zip(seats, phases, infos, strict=True)
+                if phase is Phase.FINALIZABLE and info.round == s.round
+            }
+            ready = [finalizable[segment] for segment in sorted(finalizable)]
+            for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+                ids = [info.segment_id for info in run]
                 try:
-                    sent = await self.protocol.audit.finalize_segments(self.identity.account, session_id, ready)
-                    self.log.info("s%d: finalized segments %s in %s", session_id, ready, sent.tx_hash)
+                    sent = await self.protocol.audit.finalize_segments(self.identity.account, session_id, ids)
+                    self.log.info("s%d: finalized segments %s in %s", session_id, ids, sent.tx_hash)
                 except ContractReverted as exc:
                     self.log.info(
                         "s%d: finalizing %s was refused (%s); another worker was first",
                         session_id,
-                        ready,
+                        ids,
                         exc.error_name,
                     )
+            if ready:
                 infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
             for seat, info in zip(seats, infos, strict=True):
                 if info.round == seat.round and not info.status.is_final:
