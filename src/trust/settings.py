@@ -401,6 +401,16 @@ class WorkerSettings(BaseModel):
 
     data_dir: Path | None = Field(None, description="state of the worker (SQLite); <home>/worker/<address> when unset")
     poll_seconds: float = Field(1.0, gt=0, le=60, description="how often the chain is read for new events")
+    block_poll_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=60,
+        description=(
+            "between two reads, look this often for a new block and read at once when one came (one "
+            "eth_blockNumber each time): a key envelope or a closed commit window is acted on within this "
+            "long instead of poll_seconds; unset: only every poll_seconds"
+        ),
+    )
     commit_margin_seconds: float = Field(
         5.0, ge=0, description="aim to commit at least this long before the commit window closes"
     )

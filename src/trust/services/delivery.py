@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -45,7 +45,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account.signers.local import LocalAccount
 
 from trust.adapters.chain.protocol import KeyEnvelope, Protocol
-from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec
+from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec, SessionInfo
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import AuditLayer, AuditRequest
 from trust.auditors.checks.messages import edge_decidable
@@ -471,8 +471,20 @@ async def receive_keys(
     ]
 
 
-async def open_granted(protocol: Protocol, kubo: KuboClient, session_id: int, grant: KeyGrant) -> dict[str, bytes]:
+async def open_granted(
+    protocol: Protocol,
+    kubo: KuboClient,
+    session_id: int,
+    grant: KeyGrant,
+    *,
+    session: SessionInfo | None = None,
+    digests: MutableMapping[tuple[int, int], bytes] | None = None,
+) -> dict[str, bytes]:
     """The plaintext of every segment `grant` unlocks, by node id, the seat's own node first.
+
+    `session` is the session as just read (read here when None). `digests` caches the content digests
+    registered on chain by (session, segment): they never change once registered, so a worker
+    opening many seats of one trace (whose parents repeat) reads each once.
 
     A segment registered on chain (index below the session's `segmentCount`) must have a CID carrying
     the digest registered for its index. A context-only parent (an index past them, delivered but
@@ -482,7 +494,8 @@ async def open_granted(protocol: Protocol, kubo: KuboClient, session_id: int, gr
     decrypted. Every refusal is a `VerificationError` naming the segment; nothing is fetched before
     every entry checked.
     """
-    session = await protocol.audit.session(session_id)
+    if session is None:
+        session = await protocol.audit.session(session_id)
     count = session.segment_count
     own = grant.segments[0]
     if own.segment_index >= count or own.context:
@@ -491,18 +504,24 @@ async def open_granted(protocol: Protocol, kubo: KuboClient, session_id: int, gr
             f"of the {count} segments registered on chain, not a context-only one; nothing was fetched or decrypted"
         )
     registered = [key for key in grant.segments if key.segment_index < count]
-    infos = await asyncio.gather(*(protocol.audit.segment(session_id, key.segment_index) for key in registered))
-    for key, info in zip(registered, infos, strict=True):
+    known = digests if digests is not None else {}
+    unread = [key.segment_index for key in registered if (session_id, key.segment_index) not in known]
+    for index, info in zip(
+        unread, await asyncio.gather(*(protocol.audit.segment(session_id, i) for i in unread)), strict=True
+    ):
+        known[(session_id, index)] = info.content_digest
+    for key in registered:
+        content_digest = known[(session_id, key.segment_index)]
         if key.context:
             raise VerificationError(
                 f"segment {key.segment_index} ({key.node_id!r}) of session {session_id}: the envelope gives it an "
                 "inclusion proof, but it is registered on chain, so it is checked against its content digest and "
                 "carries none; nothing was fetched or decrypted"
             )
-        if digest32(key.cid) != info.content_digest:
+        if digest32(key.cid) != content_digest:
             raise VerificationError(
                 f"segment {key.segment_index} ({key.node_id!r}) of session {session_id}: the envelope points to "
-                f"{key.cid}, but the segment registered on chain has content digest 0x{info.content_digest.hex()}; "
+                f"{key.cid}, but the segment registered on chain has content digest 0x{content_digest.hex()}; "
                 "nothing was fetched or decrypted"
             )
     for key in grant.segments:

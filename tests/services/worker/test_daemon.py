@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eth_account import Account
 
+from trust.adapters.chain.client import ChainClient
 from trust.adapters.chain.types import SegmentStatus, SessionStatus
 from trust.adapters.chain.wallets import load_keystore
 from trust.adapters.storage.kubo import KuboClient
@@ -450,3 +452,31 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
     for seat in seats:
         info = await network.protocol.audit.seat(seat.session_id, seat.segment_id, seat.round, seat.seat_index)
         assert info.abstained and not info.committed
+
+
+async def test_with_block_poll_a_new_block_ends_the_pause_at_once(
+    network: Network, workers: list[Worker], chain: ChainClient
+) -> None:
+    """`block_poll_seconds`: between two reads the worker looks for a new block and reads at once
+    when one came, instead of sleeping out `poll_seconds`; without it, only an audit's end or the stop
+    cut the pause short."""
+    worker = workers[0]
+    worker.settings = WORKER_SETTINGS.model_copy(update={"poll_seconds": 30.0, "block_poll_seconds": 0.05})
+    await worker.tick()
+    stop = asyncio.Event()
+    pause = asyncio.create_task(worker._pause(stop, 30.0))
+    await asyncio.sleep(0.3)
+    assert not pause.done()  # Anvil mines only on a transaction here: no block yet
+    started = time.monotonic()
+    await chain.rpc("evm_mine", [])
+    await asyncio.wait_for(pause, timeout=5)
+    assert time.monotonic() - started < 1.0
+    # Without it, a new block does not end the pause.
+    worker.settings = WORKER_SETTINGS.model_copy(update={"poll_seconds": 30.0})
+    await worker.tick()
+    pause = asyncio.create_task(worker._pause(stop, 30.0))
+    await chain.rpc("evm_mine", [])
+    await asyncio.sleep(0.3)
+    assert not pause.done()
+    stop.set()
+    await asyncio.wait_for(pause, timeout=5)

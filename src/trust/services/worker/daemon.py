@@ -132,6 +132,10 @@ FINALIZE_STAGGER_SECONDS = 2
 settles the session: anyone may, the first call wins, and the others would pay for a revert."""
 
 
+_DIGEST_CACHE_ENTRIES = 100_000
+"""Content digests a worker keeps (about 150 bytes each) before it clears them and reads anew."""
+
+
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, ContractReverted):
         return False
@@ -215,6 +219,10 @@ class Worker:
         self._shown: tuple[object, ...] | None = None
         self._settled_sessions: set[int] = set()
         self._wake = asyncio.Event()  # set when an audit finishes: its vote is committed at once
+        self._head: int | None = None  # the block the last tick read
+        # Content digests registered on chain, by (session, segment): fixed at registration, and a
+        # trace's parents repeat from seat to seat (`open_granted`).
+        self._digests: dict[tuple[int, int], bytes] = {}
 
     # ------------------------------------------------------------------------------------ loop
 
@@ -275,18 +283,41 @@ class Worker:
         return ""
 
     async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
-        """Sleeps `seconds`, or less when the worker is stopped or an audit finished."""
-        waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+        """Sleeps `seconds`, or less when the worker is stopped, an audit finished or (with
+        `block_poll_seconds`) a new block came."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        every = self.settings.block_poll_seconds
+        while not stop.is_set() and not self._wake.is_set():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            await self._wait_for_either(stop, self._wake, min(remaining, every or remaining))
+            if every is None or stop.is_set() or self._wake.is_set() or self._head is None:
+                continue
+            # Read here, never in a task cancelled when the pause ends: web3 takes a thread lock for
+            # its HTTP session in an executor, and a request cancelled while waiting for that lock
+            # leaves it held, so every later request of the process would wait forever.
+            try:
+                if await self.protocol.chain.block_number() > self._head:
+                    break
+            except Exception:  # the provider raises transport-specific errors; the tick reports them
+                break
+        self._wake.clear()
+
+    @staticmethod
+    async def _wait_for_either(first: asyncio.Event, second: asyncio.Event, seconds: float) -> None:
+        waiters = [asyncio.create_task(first.wait()), asyncio.create_task(second.wait())]
         try:
             await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiter in waiters:
                 waiter.cancel()
-            self._wake.clear()
 
     async def tick(self) -> None:
         """One pass over the chain and every open seat."""
         now = await self._chain_time()
+        self._head = now.block
         # Never backwards: the latest block may be older than a time already reckoned from an
         # earlier one (blocks come every few seconds), and a deadline once passed stays passed.
         self._chain_seen = (max(float(now.timestamp), self._chain_now()), self._clock())
@@ -859,7 +890,11 @@ class Worker:
                 segment_index=seat.segment_id,
                 auditor=self._address,
             )
-            plaintexts = await open_granted(self.protocol, self.kubo, seat.session_id, grant)
+            if len(self._digests) > _DIGEST_CACHE_ENTRIES:
+                self._digests.clear()  # a bound, not an eviction policy: refilled from the chain as needed
+            plaintexts = await open_granted(
+                self.protocol, self.kubo, seat.session_id, grant, session=session, digests=self._digests
+            )
         except (VerificationError, GraphError) as exc:
             self._vote_unreadable(seat, str(exc), *_granted(grant))
             return None
