@@ -113,3 +113,30 @@ def test_a_state_file_still_being_created_is_a_clear_error(tmp_path: Path) -> No
     db.close()
     with pytest.raises(ConfigError, match="still being created"):
         WorkerStore.open_existing(path)
+
+
+def test_log_lines_skip_the_fsync_and_every_other_write_keeps_it(tmp_path: Path) -> None:
+    """A log line or the speed estimate is committed with `synchronous=NORMAL` (it survives the
+    worker's crash, not the machine's); the connection is back at FULL after each, and after a
+    failed one, so a seat's verdict and commitment are still fsynced before anything is sent."""
+    store = WorkerStore(tmp_path / "w.sqlite3", chain_id=CHAIN_ID, audit_contract=AUDIT, auditor=AUDITOR)
+    full, normal = 2, 1
+
+    def level() -> int:
+        return int(store._db.execute("PRAGMA synchronous").fetchone()[0])
+
+    assert level() == full
+    store.log(None, "started", "a line")
+    store.set_meta_json("audit_seconds", {"samples": [1.0]}, durable=False)
+    assert level() == full
+    with pytest.raises(RuntimeError), store.transaction(durable=False):
+        assert level() == normal
+        raise RuntimeError("cut off")
+    assert level() == full
+    assert [entry.event for entry in store.recent()] == ["started"]
+    assert store.meta_json("audit_seconds") == {"samples": [1.0]}
+    store.close()
+    # Written, not lost: a new connection reads both.
+    again = WorkerStore(tmp_path / "w.sqlite3", chain_id=CHAIN_ID, audit_contract=AUDIT, auditor=AUDITOR)
+    assert [entry.event for entry in again.recent()] == ["started"]
+    again.close()

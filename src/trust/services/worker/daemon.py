@@ -685,6 +685,7 @@ class Worker:
                 "backpressure": self.settings.backpressure,
                 "at": self._clock(),
             },
+            durable=False,
         )
 
     # ------------------------------------------------------------------------------------ audit
@@ -800,7 +801,7 @@ class Worker:
     def _measured(self, seconds: float) -> None:
         """One more audit's duration for the estimate, stored at once (a restart starts informed)."""
         self._times = self._times.with_sample(seconds)
-        self.store.set_meta_json(AUDIT_SECONDS_KEY, self._times.to_json())
+        self.store.set_meta_json(AUDIT_SECONDS_KEY, self._times.to_json(), durable=False)
 
     async def _audit_once(self, seat: SeatRecord, slot_at: float) -> None:
         """Audits the seat. An audit that ends in a verdict (or an abstention) is measured from
