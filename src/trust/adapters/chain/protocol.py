@@ -71,6 +71,7 @@ __all__ = [
     "SegmentKeysContract",
     "TokenContract",
     "VOTES_PER_TRANSACTION",
+    "draws_of",
     "open_chain",
     "protocol_artifacts",
 ]
@@ -95,6 +96,12 @@ VOTES_PER_TRANSACTION = 256
 FINALIZE_DRAWS_PER_TRANSACTION = SETTLEMENT_CHUNK_SEATS
 """Committee draws whose seats one `finalizeSegments` settles: at most as many seats as one
 settlement step, so that a call in which every seat forfeits fits the same budget."""
+
+
+def draws_of(info: SegmentInfo) -> int:
+    """A segment's committee draws, at least 1: its weight in `DRAWS_PER_TRANSACTION` and
+    `FINALIZE_DRAWS_PER_TRANSACTION` (`bounded_runs(segments, most, draws_of)`)."""
+    return max(1, info.committee_size)
 
 
 def _event_args(contract: AsyncContract, event: str, sent: SentTransaction) -> list[Any]:

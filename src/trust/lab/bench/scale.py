@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.lab.bench.e2e import gas_since, head_block
-from trust.lab.bench.throughput import running_total_trace
+from trust.lab.bench.throughput import LOCAL_COMMITTEE, running_total_trace, seat_capacity
 from trust.lab.localnet import LocalNetwork, WorkerSpec
 from trust.services.sdk.client import TrustClient
 from trust.services.sdk.config import AuditConfig
@@ -46,10 +46,6 @@ DEFAULT_WORKERS = 12
 MAX_NODES = 1024
 """The largest trace a session takes on the local network (`maxSegmentsPerSession`)."""
 _SEED = 1_000
-_COMMITTEE = 3
-"""Committee size of every tier on the local network (`trust.lab.localnet.LOCAL_PROTOCOL`)."""
-_SEAT_HEADROOM = 2
-"""Draws an auditor's stake backs, as a multiple of its fair share of the largest trace's seats."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +120,8 @@ def _check_sizes(sizes: Sequence[int], workers: int) -> list[int]:
         raise ValueError(f"sizes must be 2 to {MAX_NODES} nodes (a session's maxSegmentsPerSession), got {wrong}")
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"each size once, got {list(sizes)}")
-    if workers < _COMMITTEE:
-        raise ValueError(f"a committee of {_COMMITTEE} needs at least {_COMMITTEE} workers, got {workers}")
+    if workers < LOCAL_COMMITTEE:
+        raise ValueError(f"a committee of {LOCAL_COMMITTEE} needs at least {LOCAL_COMMITTEE} workers, got {workers}")
     return sorted(sizes)
 
 
@@ -140,7 +136,7 @@ async def run_scale_benchmark(
     ordered = _check_sizes(sizes, workers)
     say = progress or (lambda _message: None)
     rng = random.Random(_SEED)
-    capacity = max(64, _SEAT_HEADROOM * -(-ordered[-1] * _COMMITTEE // workers))
+    capacity = seat_capacity(ordered[-1], workers)
     runs: list[SizeRun] = []
     with tempfile.TemporaryDirectory(prefix="trust-scale-") as folder:
         say(f"starting the local network (anvil, IPFS, {workers} tier-1 workers)")

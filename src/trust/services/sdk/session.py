@@ -29,6 +29,7 @@ from trust.adapters.chain.protocol import (
     FINALIZE_DRAWS_PER_TRANSACTION,
     SEGMENTS_PER_REGISTRATION,
     Protocol,
+    draws_of,
 )
 from trust.adapters.chain.types import CommitteeDrawn, SeatInfo, SegmentInfo, SegmentStatus, SessionStatus
 from trust.adapters.storage.kubo import KuboClient
@@ -389,7 +390,7 @@ class SessionDriver:
 
     async def _draw(self, waiting: Sequence[SegmentInfo], block: int) -> None:
         ready = [info for info in waiting if block > info.randomness_block]
-        for run in bounded_runs(ready, DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+        for run in bounded_runs(ready, DRAWS_PER_TRANSACTION, draws_of):
             ids = [info.segment_id for info in run]
             try:
                 sent = await self.protocol.audit.assign_auditors(self.account, self.session_id, ids)
@@ -442,7 +443,7 @@ class SessionDriver:
         else finalized first: the next block's read shows what they did)."""
         escalated: set[int] = set()
         lost = False
-        for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+        for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, draws_of):
             ids = [info.segment_id for info in run]
             try:
                 sent = await self.protocol.audit.finalize_segments(self.account, self.session_id, ids)

@@ -55,7 +55,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 from eth_utils import to_checksum_address
 
-from trust.adapters.chain.protocol import FINALIZE_DRAWS_PER_TRANSACTION, VOTES_PER_TRANSACTION, Protocol
+from trust.adapters.chain.protocol import FINALIZE_DRAWS_PER_TRANSACTION, VOTES_PER_TRANSACTION, Protocol, draws_of
 from trust.adapters.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor, Verdict, audit_seat, request_from_plaintexts
@@ -1383,7 +1383,7 @@ class Worker:
                 if phase is Phase.FINALIZABLE and info.round == s.round
             }
             ready = [finalizable[segment] for segment in sorted(finalizable)]
-            for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, lambda info: max(1, info.committee_size)):
+            for run in bounded_runs(ready, FINALIZE_DRAWS_PER_TRANSACTION, draws_of):
                 ids = [info.segment_id for info in run]
                 try:
                     sent = await self.protocol.audit.finalize_segments(self.identity.account, session_id, ids)
