@@ -29,12 +29,21 @@ import pytest_asyncio
 from tests.core.graphs.cig_strategies import APPLES_LOG
 from trust.adapters.chain.client import ChainClient
 from trust.adapters.chain.compiler import compile_protocol
-from trust.adapters.chain.protocol import Protocol
+from trust.adapters.chain.protocol import AuditContract, Protocol
+from trust.adapters.chain.types import SessionStatus
 from trust.adapters.chain.wallets import load_keystore
 from trust.adapters.local.processes import free_port
 from trust.adapters.local.toolchain import Toolchain
 from trust.core.graphs.status import NodeStatus
-from trust.errors import AuditTimeout, ChainError, FeeTooLow, GraphError, InsufficientAuditors, IpfsError
+from trust.errors import (
+    AuditTimeout,
+    ChainError,
+    ContractReverted,
+    FeeTooLow,
+    GraphError,
+    InsufficientAuditors,
+    IpfsError,
+)
 from trust.lab.bench.throughput import running_total_trace
 from trust.lab.demo.clinical import FINAL, FLAWED_ERRORS, FLAWED_IDS, SOUND_IDS, flawed_trace, sound_trace
 from trust.lab.demo.expert import run_scripted_expert
@@ -284,3 +293,39 @@ async def test_a_trace_too_large_for_one_transaction_is_registered_drawn_and_fin
     assert len(result.transactions["register_segments"]) == 3  # 4 + 4 + 2
     assert len(result.transactions["assign_auditors"]) >= 5  # ten committees, two a draw
     _check_proof_and_phases(result)
+
+
+async def test_a_registration_cut_off_half_way_is_finished_by_resume(
+    network: LocalNetwork, client: TrustClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider stops after the first `registerSegments` of a trace registered in runs (here a
+    refusal stands in for a failure there): the session is left registering with its fee paid, so
+    its record stays in the journal and its blobs pinned. `resume` registers the rest from the count
+    the chain holds, then audits as usual."""
+    monkeypatch.setattr(session_driver, "SEGMENTS_PER_REGISTRATION", 4)
+    real = AuditContract.register_segments
+    calls = 0
+
+    async def register_once(self: AuditContract, *args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise ContractReverted("registerSegments reverted with a stand-in for a crash", "Stop", {})
+        return await real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(AuditContract, "register_segments", register_once)
+    trace = running_total_trace(10, random.Random(6))
+    with pytest.raises(ContractReverted, match="stand-in") as raised:
+        await client.audit_trace(trace, AuditConfig(auditor_tiers=["computational"]))
+    # The fee is paid: the record and the blobs are kept, and the error says how to finish.
+    assert "`trust submit --resume" in " ".join(raised.value.__notes__)
+    chain, protocol = await _chain_view(network)
+    try:
+        session_id = int(await protocol.chain.call(protocol.audit.contract.functions.sessionCount()))
+        left = await protocol.audit.session(session_id)
+        assert left.status is SessionStatus.REGISTERING and (left.registered_count, left.segment_count) == (4, 10)
+    finally:
+        await chain.close()
+    monkeypatch.setattr(AuditContract, "register_segments", real)
+    result = await client.resume(session_id, AuditConfig(auditor_tiers=["computational"]))
+    assert result.session_id == session_id and result.verdict is Verdict.VALID

@@ -361,7 +361,17 @@ class TrustClient:
             await driver.open(fee)
         except SessionInterrupted:
             raise  # the connection went while createSession was on its way: it may be mined, keep all
-        except BaseException:
+        except BaseException as exc:
+            if record.session_id is not None:
+                # The session exists (a large trace still registering its segments in runs): its fee
+                # is paid, so the record and the blobs stay for `resume` to finish it.
+                if journal:
+                    self.journal.save(record)
+                    exc.add_note(
+                        f"session {record.session_id} is open on chain and still registering its segments: "
+                        f"`trust submit --resume {record.session_id}` registers the rest and audits it"
+                    )
+                raise
             if journal:
                 self.journal.discard(record)
             await unpin(kubo, [key.cid for key in stored.all_segments])
