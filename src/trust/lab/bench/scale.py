@@ -32,12 +32,12 @@ from rich.console import Console
 from rich.table import Table
 
 from trust.lab.bench.e2e import gas_since, head_block
-from trust.lab.bench.throughput import LOCAL_COMMITTEE, running_total_trace, seat_capacity
+from trust.lab.bench.throughput import right_verdict, running_total_trace, seat_capacity
 from trust.lab.localnet import LocalNetwork, WorkerSpec
 from trust.services.sdk.client import TrustClient
 from trust.services.sdk.config import AuditConfig
 from trust.services.sdk.progress import ProgressEvent
-from trust.services.sdk.result import AuditResult, Verdict
+from trust.services.sdk.result import AuditResult
 
 __all__ = ["DEFAULT_SIZES", "DEFAULT_WORKERS", "ScaleBench", "SizeRun", "render", "run_scale_benchmark"]
 
@@ -62,8 +62,7 @@ class SizeRun:
     @property
     def right(self) -> bool:
         """INVALID, with the flawed step as the one root cause."""
-        causes = {cause.node_id for cause in self.result.root_causes}
-        return self.result.verdict is Verdict.INVALID and causes == {f"s{self.flawed_step}"}
+        return right_verdict(self.result, self.flawed_step)
 
     def figures(self) -> dict[str, Any]:
         seats = max(self.result.seats, 1)
@@ -112,7 +111,7 @@ def _ipfs_bytes(repo: Path) -> int:
     return sum(path.stat().st_size for path in (repo / "blocks").rglob("*") if path.is_file())
 
 
-def _check_sizes(sizes: Sequence[int], workers: int) -> list[int]:
+def _check_sizes(sizes: Sequence[int]) -> list[int]:
     if not sizes:
         raise ValueError("give at least one size")
     wrong = [n for n in sizes if not 2 <= n <= MAX_NODES]
@@ -120,8 +119,6 @@ def _check_sizes(sizes: Sequence[int], workers: int) -> list[int]:
         raise ValueError(f"sizes must be 2 to {MAX_NODES} nodes (a session's maxSegmentsPerSession), got {wrong}")
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"each size once, got {list(sizes)}")
-    if workers < LOCAL_COMMITTEE:
-        raise ValueError(f"a committee of {LOCAL_COMMITTEE} needs at least {LOCAL_COMMITTEE} workers, got {workers}")
     return sorted(sizes)
 
 
@@ -133,7 +130,7 @@ async def run_scale_benchmark(
 ) -> ScaleBench:
     """One flawed running-total trace of each size in `sizes`, audited one after the other on one
     local network of `workers` tier-1 workers (see the module docstring)."""
-    ordered = _check_sizes(sizes, workers)
+    ordered = _check_sizes(sizes)
     say = progress or (lambda _message: None)
     rng = random.Random(_SEED)
     capacity = seat_capacity(ordered[-1], workers)

@@ -45,11 +45,11 @@ __all__ = [
     "DEFAULT_NODES",
     "DEFAULT_SESSIONS",
     "DEFAULT_WORKERS",
-    "LOCAL_COMMITTEE",
     "ThroughputBench",
     "TraceRun",
     "render",
     "run_throughput_benchmark",
+    "right_verdict",
     "running_total_trace",
     "seat_capacity",
 ]
@@ -58,7 +58,7 @@ DEFAULT_SESSIONS = 20
 DEFAULT_WORKERS = 12
 DEFAULT_NODES = 10
 _SEED = 2_024
-LOCAL_COMMITTEE = 3
+_COMMITTEE = 3
 """Committee size of every tier on the local network (`trust.lab.localnet.LOCAL_PROTOCOL`)."""
 _SEAT_HEADROOM = 2
 """Draws an auditor's stake backs, as a multiple of its fair share of all the seats at once."""
@@ -66,8 +66,21 @@ _SEAT_HEADROOM = 2
 
 def seat_capacity(segments_at_once: int, workers: int) -> int:
     """The `LocalNetwork.seat_capacity` for `segments_at_once` segments open at once among `workers`
-    tier-1 workers: every seat may be open at once, so each auditor's stake backs twice its share."""
-    return max(64, _SEAT_HEADROOM * -(-segments_at_once * LOCAL_COMMITTEE // workers))
+    tier-1 workers: every seat may be open at once, so each auditor's stake backs twice its share.
+    Too few workers for a committee is a `ValueError`."""
+    if workers < _COMMITTEE:
+        raise ValueError(f"a committee of {_COMMITTEE} needs at least {_COMMITTEE} workers, got {workers}")
+    return max(64, _SEAT_HEADROOM * -(-segments_at_once * _COMMITTEE // workers))
+
+
+def right_verdict(result: AuditResult, flawed_step: int | None) -> bool:
+    """Whether a running total's audit is right: VALID when sound; INVALID with the flawed step as
+    the one root cause when flawed."""
+    expected = Verdict.VALID if flawed_step is None else Verdict.INVALID
+    if result.verdict is not expected:
+        return False
+    causes = {cause.node_id for cause in result.root_causes}
+    return causes == (set() if flawed_step is None else {f"s{flawed_step}"})
 
 
 def running_total_trace(nodes: int, rng: random.Random, *, flawed_step: int | None = None) -> Hdag:
@@ -121,10 +134,7 @@ class TraceRun:
     @property
     def right(self) -> bool:
         """The verdict expected, and for a flawed trace its flawed step as the one root cause."""
-        if self.result.verdict is not self.expected:
-            return False
-        causes = {cause.node_id for cause in self.result.root_causes}
-        return causes == (set() if self.flawed_step is None else {f"s{self.flawed_step}"})
+        return right_verdict(self.result, self.flawed_step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +183,12 @@ async def run_throughput_benchmark(
     """`sessions` running-total traces of `nodes` nodes audited at once (see the module docstring)."""
     if sessions < 1:
         raise ValueError(f"sessions must be at least 1, got {sessions}")
-    if workers < LOCAL_COMMITTEE:
-        raise ValueError(f"a committee of {LOCAL_COMMITTEE} needs at least {LOCAL_COMMITTEE} workers, got {workers}")
+    # Every seat of every session may be open at once: each auditor's stake must back its share.
+    capacity = seat_capacity(sessions * nodes, workers)
     say = progress or (lambda _message: None)
     rng = random.Random(_SEED)
     flaws = [None if index % 2 == 0 else rng.randint(1, nodes - 1) for index in range(sessions)]
     traces = [running_total_trace(nodes, rng, flawed_step=flaw) for flaw in flaws]
-    # Every seat of every session may be open at once: each auditor's stake must back its share.
-    capacity = seat_capacity(sessions * nodes, workers)
     with tempfile.TemporaryDirectory(prefix="trust-throughput-") as folder:
         say(f"starting the local network (anvil, IPFS, {workers} tier-1 workers)")
         specs = [WorkerSpec(1) for _ in range(workers)]
