@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from eth_account.signers.local import LocalAccount
+from web3.exceptions import ContractLogicError
 
 from tests.one_unit import ONE_UNIT_STAKES
 from trust.adapters.chain.client import ChainClient, SentTransaction
@@ -316,3 +317,48 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     with pytest.raises(ContractReverted) as final:
         await audit.finalize_segments(world.deployer, session_id, [0])
     assert final.value.error_name == "AuditSessionNotOpen"
+
+    await _views_read_as_web3_reads_them(world, session_id)
+
+
+def _shape(value: object) -> object:
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return ("record", value._fields, [_shape(v) for v in value])
+    if isinstance(value, tuple | list):
+        return (type(value).__name__, [_shape(v) for v in value])
+    return (type(value).__name__, value)
+
+
+async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
+    """Every view of the protocol's contracts whose arguments are numbers and addresses, called on
+    this session's state (ids 0 and 1, the session, an auditor of it): `ChainClient.call` (its
+    `ViewPlan`, `trust.adapters.chain.views`) returns exactly what web3's own call returns, and
+    reverts the same way."""
+    auditor = world.llm[0]
+    compared = 0
+    for handle in (world.protocol.audit, world.protocol.registry, world.protocol.segment_keys, world.protocol.params):
+        contract = handle.contract
+        for item in contract.abi:
+            if item.get("type") != "function" or item.get("stateMutability") not in ("view", "pure"):
+                continue
+            types = [p["type"] for p in item["inputs"]]
+            if not all(t.startswith("uint") or t == "address" for t in types):
+                continue
+            for small in (0, 1):
+                args = [
+                    auditor if t == "address" else session_id if "session" in p["name"].lower() else small
+                    for t, p in zip(types, item["inputs"], strict=True)
+                ]
+                fn = contract.functions[item["name"]](*args)
+                try:
+                    expected: object = _shape(await fn.call())
+                except ContractLogicError:
+                    expected = ("raises", "a revert")
+                try:
+                    got: object = _shape(await world.chain.call(contract.functions[item["name"]](*args)))
+                except ContractReverted:
+                    got = ("raises", "a revert")
+                assert got == expected, (item["name"], args)
+                compared += expected[0] != "raises"
+    assert compared > 40
+    assert world.chain._views, "the views were read through their plans"

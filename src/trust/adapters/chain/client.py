@@ -9,6 +9,7 @@ of our contracts (name and arguments), never as a raw hex blob.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,9 +22,10 @@ from eth_utils import function_signature_to_4byte_selector, to_checksum_address
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.contract.async_contract import AsyncContract, AsyncContractFunction
 from web3.exceptions import ContractLogicError, TimeExhausted, Web3RPCError
-from web3.types import BlockIdentifier, TxParams, TxReceipt
+from web3.types import BlockIdentifier, RPCEndpoint, TxParams, TxReceipt
 
 from trust.adapters.chain.compiler import Artifact
+from trust.adapters.chain.views import ViewPlan, abi_type
 from trust.errors import ChainError, ContractReverted
 
 __all__ = ["ChainClient", "ErrorDecoder", "SentTransaction"]
@@ -32,15 +34,6 @@ _PANIC_SELECTOR = bytes.fromhex("4e487b71")
 _ERROR_STRING_SELECTOR = bytes.fromhex("08c379a0")
 _GAS_HEADROOM = 1.25
 _GAS_MARGIN = 20_000
-
-
-def _abi_type(param: dict[str, Any]) -> str:
-    """The canonical ABI type of a parameter, expanding tuples."""
-    typ: str = param["type"]
-    if typ.startswith("tuple"):
-        inner = ",".join(_abi_type(c) for c in param["components"])
-        return f"({inner}){typ[len('tuple') :]}"
-    return typ
 
 
 class ErrorDecoder:
@@ -52,7 +45,7 @@ class ErrorDecoder:
             for item in abi:
                 if item.get("type") != "error":
                     continue
-                types = [_abi_type(p) for p in item["inputs"]]
+                types = [abi_type(p) for p in item["inputs"]]
                 names = [p["name"] or f"arg{i}" for i, p in enumerate(item["inputs"])]
                 selector = function_signature_to_4byte_selector(f"{item['name']}({','.join(types)})")
                 self._errors[selector] = (item["name"], names, types)
@@ -112,6 +105,15 @@ _NONCE_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[st
 )
 
 
+def _block_param(block: BlockIdentifier) -> Any:
+    """A block identifier as JSON-RPC takes it: a number in hex, a tag or hash as it is."""
+    if isinstance(block, int):
+        return hex(block)
+    if isinstance(block, bytes):
+        return "0x" + block.hex()
+    return block
+
+
 def _nonce_lock(rpc_url: str, address: str) -> asyncio.Lock:
     locks = _NONCE_LOCKS.setdefault(asyncio.get_running_loop(), {})
     return locks.setdefault((rpc_url, address), asyncio.Lock())
@@ -144,6 +146,7 @@ class ChainClient:
         self._timeout = tx_timeout_seconds
         self._chain_id: int | None = None
         self._closed = False
+        self._views: dict[tuple[str, str], ViewPlan | None] = {}
         #: External libraries this client deployed, by name: linked into every contract it deploys
         #: later (libraries hold no state, so one copy per client serves every deployment).
         self.libraries: dict[str, str] = {}
@@ -199,13 +202,44 @@ class ChainClient:
         return ContractReverted(f"{what} reverted with {name}({rendered})", name, args)
 
     async def call(self, fn: AsyncContractFunction, *, block: BlockIdentifier = "latest") -> Any:
-        """Calls a view function, translating reverts."""
+        """Calls a view function, translating reverts.
+
+        A function of a contract made by `contract` is called through its `ViewPlan` (see
+        `trust.adapters.chain.views`); whatever that path does not answer (an argument the codec
+        refuses, a revert, an empty result) is asked again through web3, which raises as usual."""
+        plan = self._view_plan(fn)
+        if plan is not None:
+            try:
+                data = plan.encode(self.w3.codec, fn.args or ())
+            except Exception:  # noqa: BLE001 - web3 normalizes what the strict codec refuses, or says why
+                data = None
+            if data is not None:
+                response = await self.w3.provider.make_request(
+                    RPCEndpoint("eth_call"), [{"to": fn.address, "data": data}, _block_param(block)]
+                )
+                result = response.get("result")
+                if isinstance(result, str) and len(result) > 2:
+                    with contextlib.suppress(Exception):  # web3 says what is wrong with it, below
+                        return plan.decode(self.w3.codec, bytes.fromhex(result[2:]))
         try:
             return await fn.call(block_identifier=block)
         except ContractLogicError as exc:
             raise self.revert_error(exc, f"{fn.fn_name}()") from exc
         except Web3RPCError as exc:
             raise ChainError(f"{fn.fn_name}() failed at {self.rpc_url}: {exc}") from exc
+
+    def _view_plan(self, fn: AsyncContractFunction) -> ViewPlan | None:
+        """The cached plan of `fn`'s function, or None (web3 then calls it): a contract not made
+        with `decode_tuples`, keyword arguments, a name the contract overloads, or outputs a plan
+        does not fit (`ViewPlan.fits`)."""
+        if not fn.decode_tuples or fn.kwargs or not fn.address:
+            return None
+        key = (fn.address, fn.fn_name)
+        if key not in self._views:
+            named = [i for i in fn.contract_abi if i.get("type") == "function" and i.get("name") == fn.fn_name]
+            fits = len(named) == 1 and ViewPlan.fits(dict(fn.abi))
+            self._views[key] = ViewPlan.of(dict(fn.abi)) if fits else None
+        return self._views[key]
 
     async def transact(self, fn: AsyncContractFunction, sender: LocalAccount, *, value: int = 0) -> SentTransaction:
         """Signs and sends a contract call from `sender`, waits for it to be mined, and checks it.

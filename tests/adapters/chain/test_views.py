@@ -1,0 +1,120 @@
+"""`ViewPlan` gives a view's result exactly the shape web3's `ContractFunction.call()` gives it.
+
+The expected values come from web3's own result pipeline (`map_abi_data` with its return
+normalizers, `named_tree`, `recursive_dict_to_namedtuple`), so a change in web3 shows up here; the
+chain-backed comparison over every view of the protocol is in `test_session_e2e.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eth_utils import function_abi_to_4byte_selector
+from web3 import Web3
+from web3._utils.abi import map_abi_data, named_tree, recursive_dict_to_namedtuple
+from web3._utils.normalizers import BASE_RETURN_NORMALIZERS
+
+from trust.adapters.chain.views import ViewPlan, abi_type
+
+A1 = "0x" + "ab" * 20
+A2 = "0x" + "0c" * 20
+
+STRUCT = {
+    "name": "v",
+    "type": "tuple",
+    "components": [
+        {"name": "who", "type": "address"},
+        {"name": "tier", "type": "uint8"},
+        {"name": "digest", "type": "bytes32"},
+        {"name": "members", "type": "address[]"},
+        {
+            "name": "seats",
+            "type": "tuple[]",
+            "components": [{"name": "auditor", "type": "address"}, {"name": "revealed", "type": "bool"}],
+        },
+        {"name": "label", "type": "string"},
+    ],
+}
+
+FUNCTIONS: list[tuple[dict[str, Any], list[Any]]] = [
+    (
+        {"name": "segment", "type": "function", "inputs": [{"name": "s", "type": "uint256"}], "outputs": [STRUCT]},
+        [(A1, 3, b"\x07" * 32, [A1, A2], [(A2, True), (A1, False)], "step")],
+    ),
+    (
+        {
+            "name": "params",
+            "type": "function",
+            "inputs": [{"name": "who", "type": "address"}, {"name": "ids", "type": "uint8[]"}],
+            "outputs": [{"name": "fee", "type": "uint256"}, {"name": "owner", "type": "address"}],
+        },
+        [10**20, A2],
+    ),
+    (
+        {
+            "name": "pair",
+            "type": "function",
+            "inputs": [],
+            "outputs": [{"name": "count", "type": "uint64"}, {"name": "blob", "type": "bytes"}],
+        },
+        [5, b"\x01\x02"],
+    ),
+    (
+        {"name": "committee", "type": "function", "inputs": [], "outputs": [{"name": "", "type": "address[]"}]},
+        [[A1, A2, A1]],
+    ),
+    (
+        {"name": "rows", "type": "function", "inputs": [], "outputs": [{**STRUCT, "type": "tuple[2]"}]},
+        [[(A1, 1, b"\x00" * 32, [], [], ""), (A2, 2, b"\x01" * 32, [A2], [(A1, True)], "x")]],
+    ),
+]
+
+
+def _web3_result(fn_abi: dict[str, Any], data: bytes) -> Any:
+    """What `async_call_contract_function` returns for `decode_tuples=True`."""
+    types = [abi_type(p) for p in fn_abi["outputs"]]
+    normalized = map_abi_data(BASE_RETURN_NORMALIZERS, types, Web3().codec.decode(types, data))
+    shaped = recursive_dict_to_namedtuple(named_tree(fn_abi["outputs"], normalized))
+    return shaped[0] if len(shaped) == 1 else shaped
+
+
+def _shape(value: Any) -> Any:
+    """The value with its container types and field names spelled out, for an exact comparison."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return ("record", value._fields, [_shape(v) for v in value])
+    if isinstance(value, tuple | list):
+        return (type(value).__name__, [_shape(v) for v in value])
+    return (type(value).__name__, value)
+
+
+@pytest.mark.parametrize(("fn_abi", "values"), FUNCTIONS, ids=[f["name"] for f, _ in FUNCTIONS])
+def test_a_view_plan_decodes_as_web3_does(fn_abi: dict[str, Any], values: list[Any]) -> None:
+    codec = Web3().codec
+    data = codec.encode([abi_type(p) for p in fn_abi["outputs"]], values)
+    plan = ViewPlan.of(fn_abi)
+    ours = plan.decode(codec, data)
+    assert _shape(ours) == _shape(_web3_result(fn_abi, data))
+    assert plan.selector == function_abi_to_4byte_selector(fn_abi)
+
+
+def test_several_unnamed_outputs_are_left_to_web3() -> None:
+    """web3 folds outputs of one (empty) name into one value; a plan would not, so none is made."""
+    unnamed = [{"name": "", "type": "uint64"}, {"name": "", "type": "bytes"}]
+    assert not ViewPlan.fits({"name": "pair", "type": "function", "inputs": [], "outputs": unnamed})
+    assert ViewPlan.fits({"name": "one", "type": "function", "inputs": [], "outputs": unnamed[:1]})
+    assert all(ViewPlan.fits(fn_abi) for fn_abi, _ in FUNCTIONS)
+
+
+def test_a_view_plan_encodes_as_web3_does() -> None:
+    fn_abi = FUNCTIONS[1][0]
+    contract = Web3().eth.contract(abi=[fn_abi])
+    args = [Web3.to_checksum_address(A1), [1, 2, 3]]
+    assert ViewPlan.of(fn_abi).encode(Web3().codec, args) == contract.encode_abi("params", args)
+
+
+def test_a_view_plan_refuses_what_the_codec_refuses() -> None:
+    """A value the strict codec will not encode raises (the client then asks web3, which
+    normalizes it or says what is wrong)."""
+    with pytest.raises(Exception, match="cannot be encoded"):
+        ViewPlan.of(FUNCTIONS[0][0]).encode(Web3().codec, ["not a number"])
