@@ -506,9 +506,7 @@ async def open_granted(
     registered = [key for key in grant.segments if key.segment_index < count]
     known = digests if digests is not None else {}
     unread = [key.segment_index for key in registered if (session_id, key.segment_index) not in known]
-    for index, info in zip(
-        unread, await asyncio.gather(*(protocol.audit.segment(session_id, i) for i in unread)), strict=True
-    ):
+    for index, info in zip(unread, await protocol.audit.segments([(session_id, i) for i in unread]), strict=True):
         known[(session_id, index)] = info.content_digest
     for key in registered:
         content_digest = known[(session_id, key.segment_index)]

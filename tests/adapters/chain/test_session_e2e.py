@@ -8,8 +8,10 @@ checks every balance, lock, forfeit and reputation against the paper's formulas.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eth_account.signers.local import LocalAccount
@@ -319,6 +321,7 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     assert final.value.error_name == "AuditSessionNotOpen"
 
     await _views_read_as_web3_reads_them(world, session_id)
+    await _logs_read_as_web3_reads_them(world, session_id)
 
 
 def _shape(value: object) -> object:
@@ -336,6 +339,8 @@ async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
     reverts the same way."""
     auditor = world.llm[0]
     compared = 0
+    answered: list[tuple[Any, object]] = []
+    reverting = None
     for handle in (world.protocol.audit, world.protocol.registry, world.protocol.segment_keys, world.protocol.params):
         contract = handle.contract
         for item in contract.abi:
@@ -360,5 +365,51 @@ async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
                     got = ("raises", "a revert")
                 assert got == expected, (item["name"], args)
                 compared += expected[0] != "raises"
+                if expected[0] != "raises":
+                    answered.append((contract.functions[item["name"]](*args), expected))
+                else:
+                    reverting = contract.functions[item["name"]](*args)
     assert compared > 40
     assert world.chain._views, "the views were read through their plans"
+    # in JSON-RPC batches, in order; a revert among them raises as it does alone
+    fns = [fn for fn, _ in answered]
+    assert [_shape(v) for v in await world.chain.call_many(fns)] == [e for _, e in answered]
+    with pytest.raises(ContractReverted):
+        await world.chain.call_many([*fns[:3], reverting, *fns[3:6]])
+
+
+def _shape_log(log: object) -> object:
+    if isinstance(log, Mapping):
+        return ("map", type(log).__name__, {k: _shape_log(v) for k, v in log.items()})
+    return _shape(log)
+
+
+async def _logs_read_as_web3_reads_them(world: World, session_id: int) -> None:
+    """Every event of the protocol's contracts in this session's blocks, read by
+    `ChainClient.get_logs` (its `EventPlan`s, `trust.adapters.chain.logs`) and by web3's own
+    `get_logs`: the same logs, the same shapes; so are a filtered read and a read of several
+    events in one request."""
+    chain, audit = world.chain, world.protocol.audit
+    found = 0
+    for handle in (audit, world.protocol.registry, world.protocol.segment_keys, world.protocol.params):
+        for item in handle.contract.abi:
+            if item.get("type") != "event":
+                continue
+            event = handle.contract.events[item["name"]]()
+            expected = [_shape_log(log) for log in await event.get_logs(from_block=0)]
+            assert [_shape_log(log) for log in await chain.get_logs(event, from_block=0)] == expected, item["name"]
+            found += len(expected)
+    assert found > 50
+    drawn = audit.contract.events.CommitteeDrawn()
+    by_session = await drawn.get_logs(from_block=0, argument_filters={"sessionId": session_id})
+    assert len(by_session) == 3  # two first rounds and the escalation
+    ours = await chain.get_logs(drawn, from_block=0, argument_filters={"sessionId": session_id})
+    assert [_shape_log(log) for log in ours] == [_shape_log(log) for log in by_session]
+    assert await chain.get_logs(drawn, from_block=0, argument_filters={"sessionId": session_id + 1}) == []
+    names = ["CommitteeDrawn", "SessionOpened", "SegmentEscalated"]
+    together = await chain.get_logs([audit.contract.events[n]() for n in names], from_block=0)
+    apart = [log for n in names for log in await audit.contract.events[n]().get_logs(from_block=0)]
+    apart.sort(key=lambda log: (log["blockNumber"], log["logIndex"]))
+    assert [_shape_log(log) for log in together] == [_shape_log(log) for log in apart]
+    assert {log["event"] for log in together} == set(names)
+    assert chain._events, "the logs were read through their plans"

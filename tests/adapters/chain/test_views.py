@@ -7,6 +7,7 @@ chain-backed comparison over every view of the protocol is in `test_session_e2e.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from eth_utils import function_abi_to_4byte_selector
 from web3 import Web3
 from web3._utils.abi import map_abi_data, named_tree, recursive_dict_to_namedtuple
 from web3._utils.normalizers import BASE_RETURN_NORMALIZERS
+from web3.datastructures import AttributeDict
 
+from trust.adapters.chain.logs import EventPlan
 from trust.adapters.chain.views import ViewPlan, abi_type
 
 A1 = "0x" + "ab" * 20
@@ -118,3 +121,72 @@ def test_a_view_plan_refuses_what_the_codec_refuses() -> None:
     normalizes it or says what is wrong)."""
     with pytest.raises(Exception, match="cannot be encoded"):
         ViewPlan.of(FUNCTIONS[0][0]).encode(Web3().codec, ["not a number"])
+
+
+# ------------------------------------------------------------------------------------- event logs
+
+EVENT = {
+    "name": "Drawn",
+    "type": "event",
+    "anonymous": False,
+    "inputs": [
+        {"name": "sessionId", "type": "uint256", "indexed": True},
+        {"name": "auditor", "type": "address", "indexed": True},
+        {"name": "label", "type": "string", "indexed": True},
+        {"name": "members", "type": "address[]", "indexed": False},
+        {"name": "seat", "type": "tuple", "indexed": False, "components": STRUCT["components"][:2]},
+        {"name": "cid", "type": "bytes", "indexed": False},
+    ],
+}
+
+
+def _raw_log(codec: Any, topics: list[bytes], data: bytes) -> dict[str, Any]:
+    return {
+        "address": "0x" + "5a" * 20,
+        "topics": ["0x" + t.hex() for t in topics],
+        "data": "0x" + data.hex(),
+        "blockNumber": "0x1c",
+        "blockHash": "0x" + "11" * 32,
+        "transactionHash": "0x" + "22" * 32,
+        "transactionIndex": "0x0",
+        "logIndex": "0x3",
+        "removed": False,
+    }
+
+
+def test_an_event_plan_decodes_a_log_as_web3_does() -> None:
+    from web3._utils.events import get_event_data
+    from web3._utils.method_formatters import log_entry_formatter
+
+    codec = Web3().codec
+    plan = EventPlan.of(EVENT)
+    topics = [plan.topic, codec.encode(["uint256"], [7]), codec.encode(["address"], [A1]), b"\x09" * 32]
+    data = codec.encode(["address[]", "(address,uint8)", "bytes"], [[A1, A2], (A2, 4), b"cid"])
+    raw = _raw_log(codec, topics, data)
+    # as web3 reads it: formatted, then made an AttributeDict by its attrdict middleware
+    expected = get_event_data(codec, EVENT, AttributeDict.recursive(log_entry_formatter(raw)))
+    assert _shape_log(plan.decode(codec, raw)) == _shape_log(expected)
+
+
+def _shape_log(log: Any) -> Any:
+    if isinstance(log, Mapping):
+        return ("map", type(log).__name__, {k: _shape_log(v) for k, v in log.items()})
+    return _shape(log)
+
+
+def test_an_event_plan_builds_the_filter_web3_builds() -> None:
+    codec = Web3().codec
+    plan = EventPlan.of(EVENT)
+    topic0 = "0x" + plan.topic.hex()
+    assert plan.topics(codec, None) == [topic0]
+    assert plan.topics(codec, {"auditor": Web3.to_checksum_address(A1)}) == [
+        topic0,
+        None,
+        "0x" + codec.encode(["address"], [A1]).hex(),
+    ]
+    assert plan.topics(codec, {"sessionId": 7}) == [topic0, "0x" + (7).to_bytes(32, "big").hex()]
+    # what a plan does not encode goes to web3: a hashed topic, several values, a data argument
+    assert plan.topics(codec, {"label": "x"}) is None
+    assert plan.topics(codec, {"sessionId": [1, 2]}) is None
+    assert plan.topics(codec, {"cid": b"x"}) is None
+    assert not EventPlan.fits({**EVENT, "anonymous": True})

@@ -116,8 +116,8 @@ class BeaconContract:
     # -- events
     async def _logs(self, event: str, from_block: int, to_block: int, filters: dict[str, Any] | None) -> list[Any]:
         try:
-            logs = await self.contract.events[event]().get_logs(
-                from_block=from_block, to_block=to_block, argument_filters=filters
+            logs = await self.chain.get_logs(
+                self.contract.events[event](), from_block=from_block, to_block=to_block, argument_filters=filters
             )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(f"reading {event} from {self.chain.rpc_url} failed: {exc}") from exc

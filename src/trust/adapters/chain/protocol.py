@@ -11,7 +11,6 @@ the contracts. It chooses no wallet: callers still pass their signer to each wri
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Sequence
@@ -165,6 +164,21 @@ class AuditContract:
         raw = await self.chain.call(self.contract.functions.segment(session_id, segment_id))
         return from_struct(SegmentInfo, raw, segment_id=segment_id)
 
+    async def segments(self, pairs: Sequence[tuple[int, int]]) -> list[SegmentInfo]:
+        """`segment` of each (session, segment) pair, in order, read in batches (`call_many`)."""
+        raws = await self.chain.call_many([self.contract.functions.segment(s, g) for s, g in pairs])
+        return [from_struct(SegmentInfo, raw, segment_id=g) for (_, g), raw in zip(pairs, raws, strict=True)]
+
+    async def seats(self, keys: Sequence[tuple[int, int, int, int]]) -> list[SeatInfo]:
+        """`seat` of each (session, segment, round, seat index), in order, read in batches."""
+        raws = await self.chain.call_many([self.contract.functions.seat(*key) for key in keys])
+        return [from_struct(SeatInfo, raw) for raw in raws]
+
+    async def phases(self, pairs: Sequence[tuple[int, int]]) -> list[Phase]:
+        """`phase` of each (session, segment) pair, in order, read in batches."""
+        raws = await self.chain.call_many([self.contract.functions.phase(s, g) for s, g in pairs])
+        return [Phase(raw) for raw in raws]
+
     async def seat(self, session_id: int, segment_id: int, round_id: int, seat_index: int) -> SeatInfo:
         raw = await self.chain.call(self.contract.functions.seat(session_id, segment_id, round_id, seat_index))
         return from_struct(SeatInfo, raw)
@@ -195,17 +209,7 @@ class AuditContract:
     def committees_in(self, sent: SentTransaction) -> list[CommitteeDrawn]:
         """The committees a draw transaction seated."""
         return [
-            CommitteeDrawn(
-                session_id=a["sessionId"],
-                segment_id=a["segmentId"],
-                round=a["round"],
-                tier=a["tier"],
-                members=tuple(a["members"]),
-                commit_deadline=a["commitDeadline"],
-                reveal_deadline=a["revealDeadline"],
-                block_number=sent.block_number,
-            )
-            for a in _event_args(self.contract, "CommitteeDrawn", sent)
+            _committee_drawn(args, sent.block_number) for args in _event_args(self.contract, "CommitteeDrawn", sent)
         ]
 
     async def committees_drawn(
@@ -216,42 +220,45 @@ class AuditContract:
         filters = {"sessionId": session_id} if session_id is not None else None
         event = self.contract.events.CommitteeDrawn()
         try:
-            logs = await event.get_logs(
-                from_block=from_block, to_block="latest" if to_block is None else to_block, argument_filters=filters
+            logs = await self.chain.get_logs(
+                event,
+                from_block=from_block,
+                to_block="latest" if to_block is None else to_block,
+                argument_filters=filters,
             )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(f"reading CommitteeDrawn from {self.chain.rpc_url} failed: {exc}") from exc
         logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))
-        return [
-            CommitteeDrawn(
-                session_id=log["args"]["sessionId"],
-                segment_id=log["args"]["segmentId"],
-                round=log["args"]["round"],
-                tier=log["args"]["tier"],
-                members=tuple(log["args"]["members"]),
-                commit_deadline=log["args"]["commitDeadline"],
-                reveal_deadline=log["args"]["revealDeadline"],
-                block_number=log["blockNumber"],
-            )
-            for log in logs
-        ]
+        return [_committee_drawn(log["args"], log["blockNumber"]) for log in logs]
 
     async def draw_events(self, from_block: int, *, to_block: int | None = None) -> list[DrawEvent]:
         """The events that announce committees still to be drawn (`DrawEventKind`) in blocks
         `from_block`..`to_block` (the latest when None), in chain order: what a worker reads to
         predict the seats it will be drawn for before the draw happens."""
-        end: int | str = "latest" if to_block is None else to_block
+        _, events = await self.draw_log(from_block, to_block=to_block)
+        return events
 
-        async def read(kind: DrawEventKind) -> list[DrawEvent]:
-            event = self.contract.events[kind.value]()
-            try:
-                logs = await event.get_logs(from_block=from_block, to_block=end)
-            except Exception as exc:  # the provider raises transport-specific errors
-                raise ChainError(f"reading {kind.value} from {self.chain.rpc_url} failed: {exc}") from exc
-            return [_draw_event(kind, log["args"], int(log["blockNumber"]), int(log["logIndex"])) for log in logs]
-
-        found = [event for events in await asyncio.gather(*(read(kind) for kind in DrawEventKind)) for event in events]
-        return sorted(found, key=lambda e: (e.block_number, e.log_index))
+    async def draw_log(
+        self, from_block: int, *, to_block: int | None = None
+    ) -> tuple[list[CommitteeDrawn], list[DrawEvent]]:
+        """`committees_drawn` and `draw_events` of the same blocks, read in one request (what a
+        worker reads on every tick)."""
+        names = ["CommitteeDrawn", *(kind.value for kind in DrawEventKind)]
+        try:
+            logs = await self.chain.get_logs(
+                [self.contract.events[name]() for name in names],
+                from_block=from_block,
+                to_block="latest" if to_block is None else to_block,
+            )
+        except Exception as exc:  # the provider raises transport-specific errors
+            raise ChainError(f"reading the draw events from {self.chain.rpc_url} failed: {exc}") from exc
+        drawn = [_committee_drawn(log["args"], log["blockNumber"]) for log in logs if log["event"] == "CommitteeDrawn"]
+        events = [
+            _draw_event(DrawEventKind(log["event"]), log["args"], int(log["blockNumber"]), int(log["logIndex"]))
+            for log in logs
+            if log["event"] != "CommitteeDrawn"
+        ]
+        return drawn, events
 
     # -- votes
     async def commitment_of(
@@ -527,6 +534,19 @@ class DrawEvent:
     log_index: int
 
 
+def _committee_drawn(args: Any, block_number: int) -> CommitteeDrawn:
+    return CommitteeDrawn(
+        session_id=args["sessionId"],
+        segment_id=args["segmentId"],
+        round=args["round"],
+        tier=args["tier"],
+        members=tuple(args["members"]),
+        commit_deadline=args["commitDeadline"],
+        reveal_deadline=args["revealDeadline"],
+        block_number=block_number,
+    )
+
+
 def _draw_event(kind: DrawEventKind, args: Any, block_number: int, log_index: int) -> DrawEvent:
     def get(name: str) -> int | None:
         return int(args[name]) if name in args else None
@@ -681,8 +701,11 @@ class SegmentKeysContract:
             filters["segmentId"] = segment_id
         event = self.contract.events.KeyEnvelopePublished()
         try:
-            logs = await event.get_logs(
-                from_block=from_block, to_block="latest" if to_block is None else to_block, argument_filters=filters
+            logs = await self.chain.get_logs(
+                event,
+                from_block=from_block,
+                to_block="latest" if to_block is None else to_block,
+                argument_filters=filters,
             )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(
@@ -725,7 +748,8 @@ class SegmentKeysContract:
         """
         event = self.contract.events.ReportPublished()
         try:
-            logs = await event.get_logs(
+            logs = await self.chain.get_logs(
+                event,
                 from_block=from_block,
                 to_block="latest" if to_block is None else to_block,
                 argument_filters={"sessionId": session_id},
@@ -858,7 +882,9 @@ class RegistryContract:
         "unbonded after the draw's snapshot" (a deserter, charged P)."""
         event = self.contract.events.StakeForfeited()
         try:
-            logs = await event.get_logs(from_block=from_block, to_block="latest" if to_block is None else to_block)
+            logs = await self.chain.get_logs(
+                event, from_block=from_block, to_block="latest" if to_block is None else to_block
+            )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(f"reading StakeForfeited from {self.chain.rpc_url} failed: {exc}") from exc
         logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))
@@ -878,7 +904,9 @@ class RegistryContract:
         """`AvailabilityChanged` events: (auditor, available, block), in chain order."""
         event = self.contract.events.AvailabilityChanged()
         try:
-            logs = await event.get_logs(from_block=from_block, to_block="latest" if to_block is None else to_block)
+            logs = await self.chain.get_logs(
+                event, from_block=from_block, to_block="latest" if to_block is None else to_block
+            )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(f"reading AvailabilityChanged from {self.chain.rpc_url} failed: {exc}") from exc
         logs = sorted(logs, key=lambda item: (int(item["blockNumber"]), int(item["logIndex"])))

@@ -26,7 +26,7 @@ from eth_abi.codec import ABICodec
 from eth_abi.grammar import parse
 from eth_utils import function_signature_to_4byte_selector, to_checksum_address
 
-__all__ = ["ViewPlan", "abi_type"]
+__all__ = ["ViewPlan", "abi_type", "converter"]
 
 Convert = Callable[[Any], Any]
 
@@ -44,22 +44,25 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _record(names: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+def _record(names: Sequence[str]) -> Convert:
     """A named-tuple class for a struct or an output list, as web3 names them (`rename=True`:
     an empty or repeated name becomes `_<index>`)."""
     cls = namedtuple("ABIDecodedNamedTuple", list(names), rename=True)  # type: ignore[misc]
     return lambda values: cls(*values)
 
 
-def _converter(param: dict[str, Any]) -> Convert:
-    """What web3 does to one decoded value of `param`'s type (with `decode_tuples`)."""
+def converter(param: dict[str, Any], record: Callable[[Sequence[str]], Convert] | None = None) -> Convert:
+    """What web3 does to one decoded value of `param`'s type: addresses checksummed, arrays as
+    lists, structs built by `record` from their member names (named tuples, as a call with
+    `decode_tuples` gives them, by default)."""
+    make = record or _record
     if parse(abi_type(param)).is_array:
         item = {**param, "type": param["type"][: param["type"].rindex("[")]}
-        convert_item = _converter(item)
+        convert_item = converter(item, make)
         return lambda values: [convert_item(v) for v in values]
     if param["type"] == "tuple":
-        parts = [_converter(c) for c in param["components"]]
-        build = _record([c["name"] for c in param["components"]])
+        parts = [converter(c, make) for c in param["components"]]
+        build = make([c["name"] for c in param["components"]])
         return lambda values: build([f(v) for f, v in zip(parts, values, strict=True)])
     if param["type"] == "address":
         return to_checksum_address
@@ -89,7 +92,7 @@ class ViewPlan:
         inputs = tuple(abi_type(p) for p in fn_abi.get("inputs", ()))
         outputs_abi = list(fn_abi.get("outputs", ()))
         outputs = tuple(abi_type(p) for p in outputs_abi)
-        parts = [_converter(p) for p in outputs_abi]
+        parts = [converter(p) for p in outputs_abi]
         whole = _record([p["name"] for p in outputs_abi])
 
         def convert(decoded: Any) -> Any:

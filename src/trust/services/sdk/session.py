@@ -206,7 +206,7 @@ class SessionDriver:
         """(session id, transaction, block) of the session opened with this record's trace root since
         `block`, or None."""
         event = self.protocol.audit.contract.events.SessionCreated()
-        logs = await event.get_logs(from_block=block, to_block="latest")
+        logs = await self.protocol.chain.get_logs(event, from_block=block)
         root = self.record.stored.root
         for entry in logs:
             if bytes(entry["args"]["traceRoot"]) == root:
@@ -343,9 +343,7 @@ class SessionDriver:
         return False
 
     async def _segments(self, ids: Sequence[int]) -> list[SegmentInfo]:
-        return await gather_bounded(
-            _READ_CONCURRENCY, [partial(self.protocol.audit.segment, self.session_id, i) for i in ids]
-        )
+        return await self.protocol.audit.segments([(self.session_id, i) for i in ids])
 
     def _latest(self) -> dict[int, RoundTrack]:
         latest: dict[int, RoundTrack] = {}
@@ -503,8 +501,8 @@ class SessionDriver:
     async def _trace_finalized_event(self) -> tuple[str | None, int | None]:
         event = self.protocol.audit.contract.events.TraceFinalized()
         try:
-            logs = await event.get_logs(
-                from_block=self.created_block, to_block="latest", argument_filters={"sessionId": self.session_id}
+            logs = await self.protocol.chain.get_logs(
+                event, from_block=self.created_block, argument_filters={"sessionId": self.session_id}
             )
         except Exception as exc:  # the provider raises transport-specific errors
             raise ChainError(f"reading TraceFinalized of session {self.session_id} failed: {exc}") from exc
@@ -567,12 +565,9 @@ class SessionDriver:
         }
 
     async def _round_seats(self, tracks: Sequence[RoundTrack]) -> list[list[SeatInfo]]:
-        """The seats of each round in `tracks`, read `_READ_CONCURRENCY` at a time."""
+        """The seats of each round in `tracks`, read in batches."""
         pairs = [(track, i) for track in tracks for i in range(len(track.members))]
-        infos = await gather_bounded(
-            _READ_CONCURRENCY,
-            [partial(self.protocol.audit.seat, self.session_id, t.segment, t.round, i) for t, i in pairs],
-        )
+        infos = await self.protocol.audit.seats([(self.session_id, t.segment, t.round, i) for t, i in pairs])
         seats: list[list[SeatInfo]] = []
         at = 0
         for track in tracks:

@@ -381,18 +381,18 @@ class Worker:
             await self._prime_pipeline(last + 1)
         while last < head:
             end = min(head, last + self.settings.log_blocks)
-            # The three reads are independent: one round trip's wait instead of three.
-            drawn, envelopes, draw_events = await asyncio.gather(
-                self.protocol.audit.committees_drawn(last + 1, to_block=end),
+            # The committees drawn and the draws announced come in one request, the envelopes in
+            # another (the key contract's), both at once.
+            (drawn, draw_events), envelopes = await asyncio.gather(
+                self.protocol.audit.draw_log(last + 1, to_block=end),
                 self.protocol.segment_keys.envelopes_for(self._address, from_block=last + 1, to_block=end),
-                self.protocol.audit.draw_events(last + 1, to_block=end),
             )
             self._pipeline.apply(draw_events, [(c.session_id, c.segment_id, c.round) for c in drawn])
             mine = [c for c in drawn if self._address in c.members]
             # The event's deadlines are those of the draw; a window that closed early since (every
             # seat committed: a scan that catches up after a restart) is read from the segment,
             # which keeps its round's deadlines until the next round is drawn.
-            infos = await asyncio.gather(*(self.protocol.audit.segment(c.session_id, c.segment_id) for c in mine))
+            infos = await self.protocol.audit.segments([(c.session_id, c.segment_id) for c in mine])
             seats = []
             for committee, info in zip(mine, infos, strict=True):
                 current = info.round == committee.round and info.commit_deadline != 0
@@ -432,11 +432,8 @@ class Worker:
         lookback = self.settings.pipeline_blocks + _MAX_RANDOMNESS_DELAY_BLOCKS
         start = max(0, first_block - lookback)
         if start < first_block:
-            drawn = await self.protocol.audit.committees_drawn(start, to_block=first_block - 1)
-            self._pipeline.apply(
-                await self.protocol.audit.draw_events(start, to_block=first_block - 1),
-                [(c.session_id, c.segment_id, c.round) for c in drawn],
-            )
+            drawn, draw_events = await self.protocol.audit.draw_log(start, to_block=first_block - 1)
+            self._pipeline.apply(draw_events, [(c.session_id, c.segment_id, c.round) for c in drawn])
         self._pipeline_primed = True
 
     # ------------------------------------------------------------------------------------ steer
@@ -1139,7 +1136,7 @@ class Worker:
         ]
         if not waiting:
             return
-        infos = await asyncio.gather(*(self.protocol.audit.segment(s.session_id, s.segment_id) for s in waiting))
+        infos = await self.protocol.audit.segments([(s.session_id, s.segment_id) for s in waiting])
         for seat, info in zip(waiting, infos, strict=True):
             if info.round != seat.round or info.status is not SegmentStatus.VOTING:
                 continue
@@ -1375,8 +1372,8 @@ class Worker:
             if now.timestamp > seat.reveal_deadline + stagger or early:
                 due[seat.session_id].append(seat)
         for session_id, seats in due.items():
-            infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
-            phases = await asyncio.gather(*(self.protocol.audit.phase(session_id, s.segment_id) for s in seats))
+            pairs = [(session_id, s.segment_id) for s in seats]
+            infos, phases = await asyncio.gather(self.protocol.audit.segments(pairs), self.protocol.audit.phases(pairs))
             finalizable = {
                 info.segment_id: info
                 for s, phase, info in zip(seats, phases, infos, strict=True)
@@ -1396,7 +1393,7 @@ class Worker:
                         exc.error_name,
                     )
             if ready:
-                infos = await asyncio.gather(*(self.protocol.audit.segment(session_id, s.segment_id) for s in seats))
+                infos = await self.protocol.audit.segments(pairs)
             for seat, info in zip(seats, infos, strict=True):
                 if info.round == seat.round and not info.status.is_final:
                     continue
