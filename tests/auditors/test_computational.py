@@ -112,3 +112,21 @@ def test_audit_segment_refuses_bad_input_clearly(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "cannot read the segment file" in missing.stderr
     human = _audit_segment(str(SEGMENTS_DIR / "cha2ds2vasc_sound_final.json"), "--tier", "3")
     assert human.returncode == 1 and "tier 3 is a person" in human.stderr
+
+
+def test_warm_up_loads_what_the_first_seat_would_load() -> None:
+    """`warm_up` runs the checks on a built-in algebra step: SymPy, which the symbolic check imports
+    on first use (seconds on a busy machine, on the first seat's critical path), is loaded before
+    any seat comes. In a fresh interpreter, where nothing has imported it yet."""
+    code = (
+        "import asyncio, sys\n"
+        "from trust.auditors.tiers import computational_auditor\n"
+        "from trust.settings import Settings\n"
+        "auditor = computational_auditor(Settings().worker.sandbox)\n"
+        "assert 'sympy' not in sys.modules\n"
+        "asyncio.run(auditor.warm_up())\n"
+        "print('sympy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

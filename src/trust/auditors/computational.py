@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trust.auditors.base import AuditLayer, AuditRequest, Check, CheckResult, Outcome, Verdict
+from trust.core.decompose.rules import from_steps
 from trust.core.graphs.hdag import Tier
 
 __all__ = ["ComputationalAuditor"]
@@ -63,6 +64,16 @@ class ComputationalAuditor:
 
     async def unavailable(self) -> str | None:
         return None
+
+    async def warm_up(self) -> None:
+        """Runs the node checks once on a built-in algebra step, so that the first seat does not pay
+        for what the checks load on first use (SymPy's import and caches: 0.3 s of CPU on an idle
+        machine, seconds on a busy one, all of it on the first seat's critical path). The verdict
+        is thrown away."""
+        sample = from_steps("Solve 2x + 3 = 11 for x.", ["2x + 3 = 11, so 2x = 8", "x = 8 / 2 = 4"])
+        step = sample.node("s1")
+        request = AuditRequest(step, tuple(sample.node(p) for p in sample.parents("s1")), "", AuditLayer.NODE)
+        await self.audit(request)
 
     async def audit(self, request: AuditRequest) -> Verdict:
         checks = {

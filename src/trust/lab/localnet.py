@@ -144,14 +144,18 @@ class LocalNetwork:
     `stop_anvil` then `start_anvil` bring the same chain back on the same port, as a restarted
     devnet does: for tests of a provider or a worker losing its RPC for a while."""
     worker_env: Mapping[str, str] = field(default_factory=dict)
+    """Further `TRUST_*` settings of every worker (a benchmark's switches, such as
+    `TRUST_WORKER__BACKPRESSURE`), applied after the network's own."""
     randomness: str = "blockhash"
     """The randomness source deployed: "beacon" (`trust demo`) runs the beacon's signers beside the
     workers; "blockhash" (the default of tests and benchmarks) needs none but is insecure."""
+    beacon_poll_seconds: float = 0.2
+    """How often each beacon signer reads the chain (`BeaconSettings.poll_seconds`, 0.5 s by
+    default): a draw waits for two shares and their publication, each seen on a signer's next read,
+    so on blocks every 0.25 s the default's reads were most of the assignment phase."""
     tier2_checks: bool = False
     """Tier-2 workers audit with the tier-1 checks (`WorkerSettings.tier2_checks`) and no model is
     started: for `trust bench byzantine --adversary veto`, whose escalated rounds must decide exactly."""
-    """Further `TRUST_*` settings of every worker (a benchmark's switches, such as
-    `TRUST_WORKER__BACKPRESSURE`), applied after the network's own."""
     settings: Settings = field(init=False)
     provider: LocalAccount = field(init=False)
     auditors: list[AuditorAccount] = field(init=False, default_factory=list)
@@ -206,6 +210,7 @@ class LocalNetwork:
             deployments_dir=deployments,
             rpc_url=self.rpc_url,
             ipfs={"api_url": self.ipfs_url},
+            beacon={"poll_seconds": self.beacon_poll_seconds},
         )
         self.provider = dev_account(mnemonic, self.provider_index)
         deployer = dev_account(mnemonic, 0)

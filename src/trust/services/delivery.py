@@ -409,7 +409,7 @@ async def deliver_keys(
             f"0x{stored.root.hex()}: deliver the keys of the trace the session registered"
         )
     auditors = sorted({member for committee in committees for member in committee.members})
-    infos = await asyncio.gather(*(protocol.registry.auditor(member) for member in auditors))
+    infos = await protocol.registry.auditors(auditors)
     key_of = {member: info.encryption_key for member, info in zip(auditors, infos, strict=True)}
     seats = [Seat(c.segment_id, member, key_of[member]) for c in committees for member in c.members]
     # A seat reads its unit and what the unit is about (`trust.core.graphs.units.access_graph`); a

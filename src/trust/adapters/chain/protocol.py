@@ -826,6 +826,12 @@ class RegistryContract:
         raw = await self.chain.call(self.contract.functions.auditor(address))
         return from_struct(AuditorInfo, raw, address=address)
 
+    async def auditors(self, accounts: Sequence[str]) -> list[AuditorInfo]:
+        """`auditor` of each of `accounts`, in order, read in batches (`call_many`)."""
+        addresses = [to_checksum_address(a) for a in accounts]
+        raws = await self.chain.call_many([self.contract.functions.auditor(a) for a in addresses])
+        return [from_struct(AuditorInfo, raw, address=a) for a, raw in zip(addresses, raws, strict=True)]
+
     async def pending_staker_reward(self, account: str, *, block: BlockIdentifier = "latest") -> int:
         """The stakers' share `account` can claim, streamed up to `block`'s time (wei)."""
         fn = self.contract.functions.pendingStakerReward(to_checksum_address(account))

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import secrets
 import signal
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pydantic import SecretStr
 from trust.adapters.chain.protocol import Protocol
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor
+from trust.auditors.computational import ComputationalAuditor
 from trust.core.amounts import tokens_text
 from trust.core.graphs.hdag import Tier
 from trust.errors import ConfigError
@@ -155,6 +157,10 @@ async def run_worker(
             )
             kubo = await stack.enter_async_context(KuboClient.from_settings(ipfs))
             auditor, hook = await _tier_auditor(options.tier, settings, stack, identity.address, log)
+            if isinstance(auditor, ComputationalAuditor):
+                started = time.perf_counter()
+                await auditor.warm_up()
+                log.info("tier-1 checks warmed up in %.2f s", time.perf_counter() - started)
             store = stack.enter_context(
                 WorkerStore(
                     path,

@@ -107,7 +107,11 @@ def beacon_up(
     record = files.load()
     states: list[SignerState] = []
     started: list[StartedProcess] = []
-    env = dict(os.environ) | {"TRUST_HOME": str(files.home), "TRUST_DEPLOYMENTS_DIR": str(deployments_dir.resolve())}
+    env = dict(os.environ) | {
+        "TRUST_HOME": str(files.home),
+        "TRUST_DEPLOYMENTS_DIR": str(deployments_dir.resolve()),
+        "TRUST_BEACON__POLL_SECONDS": str(settings.beacon.poll_seconds),
+    }
     for index, operator in enumerate(group.operators, start=1):
         key = files.key(index)
         if not key.is_file():
