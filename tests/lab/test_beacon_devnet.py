@@ -134,6 +134,9 @@ async def test_a_local_network_with_the_beacon_runs_and_stops_its_signers(
         assert network.deployment.extra["randomness"] == "beacon"
         signers = beacon_status(network.settings)
         assert [s.running for s in signers] == [True, True, True]
+        # the network's read interval reaches the signer processes (the default is 0.5 s)
+        for signer in signers:
+            assert "reading the chain every 0.2 s" in signer.log_file.read_text()
         async with ChainClient(network.rpc_url, artifacts) as chain:
             for operator in load_group(network.settings.beacon_dir).operators:
                 assert await chain.balance(operator) > 0

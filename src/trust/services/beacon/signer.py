@@ -187,7 +187,7 @@ class BeaconSigner:
         self._log(
             f"beacon signer {self.key.index} ({self.key.operator.address}) following {self.beacon.address} "
             f"on {self.beacon.chain.rpc_url}: {self.group.threshold}-of-{self.group.count}, requests from "
-            f"{', '.join(self.requesters) or 'nobody'}"
+            f"{', '.join(self.requesters) or 'nobody'}; reading the chain every {self.poll_seconds:g} s"
         )
         while not stop.is_set():
             try:
