@@ -46,6 +46,7 @@ from eth_account.signers.local import LocalAccount
 
 from trust.adapters.chain.protocol import KeyEnvelope, Protocol
 from trust.adapters.chain.types import CommitteeDrawn, EnvelopeSet, SegmentSpec, SessionInfo
+from trust.adapters.storage.blob_cache import BlobCache
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import AuditLayer, AuditRequest
 from trust.auditors.checks.messages import edge_decidable
@@ -479,12 +480,14 @@ async def open_granted(
     *,
     session: SessionInfo | None = None,
     digests: MutableMapping[tuple[int, int], bytes] | None = None,
+    blobs: BlobCache | None = None,
 ) -> dict[str, bytes]:
     """The plaintext of every segment `grant` unlocks, by node id, the seat's own node first.
 
     `session` is the session as just read (read here when None). `digests` caches the content digests
     registered on chain by (session, segment): they never change once registered, so a worker
-    opening many seats of one trace (whose parents repeat) reads each once.
+    opening many seats of one trace (whose parents repeat) reads each once. `blobs` does the same
+    for the ciphertexts, by (CID, ciphertext digest), once fetched and checked.
 
     A segment registered on chain (index below the session's `segmentCount`) must have a CID carrying
     the digest registered for its index. A context-only parent (an index past them, delivered but
@@ -525,13 +528,15 @@ async def open_granted(
     for key in grant.segments:
         if key.segment_index >= count:
             _check_context(key, session_id, count, session.trace_root)
-    blobs = await gather_bounded(
-        DEFAULT_CONCURRENCY,
-        [partial(kubo.cat, key.cid, expected_digest=key.ciphertext_digest) for key in grant.segments],
-    )
+
+    async def fetch(key: SegmentKey) -> bytes:
+        load = partial(kubo.cat, key.cid, expected_digest=key.ciphertext_digest)
+        return await (load() if blobs is None else blobs.fetch((key.cid, key.ciphertext_digest), load))
+
+    fetched = await gather_bounded(DEFAULT_CONCURRENCY, [partial(fetch, key) for key in grant.segments])
     return {
         key.node_id: open_segment(blob, key.key, grant.trace_id, key.node_id, ciphertext_digest=key.ciphertext_digest)
-        for key, blob in zip(grant.segments, blobs, strict=True)
+        for key, blob in zip(grant.segments, fetched, strict=True)
     }
 
 

@@ -83,6 +83,28 @@ async def test_t_signers_publish_the_group_signature_once_the_block_is_mined(
     assert all(block not in signer.pending for signer in signers)
 
 
+async def test_the_share_that_completes_the_threshold_is_published_at_once(
+    chain: ChainClient, mnemonic: str, tmp_path: Path
+) -> None:
+    """The signer whose share brings a block to t valid shares publishes in the same pass, though
+    another signer is the block's designated publisher: one pass of each of t signers is enough,
+    where waiting for the designated one cost another of its passes (and the designated one, seeing
+    the randomness there, publishes nothing)."""
+    beacon, group = await _beacon(chain, mnemonic, tmp_path)
+    requester = dev_account(mnemonic, 4)
+    block = await chain.block_number() + 1
+    await beacon.request(requester, block)
+    await _mine(chain, 1)
+    designated = block % 3 + 1
+    first, second = (_signer(beacon, group, tmp_path, i, requester.address) for i in (1, 2, 3) if i != designated)
+    assert (await first.step()).published == []  # t - 1 shares: nothing to publish yet
+    report = await second.step()
+    assert report.shared == [block] and report.published == [block]
+    assert (await beacon.randomness_at(block))[0] is RandomnessStatus.READY
+    late = await _signer(beacon, group, tmp_path, designated, requester.address).step()
+    assert late.shared == [] and late.published == [] and late.finished == [block]
+
+
 async def test_a_bad_share_is_ignored_and_t_minus_one_never_publish(
     chain: ChainClient, mnemonic: str, tmp_path: Path
 ) -> None:

@@ -140,3 +140,30 @@ def test_log_lines_skip_the_fsync_and_every_other_write_keeps_it(tmp_path: Path)
     again = WorkerStore(tmp_path / "w.sqlite3", chain_id=CHAIN_ID, audit_contract=AUDIT, auditor=AUDITOR)
     assert [entry.event for entry in again.recent()] == ["started"]
     again.close()
+
+
+def test_changes_inside_a_transaction_reach_the_disk_together_or_not_at_all(tmp_path: Path) -> None:
+    """A worker marks every seat of one commit transaction in one store transaction (one fsync):
+    the updates inside it are part of it, durable when it commits, and all undone when it fails,
+    log lines included; the connection stays at FULL throughout."""
+    store = WorkerStore(tmp_path / "w.sqlite3", chain_id=CHAIN_ID, audit_contract=AUDIT, auditor=AUDITOR)
+    seats = [SeatRecord(1, g, 0, 0, 1, 100, 116, 7, 1.0, SeatState.VOTED) for g in range(3)]
+    store.add_seats(seats, through_block=8)
+    with pytest.raises(RuntimeError), store.transaction():
+        for seat in seats:
+            store.update(seat.key, state=SeatState.COMMITTING, salt=b"\x01" * 32)
+            store.log(seat.key, "committing", "about to send")
+        assert {s.state for s in store.seats()} == {SeatState.COMMITTING}  # seen inside it
+        raise RuntimeError("cut off before the commit")
+    assert {s.state for s in store.seats()} == {SeatState.VOTED}
+    assert store.recent() == []
+    with store.transaction():
+        for seat in seats:
+            store.update(seat.key, state=SeatState.COMMITTING, salt=b"\x02" * 32)
+            store.log(seat.key, "committing", "about to send")
+        assert int(store._db.execute("PRAGMA synchronous").fetchone()[0]) == 2
+    store.close()
+    again = WorkerStore(tmp_path / "w.sqlite3", chain_id=CHAIN_ID, audit_contract=AUDIT, auditor=AUDITOR)
+    assert [s.salt for s in again.seats()] == [b"\x02" * 32] * 3
+    assert len(again.recent()) == 3
+    again.close()

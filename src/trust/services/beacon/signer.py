@@ -7,8 +7,11 @@ There is no trusted aggregator: the chain is the channel. Every signer reads eve
 free), interpolates any t valid ones (`bls.aggregate`) and calls `publish`, which verifies the
 result against the group key. A bad share is never used, so it costs at most a retry; since a
 threshold signature is unique, whoever publishes cannot change the value. To keep n signers from
-paying n times for one publication, signer `(b mod n) + 1` publishes block b at once and the others
-only `backup_delay_blocks` later, if it is still missing.
+paying n times for one publication, the signer whose share brings block b to t valid shares
+publishes at once (it holds them all: no one waits for another pass), signer `(b mod n) + 1` as soon
+as it sees t shares, and the others only `backup_delay_blocks` later, if it is still missing. Two
+signers completing the threshold in the same block both publish; the second is refused
+(`BeaconAlreadyPublished`, in its estimate when the first is already mined).
 
 Rules that hold at every step:
 - Never sign a block that is not mined (b must be at most the chain's head): before that its
@@ -134,7 +137,9 @@ class BeaconSigner:
             return
         valid = await self._valid_shares(block_number, head)
         index = self.key.index
+        completes = False  # whether this signer's share, posted now, brings the block to t valid shares
         if index not in valid:
+            completes = len(valid) + 1 >= self.group.threshold
             partial = bls.sign(self.key.share.secret, self.beacon_message(block_number))
             if not await self._send(
                 self.beacon.submit_share(self.key.operator, block_number, index, partial), block_number
@@ -146,7 +151,7 @@ class BeaconSigner:
             self._checked[(block_number, index, partial.x, partial.y)] = True
         if len(valid) < self.group.threshold:
             return
-        if self._designated(block_number) != index and head < block_number + self.backup_delay_blocks:
+        if not completes and self._designated(block_number) != index and head < block_number + self.backup_delay_blocks:
             return
         signature = bls.aggregate(valid, self.group.threshold)
         if await self._send(self.beacon.publish(self.key.operator, block_number, signature), block_number):

@@ -57,6 +57,7 @@ from eth_utils import to_checksum_address
 
 from trust.adapters.chain.protocol import FINALIZE_DRAWS_PER_TRANSACTION, VOTES_PER_TRANSACTION, Protocol, draws_of
 from trust.adapters.chain.types import Phase, ReportRef, SeatCommit, SeatReveal, SegmentStatus, SessionStatus
+from trust.adapters.storage.blob_cache import BlobCache
 from trust.adapters.storage.kubo import KuboClient
 from trust.auditors.base import Auditor, Verdict, audit_seat, request_from_plaintexts
 from trust.core.amounts import eth_text
@@ -223,6 +224,10 @@ class Worker:
         # Content digests registered on chain, by (session, segment): fixed at registration, and a
         # trace's parents repeat from seat to seat (`open_granted`).
         self._digests: dict[tuple[int, int], bytes] = {}
+        self._blobs = BlobCache()
+        """The segments' ciphertexts once fetched and checked: a trace's parents repeat from seat to
+        seat (the goal is a parent of every step), so a worker holding many seats of one trace
+        fetches each once, sparing the IPFS node that every auditor shares."""
 
     # ------------------------------------------------------------------------------------ loop
 
@@ -417,13 +422,14 @@ class Worker:
                     f"seat {seat.seat_index} in tier {seat.tier}; commit by {_clock(seat.commit_deadline)}, "
                     f"reveal by {_clock(seat.reveal_deadline)}",
                 )
-            for envelope in envelopes:
-                key = SeatKey(envelope.session_id, envelope.segment_id, envelope.round)
-                try:
-                    # A later publication for the seat replaces the earlier one.
-                    self.store.update(key, envelope_cid=envelope.envelope_cid)
-                except KeyError:
-                    self.log.warning("%s: an envelope for a seat this worker never saw drawn; ignored", key)
+            with self.store.transaction():  # one fsync for all of them
+                for envelope in envelopes:
+                    key = SeatKey(envelope.session_id, envelope.segment_id, envelope.round)
+                    try:
+                        # A later publication for the seat replaces the earlier one.
+                        self.store.update(key, envelope_cid=envelope.envelope_cid)
+                    except KeyError:
+                        self.log.warning("%s: an envelope for a seat this worker never saw drawn; ignored", key)
             last = end
 
     async def _prime_pipeline(self, first_block: int) -> None:
@@ -891,7 +897,13 @@ class Worker:
             if len(self._digests) > _DIGEST_CACHE_ENTRIES:
                 self._digests.clear()  # a bound, not an eviction policy: refilled from the chain as needed
             plaintexts = await open_granted(
-                self.protocol, self.kubo, seat.session_id, grant, session=session, digests=self._digests
+                self.protocol,
+                self.kubo,
+                seat.session_id,
+                grant,
+                session=session,
+                digests=self._digests,
+                blobs=self._blobs,
             )
         except (VerificationError, GraphError) as exc:
             self._vote_unreadable(seat, str(exc), *_granted(grant))
@@ -1046,31 +1058,36 @@ class Worker:
     async def _commit(self, now: _ChainTime) -> None:
         wall = self._clock()
         batch: list[SeatRecord] = []
-        for seat in self.store.seats([SeatState.VOTED, SeatState.COMMITTING]):
-            if len(batch) == VOTES_PER_TRANSACTION:
-                break  # the rest go in the next tick's transaction
-            if seat.next_try > wall:
-                continue
-            # The commit lands in a later block: leave a block's worth of time at least.
-            if now.timestamp + 1 >= seat.commit_deadline:
-                if seat.state is SeatState.COMMITTING:
-                    continue  # the chain decides below, in `_reveal`, whether it landed
-                self._finish(seat.key, SeatState.MISSED, "missed", "the vote was ready after the commit window closed")
-                continue
-            if (
-                self.adversary is Adversary.COPY
-                and now.timestamp + self.settings.commit_margin_seconds < seat.commit_deadline
-            ):
-                continue  # waits for a reveal to copy; none can come before the window closes
-            if seat.state is SeatState.VOTED:
-                assert seat.vote is not None
-                salt = self._salt(seat)
-                commitment = self.protocol.audit.commitment(
-                    seat.session_id, seat.segment_id, seat.round, self._address, seat.vote, salt
-                )
-                # Durable before the transaction exists: a crash from here on is recovered.
-                seat = self.store.update(seat.key, state=SeatState.COMMITTING, salt=salt, commitment=commitment)
-            batch.append(seat)
+        # One transaction, one fsync, for every seat below; committed (durably) before the commit
+        # transaction is sent.
+        with self.store.transaction():
+            for seat in self.store.seats([SeatState.VOTED, SeatState.COMMITTING]):
+                if len(batch) == VOTES_PER_TRANSACTION:
+                    break  # the rest go in the next tick's transaction
+                if seat.next_try > wall:
+                    continue
+                # The commit lands in a later block: leave a block's worth of time at least.
+                if now.timestamp + 1 >= seat.commit_deadline:
+                    if seat.state is SeatState.COMMITTING:
+                        continue  # the chain decides below, in `_reveal`, whether it landed
+                    late = "the vote was ready after the commit window closed"
+                    self._finish(seat.key, SeatState.MISSED, "missed", late)
+                    continue
+                if (
+                    self.adversary is Adversary.COPY
+                    and now.timestamp + self.settings.commit_margin_seconds < seat.commit_deadline
+                ):
+                    continue  # waits for a reveal to copy; none can come before the window closes
+                if seat.state is SeatState.VOTED:
+                    assert seat.vote is not None
+                    salt = self._salt(seat)
+                    commitment = self.protocol.audit.commitment(
+                        seat.session_id, seat.segment_id, seat.round, self._address, seat.vote, salt
+                    )
+                    # Durable (the block's commit) before the transaction exists: a crash from here on
+                    # is recovered.
+                    seat = self.store.update(seat.key, state=SeatState.COMMITTING, salt=salt, commitment=commitment)
+                batch.append(seat)
         if not batch:
             return
         commits = [SeatCommit(s.session_id, s.segment_id, s.seat_index, s.commitment or b"") for s in batch]
@@ -1083,15 +1100,16 @@ class Worker:
                 return
             self._failed_attempt(batch, "commit", exc)
             return
-        for seat in batch:
-            self.store.update(
-                seat.key, state=SeatState.COMMITTED, commit_tx=sent.tx_hash, committed_at=self._clock(), attempts=0
-            )
-            self._say(
-                seat.key,
-                "committed",
-                f"in {sent.tx_hash} ({self._clock() - seat.drawn_at:.1f} s after the draw was seen)",
-            )
+        with self.store.transaction():  # one fsync for the whole batch
+            for seat in batch:
+                self.store.update(
+                    seat.key, state=SeatState.COMMITTED, commit_tx=sent.tx_hash, committed_at=self._clock(), attempts=0
+                )
+                self._say(
+                    seat.key,
+                    "committed",
+                    f"in {sent.tx_hash} ({self._clock() - seat.drawn_at:.1f} s after the draw was seen)",
+                )
 
     async def _commit_alone(self, seat: SeatRecord) -> None:
         """A batch was refused because one seat's window closed: commit the others one by one."""
@@ -1188,9 +1206,10 @@ class Worker:
                 return
             self._failed_attempt(batch, "reveal", exc)
             return
-        for seat in batch:
-            self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash, attempts=0)
-            self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
+        with self.store.transaction():  # one fsync for the whole batch
+            for seat in batch:
+                self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash, attempts=0)
+                self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
 
     async def _reveal_each(self, batch: Sequence[SeatRecord]) -> None:
         """A batch reveal was refused: find the seat the chain objects to, reveal the others."""

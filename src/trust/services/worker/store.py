@@ -275,6 +275,7 @@ class WorkerStore:
 
     def __init__(self, path: Path, *, chain_id: int, audit_contract: str, auditor: str, readonly: bool = False) -> None:
         self.path = path
+        self._depth = 0  # transactions open (`transaction`); never held across an await
         if readonly:
             if not path.is_file():
                 raise ConfigError(f"no worker state at {path}: has `trust worker run` been started with this wallet?")
@@ -359,9 +360,22 @@ class WorkerStore:
         without waiting for the disk (WAL, `synchronous=NORMAL`): the write survives the worker's
         crash but not the machine's, and the next durable commit takes it to the disk too. For
         what costs nothing to lose (a log line, the speed estimate); an fsync per log line under
-        load was a third of a worker's time per seat."""
+        load was a third of a worker's time per seat.
+
+        Inside another transaction, this one is part of it: it reaches the disk when the outer one
+        commits (as durably as that one does), or not at all. A worker changing many seats at once
+        (the seats of one commit transaction) does it in one transaction, one fsync, instead of one
+        per seat."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self._db
+            finally:
+                self._depth -= 1
+            return
         if not durable:
             self._db.execute("PRAGMA synchronous=NORMAL")
+        self._depth = 1
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -371,6 +385,7 @@ class WorkerStore:
                 raise
             self._db.execute("COMMIT")
         finally:
+            self._depth = 0
             if not durable:
                 self._db.execute("PRAGMA synchronous=FULL")
 
