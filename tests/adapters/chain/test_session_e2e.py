@@ -8,7 +8,6 @@ checks every balance, lock, forfeit and reputation against the paper's formulas.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from web3.exceptions import ContractLogicError
 
+from tests.adapters.chain.shapes import shape
 from tests.one_unit import ONE_UNIT_STAKES
 from trust.adapters.chain.client import ChainClient, SentTransaction
 from trust.adapters.chain.deployment import deploy_protocol
@@ -324,14 +324,6 @@ async def test_full_session_with_minority_silence_and_escalation(world: World) -
     await _logs_read_as_web3_reads_them(world, session_id)
 
 
-def _shape(value: object) -> object:
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return ("record", value._fields, [_shape(v) for v in value])
-    if isinstance(value, tuple | list):
-        return (type(value).__name__, [_shape(v) for v in value])
-    return (type(value).__name__, value)
-
-
 async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
     """Every view of the protocol's contracts whose arguments are numbers and addresses, called on
     this session's state (ids 0 and 1, the session, an auditor of it): `ChainClient.call` (its
@@ -356,11 +348,11 @@ async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
                 ]
                 fn = contract.functions[item["name"]](*args)
                 try:
-                    expected: object = _shape(await fn.call())
+                    expected: object = shape(await fn.call())
                 except ContractLogicError:
                     expected = ("raises", "a revert")
                 try:
-                    got: object = _shape(await world.chain.call(contract.functions[item["name"]](*args)))
+                    got: object = shape(await world.chain.call(contract.functions[item["name"]](*args)))
                 except ContractReverted:
                     got = ("raises", "a revert")
                 assert got == expected, (item["name"], args)
@@ -373,15 +365,9 @@ async def _views_read_as_web3_reads_them(world: World, session_id: int) -> None:
     assert world.chain._views, "the views were read through their plans"
     # in JSON-RPC batches, in order; a revert among them raises as it does alone
     fns = [fn for fn, _ in answered]
-    assert [_shape(v) for v in await world.chain.call_many(fns)] == [e for _, e in answered]
+    assert [shape(v) for v in await world.chain.call_many(fns)] == [e for _, e in answered]
     with pytest.raises(ContractReverted):
         await world.chain.call_many([*fns[:3], reverting, *fns[3:6]])
-
-
-def _shape_log(log: object) -> object:
-    if isinstance(log, Mapping):
-        return ("map", type(log).__name__, {k: _shape_log(v) for k, v in log.items()})
-    return _shape(log)
 
 
 async def _logs_read_as_web3_reads_them(world: World, session_id: int) -> None:
@@ -396,20 +382,20 @@ async def _logs_read_as_web3_reads_them(world: World, session_id: int) -> None:
             if item.get("type") != "event":
                 continue
             event = handle.contract.events[item["name"]]()
-            expected = [_shape_log(log) for log in await event.get_logs(from_block=0)]
-            assert [_shape_log(log) for log in await chain.get_logs(event, from_block=0)] == expected, item["name"]
+            expected = [shape(log) for log in await event.get_logs(from_block=0)]
+            assert [shape(log) for log in await chain.get_logs(event, from_block=0)] == expected, item["name"]
             found += len(expected)
     assert found > 50
     drawn = audit.contract.events.CommitteeDrawn()
     by_session = await drawn.get_logs(from_block=0, argument_filters={"sessionId": session_id})
     assert len(by_session) == 3  # two first rounds and the escalation
     ours = await chain.get_logs(drawn, from_block=0, argument_filters={"sessionId": session_id})
-    assert [_shape_log(log) for log in ours] == [_shape_log(log) for log in by_session]
+    assert [shape(log) for log in ours] == [shape(log) for log in by_session]
     assert await chain.get_logs(drawn, from_block=0, argument_filters={"sessionId": session_id + 1}) == []
     names = ["CommitteeDrawn", "SessionOpened", "SegmentEscalated"]
     together = await chain.get_logs([audit.contract.events[n]() for n in names], from_block=0)
     apart = [log for n in names for log in await audit.contract.events[n]().get_logs(from_block=0)]
     apart.sort(key=lambda log: (log["blockNumber"], log["logIndex"]))
-    assert [_shape_log(log) for log in together] == [_shape_log(log) for log in apart]
+    assert [shape(log) for log in together] == [shape(log) for log in apart]
     assert {log["event"] for log in together} == set(names)
     assert chain._events, "the logs were read through their plans"

@@ -7,7 +7,6 @@ chain-backed comparison over every view of the protocol is in `test_session_e2e.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from web3._utils.abi import map_abi_data, named_tree, recursive_dict_to_namedtup
 from web3._utils.normalizers import BASE_RETURN_NORMALIZERS
 from web3.datastructures import AttributeDict
 
+from tests.adapters.chain.shapes import shape
 from trust.adapters.chain.logs import EventPlan
 from trust.adapters.chain.views import ViewPlan, abi_type
 
@@ -82,22 +82,13 @@ def _web3_result(fn_abi: dict[str, Any], data: bytes) -> Any:
     return shaped[0] if len(shaped) == 1 else shaped
 
 
-def _shape(value: Any) -> Any:
-    """The value with its container types and field names spelled out, for an exact comparison."""
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return ("record", value._fields, [_shape(v) for v in value])
-    if isinstance(value, tuple | list):
-        return (type(value).__name__, [_shape(v) for v in value])
-    return (type(value).__name__, value)
-
-
 @pytest.mark.parametrize(("fn_abi", "values"), FUNCTIONS, ids=[f["name"] for f, _ in FUNCTIONS])
 def test_a_view_plan_decodes_as_web3_does(fn_abi: dict[str, Any], values: list[Any]) -> None:
     codec = Web3().codec
     data = codec.encode([abi_type(p) for p in fn_abi["outputs"]], values)
     plan = ViewPlan.of(fn_abi)
     ours = plan.decode(codec, data)
-    assert _shape(ours) == _shape(_web3_result(fn_abi, data))
+    assert shape(ours) == shape(_web3_result(fn_abi, data))
     assert plan.selector == function_abi_to_4byte_selector(fn_abi)
 
 
@@ -165,13 +156,7 @@ def test_an_event_plan_decodes_a_log_as_web3_does() -> None:
     raw = _raw_log(codec, topics, data)
     # as web3 reads it: formatted, then made an AttributeDict by its attrdict middleware
     expected = get_event_data(codec, EVENT, AttributeDict.recursive(log_entry_formatter(raw)))
-    assert _shape_log(plan.decode(codec, raw)) == _shape_log(expected)
-
-
-def _shape_log(log: Any) -> Any:
-    if isinstance(log, Mapping):
-        return ("map", type(log).__name__, {k: _shape_log(v) for k, v in log.items()})
-    return _shape(log)
+    assert shape(plan.decode(codec, raw)) == shape(expected)
 
 
 def test_an_event_plan_builds_the_filter_web3_builds() -> None:
