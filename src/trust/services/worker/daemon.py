@@ -137,6 +137,9 @@ _DIGEST_CACHE_ENTRIES = 100_000
 """Content digests a worker keeps (about 150 bytes each) before it clears them and reads anew."""
 
 
+_LATE_VOTE = "the vote was ready after the commit window closed"
+
+
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, ContractReverted):
         return False
@@ -1058,8 +1061,9 @@ class Worker:
     async def _commit(self, now: _ChainTime) -> None:
         wall = self._clock()
         batch: list[SeatRecord] = []
+        missed: list[SeatKey] = []
         # One transaction, one fsync, for every seat below; committed (durably) before the commit
-        # transaction is sent.
+        # transaction is sent, and said once it is on disk.
         with self.store.transaction():
             for seat in self.store.seats([SeatState.VOTED, SeatState.COMMITTING]):
                 if len(batch) == VOTES_PER_TRANSACTION:
@@ -1070,8 +1074,8 @@ class Worker:
                 if now.timestamp + 1 >= seat.commit_deadline:
                     if seat.state is SeatState.COMMITTING:
                         continue  # the chain decides below, in `_reveal`, whether it landed
-                    late = "the vote was ready after the commit window closed"
-                    self._finish(seat.key, SeatState.MISSED, "missed", late)
+                    self.store.update(seat.key, state=SeatState.MISSED, last_error=_LATE_VOTE)
+                    missed.append(seat.key)
                     continue
                 if (
                     self.adversary is Adversary.COPY
@@ -1088,6 +1092,8 @@ class Worker:
                     # is recovered.
                     seat = self.store.update(seat.key, state=SeatState.COMMITTING, salt=salt, commitment=commitment)
                 batch.append(seat)
+        for key in missed:
+            self._say(key, "missed", _LATE_VOTE, warn=True)
         if not batch:
             return
         commits = [SeatCommit(s.session_id, s.segment_id, s.seat_index, s.commitment or b"") for s in batch]
@@ -1100,16 +1106,17 @@ class Worker:
                 return
             self._failed_attempt(batch, "commit", exc)
             return
-        with self.store.transaction():  # one fsync for the whole batch
+        with self.store.transaction():  # one fsync for the whole batch; said once it is on disk
             for seat in batch:
                 self.store.update(
                     seat.key, state=SeatState.COMMITTED, commit_tx=sent.tx_hash, committed_at=self._clock(), attempts=0
                 )
-                self._say(
-                    seat.key,
-                    "committed",
-                    f"in {sent.tx_hash} ({self._clock() - seat.drawn_at:.1f} s after the draw was seen)",
-                )
+        for seat in batch:
+            self._say(
+                seat.key,
+                "committed",
+                f"in {sent.tx_hash} ({self._clock() - seat.drawn_at:.1f} s after the draw was seen)",
+            )
 
     async def _commit_alone(self, seat: SeatRecord) -> None:
         """A batch was refused because one seat's window closed: commit the others one by one."""
@@ -1206,10 +1213,11 @@ class Worker:
                 return
             self._failed_attempt(batch, "reveal", exc)
             return
-        with self.store.transaction():  # one fsync for the whole batch
+        with self.store.transaction():  # one fsync for the whole batch; said once it is on disk
             for seat in batch:
                 self.store.update(seat.key, state=SeatState.REVEALED, reveal_tx=sent.tx_hash, attempts=0)
-                self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
+        for seat in batch:
+            self._say(seat.key, "revealed", f"{'pass' if seat.vote else 'fail'} in {sent.tx_hash}")
 
     async def _reveal_each(self, batch: Sequence[SeatRecord]) -> None:
         """A batch reveal was refused: find the seat the chain objects to, reveal the others."""
