@@ -12,7 +12,7 @@ import asyncio
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 from eth_abi import decode as abi_decode
@@ -131,6 +131,28 @@ def _decoded(plan: ViewPlan, codec: Any, result: Any) -> Any:
         return plan.decode(codec, bytes.fromhex(result[2:]))
     except Exception:  # noqa: BLE001 - see the docstring
         return _UNANSWERED
+
+
+_Plan = TypeVar("_Plan", ViewPlan, EventPlan)
+
+
+def _cached_plan(
+    cache: dict[tuple[str, str], _Plan | None],
+    kind: type[_Plan],
+    address: str,
+    item_type: str,
+    name: str,
+    contract_abi: Iterable[Any],
+    item_abi: Any,
+) -> _Plan | None:
+    """The plan of the function or event `name` of the contract at `address`, made once: None
+    (web3 then serves it) when the contract has several of that name, or `kind.fits` says no."""
+    key = (address, name)
+    if key not in cache:
+        named = [i for i in contract_abi if i.get("type") == item_type and i.get("name") == name]
+        fits = len(named) == 1 and kind.fits(dict(item_abi))
+        cache[key] = kind.of(dict(item_abi)) if fits else None
+    return cache[key]
 
 
 def _block_param(block: BlockIdentifier) -> Any:
@@ -319,12 +341,7 @@ class ChainClient:
         does not fit (`ViewPlan.fits`)."""
         if not fn.decode_tuples or fn.kwargs or not fn.address:
             return None
-        key = (fn.address, fn.fn_name)
-        if key not in self._views:
-            named = [i for i in fn.contract_abi if i.get("type") == "function" and i.get("name") == fn.fn_name]
-            fits = len(named) == 1 and ViewPlan.fits(dict(fn.abi))
-            self._views[key] = ViewPlan.of(dict(fn.abi)) if fits else None
-        return self._views[key]
+        return _cached_plan(self._views, ViewPlan, fn.address, "function", fn.fn_name, fn.contract_abi, fn.abi)
 
     async def get_logs(
         self,
@@ -375,12 +392,10 @@ class ChainClient:
         return decoded
 
     def _event_plan(self, event: AsyncContractEvent) -> EventPlan | None:
-        key = (event.address, event.event_name)
-        if key not in self._events:
-            named = [i for i in event.contract_abi if i.get("type") == "event" and i.get("name") == event.event_name]
-            fits = len(named) == 1 and EventPlan.fits(dict(event.abi))
-            self._events[key] = EventPlan.of(dict(event.abi)) if fits else None
-        return self._events[key]
+        """The cached plan of `event`, or None (web3 then reads it): see `_cached_plan`."""
+        return _cached_plan(
+            self._events, EventPlan, event.address, "event", event.event_name, event.contract_abi, event.abi
+        )
 
     async def transact(self, fn: AsyncContractFunction, sender: LocalAccount, *, value: int = 0) -> SentTransaction:
         """Signs and sends a contract call from `sender`, waits for it to be mined, and checks it.
