@@ -35,7 +35,7 @@ from trust.adapters.local.llama import (
     build_cpu_features,
     check_cpu,
 )
-from trust.adapters.local.processes import alive, free_port, terminate
+from trust.adapters.local.processes import alive, free_port, parent, terminate
 from trust.auditors.base import AuditRequest
 from trust.auditors.llm import LlmAuditor
 from trust.auditors.tiers import AVAILABILITY_CACHE_SECONDS, audit_once, llm_auditor
@@ -111,6 +111,14 @@ def _gone(pid: int) -> bool:
     return not alive(pid) and not Path(f"/proc/{pid}").exists()
 
 
+def _exited(pid: int) -> bool:
+    """Runs no more: gone, or a zombie that init has yet to reap (an orphan's parent is init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 @pytest.mark.parametrize(
     ("mode", "words"),
     [
@@ -174,14 +182,17 @@ def test_a_busy_server_is_attached_not_doubled(tmp_path: Path, fake_server: Path
 
 def test_the_server_is_not_a_child_of_the_process_that_started_it(tmp_path: Path, fake_server: Path) -> None:
     server = LocalModelServer.start(tmp_path, server_command=_fake(fake_server, "ok"))
+    keeper = parent(server.pid)
     try:
-        parent = int(Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        assert parent != os.getpid()
+        assert keeper is not None and keeper != os.getpid()
         with pytest.raises(ChildProcessError):
             os.waitpid(server.pid, os.WNOHANG)  # not ours to reap
     finally:
         server.stop(timeout_seconds=2)
-    assert _gone(server.pid)
+    # `stop` returns once the keeper, too, is done: it writes into the directory as the server ends,
+    # so a caller that removes the directory next would race it.
+    assert _gone(server.pid) and keeper is not None and _exited(keeper)
+    assert (tmp_path / EXIT_FILE).is_file()
 
 
 # ------------------------------------------------------------------------------- the CPU pre-flight

@@ -79,7 +79,15 @@ from typing import Any, Final
 import httpx
 
 from trust.adapters.llm.client import LlmClient, StructuredOutput
-from trust.adapters.local.processes import alive, free_port, terminate
+from trust.adapters.local.processes import (
+    alive,
+    command_line,
+    free_port,
+    parent,
+    terminate,
+    wait_ended,
+    working_directory,
+)
 from trust.errors import ConfigError, LlmError, excerpt
 from trust.settings import LlmSettings, Settings
 
@@ -421,6 +429,18 @@ def _is_server(pid: int, directory: Path, host: str, port: int) -> bool:
     return any(a == b"--port" and b == str(port).encode() for a, b in zip(command, command[1:], strict=False))
 
 
+def _keeper_of(pid: int, directory: Path) -> int | None:
+    """The keeper (`_KEEPER`) that reaps server `pid`: its parent, when that runs the keeper in
+    `directory`; None when there is none to wait for (it is gone, or /proc cannot say)."""
+    keeper = parent(pid)
+    if keeper is None or keeper <= 1:
+        return None
+    argv = command_line(keeper)
+    if argv is None or _KEEPER not in argv or working_directory(keeper) != Path(os.path.realpath(directory)):
+        return None
+    return keeper
+
+
 def _log_tail(log_file: Path) -> str:
     try:
         lines = log_file.read_text(errors="replace").splitlines()
@@ -728,8 +748,7 @@ class LocalModelServer:
 
     def _kill(self) -> None:
         """Stops a server that failed to start, reaped by its keeper, and forgets it."""
-        if _is_server(self.pid, self.directory, self.host, self.port):
-            terminate(self.pid, None, DEFAULT_STOP_TIMEOUT_SECONDS)
+        self._terminate(DEFAULT_STOP_TIMEOUT_SECONDS)
         _wait_for_exit(self.directory, self.pid)
         self._forget()
 
@@ -793,9 +812,19 @@ class LocalModelServer:
     def stop(self, timeout_seconds: float = DEFAULT_STOP_TIMEOUT_SECONDS) -> None:
         """SIGTERM, SIGKILL after `timeout_seconds`, if the pid still is this server; the record goes
         when it names this server."""
-        if _is_server(self.pid, self.directory, self.host, self.port):
-            terminate(self.pid, None, timeout_seconds)
+        self._terminate(timeout_seconds)
         self._forget()
+
+    def _terminate(self, timeout_seconds: float) -> None:
+        """Stops the server if the pid still is this server, and returns once its keeper, too, is
+        done: the keeper writes the exit record into the directory as the server ends, so a caller
+        that then removes the directory (a one-off audit's private server) would race it."""
+        if not _is_server(self.pid, self.directory, self.host, self.port):
+            return
+        keeper = _keeper_of(self.pid, self.directory)
+        terminate(self.pid, None, timeout_seconds)
+        if keeper is not None:
+            wait_ended(keeper, _EXIT_WAIT_SECONDS)
 
     def endpoint_settings(self, *, timeout_seconds: float = 60.0, max_retries: int = 2) -> LlmSettings:
         """`LlmSettings` pointing at this server: its base URL and the model name it reports."""

@@ -26,8 +26,10 @@ __all__ = [
     "free_port",
     "inspectable",
     "option_value",
+    "parent",
     "processes",
     "terminate",
+    "wait_ended",
     "working_directory",
 ]
 
@@ -70,6 +72,22 @@ def command_line(pid: int) -> list[str] | None:
     return [part.decode(errors="replace") for part in raw.rstrip(b"\0").split(b"\0")]
 
 
+def parent(pid: int) -> int | None:
+    """The pid of `pid`'s parent, or None when it is gone or that cannot be read (no /proc)."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """`/proc/<pid>/stat` after the command: state, parent pid, ... (see proc(5))."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # "pid (command) state ppid ...": the command may hold spaces and parentheses; split after the last ")".
+    return stat[stat.rfind(")") + 2 :].split()
+
+
 def working_directory(pid: int) -> Path | None:
     """The directory `pid` runs in (relative arguments are relative to it), or None when unreadable."""
     try:
@@ -105,6 +123,9 @@ def processes() -> Iterator[tuple[int, list[str]]]:
 
 def terminate(pid: int, process: subprocess.Popen[bytes] | None, timeout_seconds: float) -> None:
     """SIGTERM, so the process can write its state and close its stores; SIGKILL after the timeout.
+    Returns once the process is gone (or a zombie its parent has yet to reap): a SIGKILLed process
+    with a large address space takes a moment to die, and until then it still holds its files, its
+    port and its working directory.
 
     `process` is the handle when this interpreter started it (so it is reaped, not left a zombie),
     None when the pid came from a state file.
@@ -113,15 +134,46 @@ def terminate(pid: int, process: subprocess.Popen[bytes] | None, timeout_seconds
         return
     if not alive(pid):
         return
-    os.kill(pid, signal.SIGTERM)
+    if not _signal(pid, signal.SIGTERM) or _ended(pid, process, timeout_seconds):
+        return
+    if _signal(pid, signal.SIGKILL) and not _ended(pid, process, _KILL_WAIT_SECONDS):
+        raise OSError(f"process {pid} is still running {_KILL_WAIT_SECONDS:g} s after SIGKILL")
+
+
+def wait_ended(pid: int, timeout_seconds: float) -> bool:
+    """Waits up to `timeout_seconds` for `pid`, not this interpreter's child, to end (a zombie its
+    parent has yet to reap counts as ended); whether it did."""
+    return _ended(pid, None, timeout_seconds)
+
+
+_KILL_WAIT_SECONDS = 10.0
+"""How long a SIGKILLed process may take to die: the kernel frees its memory first."""
+
+
+def _signal(pid: int, signum: signal.Signals) -> bool:
+    """Sends `signum`; False when the process had already ended."""
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _ended(pid: int, process: subprocess.Popen[bytes] | None, timeout_seconds: float) -> bool:
+    """Waits up to `timeout_seconds` for the process to end; whether it did."""
     deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
+    while True:
         if process is not None:
             if process.poll() is not None:
-                return
-        elif not alive(pid):
-            return
+                return True
+        elif not alive(pid) or _zombie(pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    if process is not None:
-        process.wait(timeout=5)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits for its parent to reap it (Linux; False where unknown)."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] == "Z"
