@@ -13,6 +13,7 @@ from trust.adapters.chain.protocol import Protocol
 from trust.adapters.local.processes import alive
 from trust.adapters.local.toolchain import Toolchain
 from trust.lab.localnet import LocalNetwork, WorkerSpec
+from trust.services.worker.store import WorkerStore
 
 pytestmark = pytest.mark.slow
 
@@ -31,4 +32,10 @@ async def test_a_local_network_runs_registered_workers_and_stops_them(tmp_path: 
             assert [(i.registered, i.tier) for i in infos] == [(True, 1), (True, 1), (True, 3)]
             assert await protocol.registry.eligible_count(1) == 2
         assert all((tmp_path / "workers" / f"{a.address.lower()}.log").is_file() for a in network.auditors)
+        # Each worker's state where the network says (`trust bench e2e` reads the seats there).
+        states = network.worker_states
+        assert set(states) == {a.address for a in network.auditors}
+        for address, path in states.items():
+            with WorkerStore.open_existing(path) as store:
+                assert store.identity["auditor"] == address.lower()
     assert not any(alive(pid) for pid in pids)

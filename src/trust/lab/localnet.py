@@ -177,6 +177,17 @@ class LocalNetwork:
     def worker_logs(self) -> dict[str, Path]:
         return {w.auditor.address: w.log_file for w in self._workers}
 
+    @property
+    def worker_states(self) -> dict[str, Path]:
+        """Auditor address -> its worker's SQLite state (`WorkerStore.open_existing` reads it while
+        the worker runs)."""
+        from trust.services.worker.runner import state_path
+
+        return {
+            w.auditor.address: state_path(self.settings, w.auditor.address, self.deployment.chain_id)
+            for w in self._workers
+        }
+
     def adversaries(self) -> dict[str, str]:
         """Auditor address -> adversarial mode, for the workers that have one."""
         return {w.auditor.address: w.spec.adversary for w in self._workers if w.spec.adversary}

@@ -430,6 +430,7 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
         client = LlmClient(LlmSettings(base_url=stub.base_url, model="judge-model", max_retries=0))
         worker = make_worker(network, kubo, 0, tmp_path)
         worker.auditor = LlmAuditor(client, AuditSettings(), concurrency=1)
+        submitted_at = time.time()
         session_id, _, committees = await submit(network, kubo, products())
         held = len(seats_of(committees, worker.identity.address))
         try:
@@ -446,6 +447,10 @@ async def test_a_model_that_never_answers_a_judgment_makes_the_seat_abstain_at_o
     assert len(seats) == held > 0
     assert {s.state for s in seats} == {SeatState.ABSTAINED}
     assert all(s.attempts == 0 and s.commitment is None for s in seats)
+    # The model's time is recorded though no report will carry it (`trust bench e2e` counts it as evaluation).
+    for seat in seats:
+        assert seat.audit_started_at is not None and seat.audit_finished_at is not None
+        assert submitted_at < seat.audit_started_at <= seat.audit_finished_at <= time.time()
     assert len(reasons) == held and all(r.startswith("no judgment: tier-2 judge") for r in reasons), reasons
     assert all("not recorded on chain" not in r for r in reasons), reasons
     # Said on chain (`abstain`), so the other seats need not wait out the windows for this one.

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from trust.services.sdk.result import PHASES, PhaseTimings
 
-__all__ = ["Evaluation", "RoundTrack", "phase_timings"]
+__all__ = ["Evaluation", "RoundTrack", "covered_seconds", "phase_timings"]
 
 
 class Evaluation(Protocol):
@@ -50,7 +50,8 @@ def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]
     return merged
 
 
-def _measure(intervals: Iterable[tuple[float, float]]) -> float:
+def covered_seconds(intervals: Iterable[tuple[float, float]]) -> float:
+    """The wall time `intervals` (start, end) cover, overlaps counted once."""
     return sum(end - start for start, end in _union(intervals))
 
 
@@ -60,8 +61,8 @@ def _clip(intervals: Iterable[tuple[float, float]], low: float, high: float) -> 
 
 def _minus(spans: list[tuple[float, float]], holes: list[tuple[float, float]]) -> float:
     """The length of `spans` not covered by `holes` (both unions)."""
-    covered = sum(_measure(_clip(holes, a, b)) for a, b in spans)
-    return max(0.0, _measure(spans) - covered)
+    covered = sum(covered_seconds(_clip(holes, a, b)) for a, b in spans)
+    return max(0.0, covered_seconds(spans) - covered)
 
 
 def phase_timings(marks: dict[str, float], rounds: Iterable[RoundTrack], reports: Iterable[Evaluation]) -> PhaseTimings:
@@ -79,13 +80,13 @@ def phase_timings(marks: dict[str, float], rounds: Iterable[RoundTrack], reports
     last_reveal = max((t.revealed_at for t in tracks if t.revealed_at is not None), default=verdict)
     seconds: dict[str, float | None] = {
         "decomposition": marks.get("decomposed", start) - start,
-        "assignment": _measure(draws),
-        "distribution": (marks.get("uploaded", start) - marks.get("decomposed", start)) + _measure(deliveries),
+        "assignment": covered_seconds(draws),
+        "distribution": (marks.get("uploaded", start) - marks.get("decomposed", start)) + covered_seconds(deliveries),
         "vote_aggregation": _minus(votes, inference),
         "finalization": max(0.0, verdict - last_reveal),
     }
     for tier in (1, 2, 3):
-        seconds[f"tier{tier}_verification"] = _measure(evaluation[tier]) if evaluation[tier] else None
+        seconds[f"tier{tier}_verification"] = covered_seconds(evaluation[tier]) if evaluation[tier] else None
     total = verdict - start
-    overhead = max(0.0, total - _measure(inference))
+    overhead = max(0.0, total - covered_seconds(inference))
     return PhaseTimings({key: seconds.get(key) for key, _, _ in PHASES}, total, overhead)

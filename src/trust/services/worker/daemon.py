@@ -739,15 +739,20 @@ class Worker:
             self._audits.pop(seat.key, None)
             self._wake.set()
 
-    async def _abstain(self, seat: SeatRecord, detail: str, node_id: str | None) -> None:
+    async def _abstain(
+        self, seat: SeatRecord, detail: str, node_id: str | None, *, evaluated: tuple[float, float] | None = None
+    ) -> None:
         """Records that the seat will not vote and says so on chain (`abstain`): the seat is settled
         as silent either way, but the others need not wait out the commit and reveal windows for
-        it. A refused or failed abstention is only logged: the seat stays silent all the same."""
+        it. A refused or failed abstention is only logged: the seat stays silent all the same.
+        `evaluated` bounds the evaluation that ended without a judgment: no report carries it to the
+        provider, so the worker's state is the only record of that time (`trust bench e2e` reads it)."""
         try:
             await self.protocol.audit.abstain(self.identity.account, seat.session_id, seat.segment_id, seat.seat_index)
         except (ChainError, ContractReverted) as exc:
             detail += f" (the abstention was not recorded on chain: {exc})"
-        self._finish(seat.key, SeatState.ABSTAINED, "abstained", detail, node_id=node_id)
+        spans = {} if evaluated is None else {"audit_started_at": evaluated[0], "audit_finished_at": evaluated[1]}
+        self._finish(seat.key, SeatState.ABSTAINED, "abstained", detail, node_id=node_id, **spans)
 
     async def _claim_undelivered(self, seat: SeatRecord) -> bool:
         """Claims the seat's release if its round is past the delivery deadline with no delivery
@@ -841,8 +846,9 @@ class Worker:
             except JudgmentError as exc:
                 # The model answered and kept answering no judgment: asking again in a minute would
                 # spend the seat's attempts (and the shared model's time) for the same answers.
-                self._measured(self._clock() - slot_at)
-                await self._abstain(seat, f"no judgment: {exc}", node_id)
+                finished_at = self._clock()
+                self._measured(finished_at - slot_at)
+                await self._abstain(seat, f"no judgment: {exc}", node_id, evaluated=(started_at, finished_at))
                 return
             except TimeoutError:
                 if not window.expired():
@@ -858,7 +864,9 @@ class Worker:
         if self.adversary is None or self.adversary.audits:
             self._measured(finished_at - slot_at)
         if not verdict.decided:
-            await self._abstain(seat, f"not applicable: {verdict.critique}", node_id)
+            await self._abstain(
+                seat, f"not applicable: {verdict.critique}", node_id, evaluated=(started_at, finished_at)
+            )
             return
         self.store.update(
             seat.key,

@@ -136,7 +136,8 @@ class SeatRecord:
     last_error: str | None = None
     updated_at: float = 0.0
     # The audit report (schema 2). `expected` completes the verdict; `audit_started_at` and
-    # `audit_finished_at` bound the auditor's evaluation (unix seconds); `reply_key` is the
+    # `audit_finished_at` bound the auditor's evaluation (unix seconds; on an abstained seat, the
+    # evaluation that ended without a judgment, which no report carries); `reply_key` is the
     # provider's X25519 key from the grant (None: no report wanted). `report_cid` is set once the
     # sealed report is stored on IPFS, `reported_at` once `publishReports` is mined (`report_tx`).
     # Reporting has its own retries, so that it never touches the vote's.
