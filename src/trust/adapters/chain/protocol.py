@@ -235,7 +235,7 @@ class AuditContract:
         """The events that announce committees still to be drawn (`DrawEventKind`) in blocks
         `from_block`..`to_block` (the latest when None), in chain order: what a worker reads to
         predict the seats it will be drawn for before the draw happens."""
-        _, events = await self.draw_log(from_block, to_block=to_block)
+        _, events = await self._draw_log(from_block, to_block, committees=False)
         return events
 
     async def draw_log(
@@ -243,7 +243,12 @@ class AuditContract:
     ) -> tuple[list[CommitteeDrawn], list[DrawEvent]]:
         """`committees_drawn` and `draw_events` of the same blocks, read in one request (what a
         worker reads on every tick)."""
-        names = ["CommitteeDrawn", *(kind.value for kind in DrawEventKind)]
+        return await self._draw_log(from_block, to_block, committees=True)
+
+    async def _draw_log(
+        self, from_block: int, to_block: int | None, *, committees: bool
+    ) -> tuple[list[CommitteeDrawn], list[DrawEvent]]:
+        names = [*(["CommitteeDrawn"] if committees else []), *(kind.value for kind in DrawEventKind)]
         try:
             logs = await self.chain.get_logs(
                 [self.contract.events[name]() for name in names],
