@@ -142,10 +142,15 @@ class GasReport:
     def per_seat_total(self) -> int:
         return sum(self.per_seat(p) for p in _PHASES)
 
+    def per_distinct_seat(self, phase: str) -> int:
+        """Gas of `phase` per seat actually held (a member drawn twice holds one seat): the figure
+        that compares runs whose draws gave their members a different number of repeats."""
+        return round(self.gas[phase] / max(self.distinct_seats, 1))
+
     @property
     def per_distinct_seat_total(self) -> int:
-        """The same total per seat actually held (a member drawn twice holds one seat): what a seat
-        costs where the tier is large enough that members are rarely drawn twice."""
+        """The total per seat actually held: what a seat costs where the tier is large enough that
+        members are rarely drawn twice."""
         return round(sum(self.gas[p] for p in _PHASES) / max(self.distinct_seats, 1))
 
     def summary(self) -> dict[str, int]:
