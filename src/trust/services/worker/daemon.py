@@ -740,7 +740,7 @@ class Worker:
             self._wake.set()
 
     async def _abstain(
-        self, seat: SeatRecord, detail: str, node_id: str | None, *, evaluated: tuple[float, float] | None = None
+        self, seat: SeatRecord, detail: str, node_id: str | None, *, evaluated: tuple[float, float]
     ) -> None:
         """Records that the seat will not vote and says so on chain (`abstain`): the seat is settled
         as silent either way, but the others need not wait out the commit and reveal windows for
@@ -751,8 +751,16 @@ class Worker:
             await self.protocol.audit.abstain(self.identity.account, seat.session_id, seat.segment_id, seat.seat_index)
         except (ChainError, ContractReverted) as exc:
             detail += f" (the abstention was not recorded on chain: {exc})"
-        spans = {} if evaluated is None else {"audit_started_at": evaluated[0], "audit_finished_at": evaluated[1]}
-        self._finish(seat.key, SeatState.ABSTAINED, "abstained", detail, node_id=node_id, **spans)
+        started_at, finished_at = evaluated
+        self._finish(
+            seat.key,
+            SeatState.ABSTAINED,
+            "abstained",
+            detail,
+            node_id=node_id,
+            audit_started_at=started_at,
+            audit_finished_at=finished_at,
+        )
 
     async def _claim_undelivered(self, seat: SeatRecord) -> bool:
         """Claims the seat's release if its round is past the delivery deadline with no delivery
