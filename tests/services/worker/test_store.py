@@ -1,9 +1,11 @@
 """The worker's state file: a version-1 file (before audit reports) gains the report columns in place,
-its seats intact; a file of a newer schema is refused; the report bookkeeping reads back as written."""
+its seats intact; a file of a newer schema is refused; a new file appears whole or not at all; the
+report bookkeeping reads back as written."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -103,16 +105,73 @@ def test_report_bookkeeping_and_status(tmp_path: Path) -> None:
     assert status_report(path)["reports"] == {"published": 1, "pending": 1, "given_up": 1}
 
 
-def test_a_state_file_still_being_created_is_a_clear_error(tmp_path: Path) -> None:
-    """`trust worker status` right as a worker starts: the schema is there, its identity not yet."""
+def test_a_state_file_an_older_trust_left_half_made_is_a_clear_error_and_a_worker_finishes_it(
+    tmp_path: Path,
+) -> None:
+    """An older trust wrote the schema first and the identity after it: `trust worker status` right
+    as such a worker started (or after it was killed then) found no identity."""
     from trust.services.worker.store import _SCHEMA
 
     path = tmp_path / "chain-31337.sqlite3"
     db = sqlite3.connect(path)
     db.executescript(_SCHEMA)
     db.close()
-    with pytest.raises(ConfigError, match="still being created"):
+    with pytest.raises(ConfigError, match="has no identity yet: its worker may be starting"):
         WorkerStore.open_existing(path)
+    _open(path).close()
+    with WorkerStore.open_existing(path) as store:
+        assert store.identity["auditor"] == AUDITOR.lower()
+
+
+def test_a_reader_never_finds_a_new_state_file_without_its_identity(tmp_path: Path) -> None:
+    """`trust worker status` (or a test) polling while a worker creates its state file: the file is
+    absent or complete, never a schema without its identity nor an empty database."""
+    paths = [tmp_path / f"w{i}" / "chain-31337.sqlite3" for i in range(40)]
+    seen: list[str] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            for path in paths:
+                try:
+                    WorkerStore.open_existing(path).close()
+                except ConfigError as exc:
+                    if "no worker state at" not in str(exc):
+                        seen.append(str(exc))
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        for path in paths:
+            _open(path).close()
+    finally:
+        done.set()
+        reader.join()
+    assert seen == []
+    for path in paths:
+        assert not [p for p in path.parent.iterdir() if "partial" in p.name]
+        db = sqlite3.connect(path)
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.close()
+
+
+def test_a_creation_cut_off_leaves_nothing_behind_and_the_next_start_makes_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trust.services.worker.store as store_module
+
+    path = tmp_path / "chain-31337.sqlite3"
+
+    def cut_off(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module.os, "link", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        _open(path)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    with _open(path) as store:
+        assert store.identity["auditor"] == AUDITOR.lower() and store.identity["schema"] == str(SCHEMA_VERSION)
 
 
 def test_log_lines_skip_the_fsync_and_every_other_write_keeps_it(tmp_path: Path) -> None:

@@ -26,12 +26,15 @@ The salt can also be rebuilt from the wallet alone (`trust.services.worker.keys.
 the fast path and the record, not the only copy.
 
 A state file belongs to one (chain id, audit contract, auditor address): opening it for another is
-refused, so two wallets or two chains never mix their seats.
+refused, so two wallets or two chains never mix their seats. A new file is written whole, schema
+and identity, under a temporary name beside it and then linked into place, so a reader
+(`trust worker status`, while the worker starts) never finds a state file without its identity.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -249,6 +252,38 @@ _ADDED_IN_2 = (
 """The seat columns schema 2 added, as `ALTER TABLE ... ADD COLUMN` takes them."""
 
 
+def _create(path: Path, meta: dict[str, str]) -> None:
+    """Writes a new state file, schema and `meta`, under a temporary name in the same folder and
+    links it into place: the file appears complete or not at all. If another process linked its
+    own first, that one stands (and the caller's identity check judges it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    sidecars = [partial.with_name(partial.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+    for leftover in (partial, *sidecars):  # from a creation of this pid that was killed midway
+        leftover.unlink(missing_ok=True)
+    db = sqlite3.connect(partial, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")  # stored in the file: every later connection uses it
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+    finally:
+        db.close()  # the last connection checkpoints the WAL into the file and removes it
+    try:
+        os.link(partial, path)
+    except FileExistsError:
+        pass
+    finally:
+        partial.unlink()
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # the new name reaches the disk with the file
+    finally:
+        os.close(folder)
+
+
 def _to_row(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
@@ -282,15 +317,16 @@ class WorkerStore:
                 raise ConfigError(f"no worker state at {path}: has `trust worker run` been started with this wallet?")
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                _create(path, {"schema": str(SCHEMA_VERSION), **self._identity(chain_id, audit_contract, auditor)})
             self._db = sqlite3.connect(path, isolation_level=None, timeout=10)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit
             self._db.executescript(_SCHEMA)
         self._db.row_factory = sqlite3.Row
-        identity = {"chain_id": str(chain_id), "audit_contract": audit_contract.lower(), "auditor": auditor.lower()}
+        identity = self._identity(chain_id, audit_contract, auditor)
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        if not readonly and not stored:
+        if not readonly and not stored:  # a file that an older trust began and never finished
             with self.transaction():
                 self._db.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)", {"schema": str(SCHEMA_VERSION), **identity}.items()
@@ -305,6 +341,10 @@ class WorkerStore:
                 f"the worker state {path} belongs to another wallet or chain ({described}); "
                 "give each wallet and chain its own --data-dir"
             )
+
+    @staticmethod
+    def _identity(chain_id: int, audit_contract: str, auditor: str) -> dict[str, str]:
+        return {"chain_id": str(chain_id), "audit_contract": audit_contract.lower(), "auditor": auditor.lower()}
 
     def _check_schema(self, version: int, readonly: bool) -> None:
         """Refuses a file of a newer schema; brings a version-1 file to version 2 when writable."""
@@ -336,8 +376,12 @@ class WorkerStore:
         finally:
             db.close()
         if not {"chain_id", "audit_contract", "auditor"} <= meta.keys():
-            # The schema is written first and the identity after it: a worker is starting right now.
-            raise ConfigError(f"the worker state at {path} is still being created (its worker is starting); try again")
+            # This trust writes a new file whole (`_create`); an older one wrote the identity after
+            # the schema, so its worker may be starting right now, or was killed while it did.
+            raise ConfigError(
+                f"the worker state at {path} has no identity yet: its worker may be starting (try again), "
+                "or was stopped while it created the file (`trust worker run` finishes it)"
+            )
         return cls(
             path,
             chain_id=int(meta["chain_id"]),
