@@ -258,19 +258,22 @@ def _create(path: Path, meta: dict[str, str]) -> None:
     own first, that one stands (and the caller's identity check judges it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    sidecars = [partial.with_name(partial.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-    for leftover in (partial, *sidecars):  # from a creation of this pid that was killed midway
+    # From a creation of this pid that was killed midway (a journal left beside the new file would
+    # be rolled back into it).
+    for leftover in (partial, *(partial.with_name(partial.name + s) for s in ("-journal", "-wal", "-shm"))):
         leftover.unlink(missing_ok=True)
-    db = sqlite3.connect(partial, isolation_level=None)
+    db = sqlite3.connect(partial)
     try:
-        db.execute("PRAGMA journal_mode=WAL")  # stored in the file: every later connection uses it
+        # Written with a rollback journal, so the commit lands in the file itself and the one file
+        # linked below holds everything. Then WAL, which the file records in its header: switched
+        # here, where no reader can hold a lock that would keep it from switching.
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(_SCHEMA)
-        with db:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+        db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+        db.commit()
+        db.execute("PRAGMA journal_mode=WAL")
     finally:
-        db.close()  # the last connection checkpoints the WAL into the file and removes it
+        db.close()
     try:
         os.link(partial, path)
     except FileExistsError:
